@@ -1,0 +1,59 @@
+//! Named drop reasons. Every frame the datapath discards is counted under exactly one
+//! of these, in the per-CPU array `jn_drops`, so that "why did my frame vanish" has an
+//! answer in `kubectl juneau bpf dump jn_drops`.
+
+/// Why a frame (or one copy of it) was not delivered. The discriminant is the index
+/// in `jn_drops`.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropReason {
+    /// The frame arrived on an interface that has no active port entry: the program is
+    /// attached but the daemon removed (or never wrote) its configuration.
+    NotAPort = 0,
+    /// The port's segment slot holds no forwarding table.
+    NoSegment = 1,
+    /// Shorter than an Ethernet header.
+    ShortFrame = 2,
+    /// The destination MAC was learned behind the port the frame came in on: sending it
+    /// back would loop it to its sender (hairpin).
+    Hairpin = 3,
+    /// Broadcast, multicast or unknown unicast on a segment where no other port exists.
+    NoOtherPort = 4,
+    /// `bpf_clone_redirect` refused one copy of a flooded frame.
+    CloneFailed = 5,
+    /// A frame larger than the segment MTU that cannot be fragmented.
+    TooBig = 6,
+    /// The learning table refused an update (full beyond LRU eviction).
+    LearnFailed = 7,
+}
+
+impl DropReason {
+    /// Size of `jn_drops`: one slot per reason, with room to add reasons without
+    /// changing the map's layout.
+    pub const SLOTS: u32 = 16;
+
+    pub const ALL: [DropReason; 8] = [
+        DropReason::NotAPort,
+        DropReason::NoSegment,
+        DropReason::ShortFrame,
+        DropReason::Hairpin,
+        DropReason::NoOtherPort,
+        DropReason::CloneFailed,
+        DropReason::TooBig,
+        DropReason::LearnFailed,
+    ];
+
+    /// The name shown by the CLI and used in test assertions.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DropReason::NotAPort => "NOT_A_PORT",
+            DropReason::NoSegment => "NO_SEGMENT",
+            DropReason::ShortFrame => "SHORT_FRAME",
+            DropReason::Hairpin => "HAIRPIN",
+            DropReason::NoOtherPort => "NO_OTHER_PORT",
+            DropReason::CloneFailed => "CLONE_FAILED",
+            DropReason::TooBig => "TOO_BIG",
+            DropReason::LearnFailed => "LEARN_FAILED",
+        }
+    }
+}

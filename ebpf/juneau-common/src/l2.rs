@@ -1,0 +1,111 @@
+//! L2Network forwarding state: ports, per-segment learning tables, flood lists.
+//!
+//! A *segment* is one L2Network on one Node. The daemon gives each VNI it serves a local
+//! slot (0..[`MAX_SEGMENTS`]); slots index array maps, which the verifier inlines, so the
+//! fast path pays for one hash lookup only (the destination MAC).
+
+/// `jn_l2_port` is an array indexed by ifindex. Interfaces with a larger ifindex cannot
+/// be ports; the daemon refuses them with an error that says so.
+pub const MAX_PORTS: u32 = 65536;
+/// Segment slots per Node (L2Networks with at least one port on it).
+pub const MAX_SEGMENTS: u32 = 1024;
+/// Learned MACs per segment: one LRU table each, so that one tenant that floods source
+/// MACs evicts only its own entries.
+pub const FDB_ENTRIES: u32 = 8192;
+/// Local ports per segment that a broadcast reaches.
+pub const MAX_FLOOD_PORTS: usize = 64;
+
+/// A port is configured and forwards.
+pub const PORT_ACTIVE: u32 = 1 << 0;
+/// The port is the host side of a veth whose peer lives in another network namespace:
+/// deliver to it with `bpf_redirect_peer`, which enters the peer's ingress directly and
+/// skips a veth transmit and a backlog hop. Ports without it get `bpf_redirect`.
+pub const PORT_PEER: u32 = 1 << 1;
+
+/// A learned entry is refreshed at most once per this many nanoseconds, so that a busy
+/// sender does not write its entry on every frame.
+pub const LEARN_REFRESH_NS: u64 = 1_000_000_000;
+
+/// Value of `jn_l2_port[ifindex]`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortConfig {
+    /// The segment's VXLAN network identifier.
+    pub vni: u32,
+    /// The segment's local slot: index of its table in `jn_l2_fdb` and `jn_l2_flood`.
+    pub segment: u32,
+    /// `PORT_*` bits.
+    pub flags: u32,
+    /// Segment MTU (L2-21); 0 = no check.
+    pub mtu: u32,
+    /// One-entry learning cache, written by the datapath only: the last source MAC
+    /// learned on this port and when. A frame from the same MAC within
+    /// [`LEARN_REFRESH_NS`] skips the table lookup entirely.
+    pub cache_mac: FdbKey,
+    pub cache_ns: u64,
+}
+
+/// Key of a learning table: a MAC padded to 8 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FdbKey {
+    pub mac: [u8; 6],
+    pub pad: [u8; 2],
+}
+
+impl FdbKey {
+    pub const fn new(mac: [u8; 6]) -> Self {
+        Self { mac, pad: [0; 2] }
+    }
+}
+
+/// Value of a learning table entry.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FdbEntry {
+    /// Local port the MAC was learned on (0 when learned from a remote Node).
+    pub ifindex: u32,
+    /// Remote VTEP (IPv4, network byte order) when learned from the overlay, else 0.
+    pub vtep: u32,
+    /// `bpf_ktime_get_ns()` (CLOCK_MONOTONIC) of the last refresh.
+    pub last_seen_ns: u64,
+    /// `PORT_*` bits of the port, copied at learning time so that delivery needs no
+    /// second port lookup.
+    pub flags: u32,
+    pub pad: u32,
+}
+
+/// One member of a flood list.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FloodPort {
+    pub ifindex: u32,
+    pub flags: u32,
+}
+
+/// Value of `jn_l2_flood[segment]`: the local ports of the segment, in the order
+/// copies are sent. Only the first `count` entries are meaningful.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FloodList {
+    pub count: u32,
+    pub pad: u32,
+    pub ports: [FloodPort; MAX_FLOOD_PORTS],
+}
+
+impl Default for FloodList {
+    fn default() -> Self {
+        Self {
+            count: 0,
+            pad: 0,
+            ports: [FloodPort::default(); MAX_FLOOD_PORTS],
+        }
+    }
+}
+
+// The layouts are part of the kernel ABI of our maps: no implicit padding allowed.
+const _: () = assert!(core::mem::size_of::<PortConfig>() == 32);
+const _: () = assert!(core::mem::size_of::<FdbKey>() == 8);
+const _: () = assert!(core::mem::size_of::<FdbEntry>() == 24);
+const _: () = assert!(core::mem::size_of::<FloodPort>() == 8);
+const _: () = assert!(core::mem::size_of::<FloodList>() == 8 + 8 * MAX_FLOOD_PORTS);

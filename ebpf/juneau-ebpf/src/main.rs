@@ -1,0 +1,34 @@
+//! Juneau's eBPF datapath. One entry program per hook; the logic lives in library
+//! modules (`l2`), the map definitions in `maps`, the map types in `juneau-common`.
+#![no_std]
+#![no_main]
+
+mod drop;
+mod eth;
+mod l2;
+mod maps;
+
+use aya_ebpf::{bindings::TC_ACT_SHOT, macros::classifier, programs::TcContext};
+
+/// TCX ingress of a Pod NIC's host-side veth: every frame the workload sends on an
+/// L2Network enters the segment here.
+#[classifier]
+pub fn l2_port_ingress(ctx: TcContext) -> i32 {
+    match l2::port_ingress(&ctx) {
+        Ok(verdict) => verdict,
+        Err(reason) => {
+            drop::count(reason);
+            TC_ACT_SHOT
+        }
+    }
+}
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    loop {}
+}
+
+#[unsafe(link_section = "license")]
+#[unsafe(no_mangle)]
+static LICENSE: [u8; 4] = *b"GPL\0";

@@ -1,0 +1,97 @@
+//! Frames the tests inject, built from the fixed addresses of [`fixtures`].
+use etherparse::{Icmpv6Type, PacketBuilder};
+
+pub const BROADCAST: [u8; 6] = [0xff; 6];
+
+/// Fixed addresses: every MAC and IP a test uses comes from here, so captures are
+/// byte-for-byte reproducible.
+pub mod fixtures {
+    /// MAC of Pod `i` (locally administered, unicast).
+    pub const fn pod_mac(i: u8) -> [u8; 6] {
+        [0x02, 0x00, 0x00, 0x00, 0x01, i]
+    }
+    /// MAC of the host side of Pod `i`'s veth.
+    pub const fn host_mac(i: u8) -> [u8; 6] {
+        [0x02, 0x00, 0x00, 0x00, 0xfe, i]
+    }
+    /// A MAC that lives behind Pod `i` (a bridge or nested VM inside it, L2-29).
+    pub const fn behind_mac(i: u8, n: u8) -> [u8; 6] {
+        [0x02, 0x00, 0x00, 0xbb, i, n]
+    }
+    pub const fn pod_ip(i: u8) -> [u8; 4] {
+        [10, 0, 1, 10 + i]
+    }
+    pub const fn pod_ip6(i: u8) -> [u8; 16] {
+        [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 10 + i]
+    }
+}
+
+fn ether(dst: [u8; 6], src: [u8; 6], ethertype: u16, payload: &[u8]) -> Vec<u8> {
+    let mut f = Vec::with_capacity(14 + payload.len());
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&ethertype.to_be_bytes());
+    f.extend_from_slice(payload);
+    // Pad to the Ethernet minimum so the wire and the capture agree.
+    if f.len() < 60 {
+        f.resize(60, 0);
+    }
+    f
+}
+
+/// Any EtherType with an arbitrary payload.
+pub fn raw(dst: [u8; 6], src: [u8; 6], ethertype: u16, payload: &[u8]) -> Vec<u8> {
+    ether(dst, src, ethertype, payload)
+}
+
+fn arp(op: u16, dst: [u8; 6], sha: [u8; 6], spa: [u8; 4], tha: [u8; 6], tpa: [u8; 4]) -> Vec<u8> {
+    let mut p = Vec::with_capacity(28);
+    p.extend_from_slice(&[0, 1, 0x08, 0x00, 6, 4]);
+    p.extend_from_slice(&op.to_be_bytes());
+    p.extend_from_slice(&sha);
+    p.extend_from_slice(&spa);
+    p.extend_from_slice(&tha);
+    p.extend_from_slice(&tpa);
+    ether(dst, sha, 0x0806, &p)
+}
+
+/// Who has `tpa`? Tell `spa`.
+pub fn arp_request(sha: [u8; 6], spa: [u8; 4], tpa: [u8; 4]) -> Vec<u8> {
+    arp(1, BROADCAST, sha, spa, [0; 6], tpa)
+}
+
+/// `spa` is at `sha`, sent to the asker.
+pub fn arp_reply(sha: [u8; 6], spa: [u8; 4], tha: [u8; 6], tpa: [u8; 4]) -> Vec<u8> {
+    arp(2, tha, sha, spa, tha, tpa)
+}
+
+/// An LLDP frame (0x88cc) to the nearest-bridge group address.
+pub fn lldp(src: [u8; 6]) -> Vec<u8> {
+    // Chassis ID (MAC), Port ID (name "eth0"), TTL 120, End.
+    let mut tlv = vec![0x02, 0x07, 0x04];
+    tlv.extend_from_slice(&src);
+    tlv.extend_from_slice(&[0x04, 0x05, 0x05, b'e', b't', b'h', b'0']);
+    tlv.extend_from_slice(&[0x06, 0x02, 0x00, 0x78, 0x00, 0x00]);
+    ether([0x01, 0x80, 0xc2, 0x00, 0x00, 0x0e], src, 0x88cc, &tlv)
+}
+
+/// An IPv6 neighbour solicitation for `target`, sent to its solicited-node group.
+pub fn ipv6_ns(src_mac: [u8; 6], src: [u8; 16], target: [u8; 16]) -> Vec<u8> {
+    let mut group = [0u8; 16];
+    group[..2].copy_from_slice(&[0xff, 0x02]);
+    group[11..].copy_from_slice(&[0x01, 0xff, target[13], target[14], target[15]]);
+    let dst_mac = [0x33, 0x33, 0xff, target[13], target[14], target[15]];
+    let mut body = target.to_vec();
+    body.extend_from_slice(&[1, 1]);
+    body.extend_from_slice(&src_mac);
+    let builder = PacketBuilder::ethernet2(src_mac, dst_mac)
+        .ipv6(src, group, 255)
+        .icmpv6(Icmpv6Type::Unknown {
+            type_u8: 135,
+            code_u8: 0,
+            bytes5to8: [0; 4],
+        });
+    let mut f = Vec::with_capacity(builder.size(body.len()));
+    builder.write(&mut f, &body).expect("build NS");
+    f
+}

@@ -1,0 +1,16 @@
+//! The test harness: builds Node and Pod network namespaces on one machine, plumbs them
+//! with the daemon's own code, injects raw frames, captures what every interface
+//! receives and compares it with golden pcaps under `pcaps/`.
+//!
+//! Every namespace is uniquely named (`jn-<role>-<pid>-<n>`) and deleted by name when
+//! its guard drops, also when a test fails: tests run in parallel and leave nothing.
+pub mod capture;
+pub mod decode;
+pub mod frames;
+pub mod golden;
+pub mod netns;
+pub mod node;
+
+pub use capture::Capture;
+pub use netns::Netns;
+pub use node::{Node, Pod};

@@ -1,0 +1,29 @@
+# Short aliases; the real work is in `cargo xtask` (see README).
+default:
+    @just --list
+
+bootstrap:
+    cargo xtask bootstrap
+
+demo *ARGS:
+    cargo xtask demo {{ARGS}}
+
+test *ARGS:
+    cargo xtask test {{ARGS}}
+
+# netns golden tests only
+test-netns:
+    cargo test -p juneau-harness
+
+# rewrite the golden pcaps from the current datapath (review the .txt diffs!)
+update-goldens:
+    UPDATE_GOLDEN=1 cargo test -p juneau-harness
+
+lint:
+    cargo xtask lint
+
+bench:
+    cargo bench -p juneau --bench l2_prog
+
+e2e-kind:
+    @echo "kind e2e arrives with the control plane (issue 4); see kind/README.md"

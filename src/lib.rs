@@ -1,0 +1,11 @@
+//! Juneau: a Kubernetes CNI with VPC-style networking and an eBPF datapath.
+//!
+//! The crate holds every userspace part as a module; the binaries in `src/bin` are thin.
+//! The eBPF object built from `ebpf/juneau-ebpf` is embedded here ([`EBPF_OBJECT`]).
+
+pub mod netns;
+pub mod node;
+
+/// The eBPF object, compiled by `build.rs` (aya-build) and embedded so that the daemon
+/// is one self-contained binary.
+pub static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/juneau"));

@@ -1,0 +1,168 @@
+//! L2Network segments on one Node: which local slot serves which VNI, and which ports
+//! each segment floods to. Pure bookkeeping; [`super::Dataplane`] writes the result to
+//! the maps.
+use std::collections::{BTreeMap, BTreeSet};
+
+use juneau_common::{
+    FloodList, FloodPort,
+    l2::{MAX_FLOOD_PORTS, MAX_SEGMENTS},
+};
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum L2Error {
+    #[error(
+        "this Node already serves {MAX_SEGMENTS} L2Networks (the size of jn_l2_fdb); remove a segment's NICs from this Node first"
+    )]
+    TooManySegments,
+    #[error(
+        "L2Network with VNI {vni} already has {MAX_FLOOD_PORTS} NICs on this Node, the most one broadcast can reach; schedule the Pod on another Node"
+    )]
+    TooManyPorts { vni: u32 },
+    #[error("interface {ifindex} is already a port of VNI {vni}")]
+    PortInUse { ifindex: u32, vni: u32 },
+}
+
+/// One segment on this Node.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Segment {
+    pub slot: u32,
+    /// ifindex -> `PORT_*` flags, in ifindex order (the order copies are sent).
+    pub ports: BTreeMap<u32, u32>,
+}
+
+impl Segment {
+    pub fn flood_list(&self) -> FloodList {
+        let mut list = FloodList::default();
+        for (i, (&ifindex, &flags)) in self.ports.iter().take(MAX_FLOOD_PORTS).enumerate() {
+            list.ports[i] = FloodPort { ifindex, flags };
+        }
+        list.count = self.ports.len().min(MAX_FLOOD_PORTS) as u32;
+        list
+    }
+}
+
+/// What adding or removing a port changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Change {
+    pub vni: u32,
+    pub slot: u32,
+    /// The segment was created by this add / emptied by this remove.
+    pub segment_edge: bool,
+}
+
+#[derive(Debug, Default)]
+pub struct Segments {
+    by_vni: BTreeMap<u32, Segment>,
+    port_vni: BTreeMap<u32, u32>,
+    used_slots: BTreeSet<u32>,
+}
+
+impl Segments {
+    pub fn get(&self, vni: u32) -> Option<&Segment> {
+        self.by_vni.get(&vni)
+    }
+
+    pub fn vni_of(&self, ifindex: u32) -> Option<u32> {
+        self.port_vni.get(&ifindex).copied()
+    }
+
+    pub fn add_port(&mut self, vni: u32, ifindex: u32, flags: u32) -> Result<Change, L2Error> {
+        if let Some(&other) = self.port_vni.get(&ifindex) {
+            return Err(L2Error::PortInUse {
+                ifindex,
+                vni: other,
+            });
+        }
+        let segment_edge = !self.by_vni.contains_key(&vni);
+        if segment_edge {
+            let slot = (0..MAX_SEGMENTS)
+                .find(|s| !self.used_slots.contains(s))
+                .ok_or(L2Error::TooManySegments)?;
+            self.used_slots.insert(slot);
+            self.by_vni.insert(
+                vni,
+                Segment {
+                    slot,
+                    ports: BTreeMap::new(),
+                },
+            );
+        }
+        let segment = self.by_vni.get_mut(&vni).expect("inserted above");
+        if segment.ports.len() >= MAX_FLOOD_PORTS {
+            return Err(L2Error::TooManyPorts { vni });
+        }
+        segment.ports.insert(ifindex, flags);
+        self.port_vni.insert(ifindex, vni);
+        Ok(Change {
+            vni,
+            slot: segment.slot,
+            segment_edge,
+        })
+    }
+
+    /// Removes a port; `None` when it was not one.
+    pub fn remove_port(&mut self, ifindex: u32) -> Option<Change> {
+        let vni = self.port_vni.remove(&ifindex)?;
+        let segment = self.by_vni.get_mut(&vni)?;
+        segment.ports.remove(&ifindex);
+        let slot = segment.slot;
+        let segment_edge = segment.ports.is_empty();
+        if segment_edge {
+            self.by_vni.remove(&vni);
+            self.used_slots.remove(&slot);
+        }
+        Some(Change {
+            vni,
+            slot,
+            segment_edge,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn l2_28_flood_list_holds_every_port_of_the_segment_only() {
+        let mut s = Segments::default();
+        let a = s.add_port(100, 7, 3).unwrap();
+        let b = s.add_port(200, 8, 3).unwrap();
+        s.add_port(100, 9, 3).unwrap();
+        assert!(a.segment_edge && b.segment_edge);
+        assert_ne!(a.slot, b.slot, "two VNIs never share a table (L2-22)");
+        let list = s.get(100).unwrap().flood_list();
+        assert_eq!(list.count, 2);
+        assert_eq!((list.ports[0].ifindex, list.ports[1].ifindex), (7, 9));
+        assert_eq!(s.get(200).unwrap().flood_list().count, 1);
+    }
+
+    #[test]
+    fn l2_28_slot_is_freed_with_the_last_port_and_reused() {
+        let mut s = Segments::default();
+        let first = s.add_port(100, 7, 1).unwrap();
+        assert_eq!(
+            s.add_port(100, 7, 1),
+            Err(L2Error::PortInUse {
+                ifindex: 7,
+                vni: 100
+            })
+        );
+        let gone = s.remove_port(7).unwrap();
+        assert!(gone.segment_edge);
+        assert_eq!(s.remove_port(7), None);
+        let again = s.add_port(300, 8, 1).unwrap();
+        assert_eq!(again.slot, first.slot);
+    }
+
+    #[test]
+    fn l2_28_too_many_ports_is_refused_with_the_limit() {
+        let mut s = Segments::default();
+        for i in 0..MAX_FLOOD_PORTS as u32 {
+            s.add_port(5, 10 + i, 1).unwrap();
+        }
+        let err = s.add_port(5, 1000, 1).unwrap_err();
+        assert_eq!(err, L2Error::TooManyPorts { vni: 5 });
+        assert!(err.to_string().contains("64 NICs"));
+    }
+}

@@ -1,0 +1,273 @@
+//! `cargo xtask <command>`: bootstrap the machine, run the demo, run every test.
+//!
+//! Everything the README's two commands need is installed here, idempotently and
+//! without questions (CI has no standard input): Debian packages, the rust-src
+//! component, bpf-linker built against rustc's own LLVM, and a bpffs mount.
+use std::{
+    env,
+    path::{Path, PathBuf},
+    process::{Command, ExitCode},
+};
+
+use anyhow::{Context, Result, bail};
+
+/// Debian packages the tests and the demo run (real tools, real peers).
+const PACKAGES: &[&str] = &[
+    "iproute2",
+    "procps",
+    "tcpdump",
+    "tshark",
+    "iputils-ping",
+    "arping",
+    "ethtool",
+    "bpftool",
+    "iperf3",
+    "dnsmasq-base",
+    "udhcpc",
+    "busybox",
+];
+
+/// The bpf-linker release known to build here against rustc's LLVM.
+const BPF_LINKER_VERSION: &str = "0.13.0";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("bootstrap") => bootstrap(),
+        Some("demo") => bootstrap().and_then(|()| demo(&args[1..])),
+        Some("test") => bootstrap().and_then(|()| test(&args[1..])),
+        Some("lint") => lint(),
+        _ => {
+            eprintln!(
+                "usage: cargo xtask <bootstrap | demo | test [filter] | lint>\n\
+                 \n  bootstrap  install what the build and the tests need (idempotent)\
+                 \n  demo       run the standalone demo\
+                 \n  test       run every test: unit, BPF_PROG_TEST_RUN, netns goldens\
+                 \n  lint       cargo fmt --check and clippy -D warnings"
+            );
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot start {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed with {status}");
+    }
+    Ok(())
+}
+
+fn output(cmd: &mut Command) -> Result<String> {
+    let out = cmd
+        .output()
+        .with_context(|| format!("cannot start {cmd:?}"))?;
+    if !out.status.success() {
+        bail!(
+            "{cmd:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.current_dir(root());
+    c
+}
+
+fn bootstrap() -> Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc_geteuid() } != 0 {
+        bail!("Juneau's tests create network namespaces and load eBPF programs: run as root");
+    }
+    debian_packages()?;
+    rust_src()?;
+    bpf_linker()?;
+    bpffs()?;
+    Ok(())
+}
+
+unsafe extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
+}
+
+fn debian_packages() -> Result<()> {
+    let installed =
+        output(Command::new("dpkg-query").args(["-W", "-f", "${Package} ${Status}\\n"]))
+            .unwrap_or_default();
+    let missing: Vec<&str> = PACKAGES
+        .iter()
+        .copied()
+        .filter(|p| {
+            !installed
+                .lines()
+                .any(|l| l.starts_with(&format!("{p} ")) && l.ends_with("install ok installed"))
+        })
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    eprintln!("xtask: installing Debian packages: {}", missing.join(" "));
+    run(Command::new("apt-get").args(["update", "-qq"]))
+        .context("apt-get update failed: are Debian's package registries reachable?")?;
+    run(Command::new("apt-get")
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .args(["install", "-y", "-qq", "--no-install-recommends"])
+        .args(&missing))
+    .with_context(|| format!("cannot install {}", missing.join(" ")))
+}
+
+fn rust_src() -> Result<()> {
+    let have = output(Command::new("rustup").args(["component", "list", "--installed"]))?;
+    if have.lines().any(|l| l.starts_with("rust-src")) {
+        return Ok(());
+    }
+    eprintln!("xtask: adding the rust-src component (the eBPF build compiles core)");
+    run(Command::new("rustup").args(["component", "add", "rust-src"]))
+        .context("cannot add rust-src: is the rustup component registry reachable?")
+}
+
+/// bpf-linker must link against the LLVM of the rustc that compiles the eBPF crate:
+/// derive the `llvm-NN` feature from `rustc -vV` and point LLVM_PREFIX at rustc's own
+/// libLLVM.
+fn bpf_linker() -> Result<()> {
+    let have = Command::new("bpf-linker").arg("--version").output();
+    if have.is_ok_and(|o| o.status.success()) {
+        return Ok(());
+    }
+    let vv = output(Command::new("rustc").arg("-vV"))?;
+    let llvm = vv
+        .lines()
+        .find_map(|l| l.strip_prefix("LLVM version: "))
+        .context("rustc -vV printed no LLVM version")?;
+    let major = llvm.split('.').next().unwrap_or_default();
+    let sysroot = output(Command::new("rustc").args(["--print", "sysroot"]))?;
+    let libdir = Path::new(sysroot.trim()).join("lib");
+    let lib = std::fs::read_dir(&libdir)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.starts_with("libLLVM.so.") || (n.starts_with("libLLVM-") && n.ends_with(".so"))
+            })
+        })
+        .with_context(|| {
+            format!(
+                "no libLLVM in {}: reinstall the Rust toolchain",
+                libdir.display()
+            )
+        })?;
+    let prefix = root().join("target/xtask/llvm");
+    std::fs::create_dir_all(prefix.join("lib"))?;
+    let link = prefix.join("lib/libLLVM.so");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&lib, &link)?;
+    eprintln!(
+        "xtask: building bpf-linker {BPF_LINKER_VERSION} against rustc's LLVM {llvm} (about a minute)"
+    );
+    run(Command::new("cargo")
+        .env("LLVM_PREFIX", &prefix)
+        .args([
+            "install",
+            "--locked",
+            "bpf-linker",
+            "--version",
+            BPF_LINKER_VERSION,
+        ])
+        .args([
+            "--no-default-features",
+            "--features",
+            &format!("llvm-{major}"),
+        ]))
+    .context("cannot build bpf-linker: is crates.io reachable?")
+}
+
+fn bpffs() -> Result<()> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts")?;
+    if mounts
+        .lines()
+        .any(|l| l.split_whitespace().nth(1) == Some("/sys/fs/bpf"))
+    {
+        return Ok(());
+    }
+    run(Command::new("mount").args(["-t", "bpf", "bpf", "/sys/fs/bpf"]))
+        .context("cannot mount bpffs at /sys/fs/bpf")
+}
+
+fn demo(args: &[String]) -> Result<()> {
+    run(cargo()
+        .args([
+            "run",
+            "--quiet",
+            "-p",
+            "juneau-harness",
+            "--bin",
+            "juneau-demo",
+            "--",
+        ])
+        .args(args))
+}
+
+fn lint() -> Result<()> {
+    run(cargo().args(["fmt", "--all", "--", "--check"]))
+        .context("formatting differs: run `cargo fmt --all`")?;
+    run(cargo().args(["clippy", "--all-targets", "--", "-D", "warnings"]))
+}
+
+/// Every test: lint, unit tests, BPF_PROG_TEST_RUN tests, netns golden tests. Ends
+/// with one summary line over all test binaries, so the last line says what ran.
+fn test(args: &[String]) -> Result<()> {
+    lint()?;
+    let mut child = cargo()
+        .args(["test", "--no-fail-fast"])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .context("cannot start cargo test")?;
+    let (mut passed, mut failed, mut ignored) = (0u64, 0u64, 0u64);
+    let stdout = child.stdout.take().expect("piped");
+    for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+        let line = line?;
+        println!("{line}");
+        if let Some(rest) = line.strip_prefix("test result: ") {
+            for part in rest.split(';') {
+                let mut words = part.split_whitespace().rev();
+                let (Some(what), Some(n)) = (words.next(), words.next()) else {
+                    continue;
+                };
+                let n: u64 = n.parse().unwrap_or(0);
+                match what {
+                    "passed" => passed += n,
+                    "failed" => failed += n,
+                    "ignored" => ignored += n,
+                    _ => {}
+                }
+            }
+        }
+    }
+    let status = child.wait()?;
+    println!("tests: {passed} passed, {failed} failed, {ignored} skipped");
+    if !status.success() || failed > 0 {
+        bail!("cargo test failed");
+    }
+    Ok(())
+}
