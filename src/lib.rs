@@ -9,3 +9,11 @@ pub mod node;
 /// The eBPF object, compiled by `build.rs` (aya-build) and embedded so that the daemon
 /// is one self-contained binary.
 pub static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/juneau"));
+
+/// Measurement baselines, loaded by benchmarks and tests beside the datapath.
+pub mod baseline {
+    /// A one-lookup `bpf_redirect` program (`floor_redirect`, map `jn_floor_fwd`): the
+    /// floor every datapath path is compared with.
+    pub static FLOOR_OBJECT: &[u8] =
+        aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/juneau-floor"));
+}

@@ -1,0 +1,164 @@
+//! BPF_PROG_TEST_RUN tests of each path of `l2_port_ingress`: verdict, bytes out, map
+//! contents and drop counters. Ports are real veths of a fresh namespace, so flooded
+//! copies are counted by the interfaces that send them.
+use juneau::node::{Dataplane, dataplane::PortSpec};
+use juneau_common::l2::{LEARN_REFRESH_NS, PORT_PEER};
+use juneau_harness::{
+    frames::{self, BROADCAST, fixtures::*},
+    testrun::{PortBed, TC_ACT_REDIRECT, TC_ACT_SHOT, run_tc},
+};
+
+const VNI: u32 = 4242;
+
+struct Bed {
+    bed: PortBed,
+    dp: Dataplane,
+}
+
+impl Bed {
+    /// `n` ports on segment `VNI`.
+    fn new(n: usize) -> Bed {
+        let bed = PortBed::new(n);
+        let mut dp = Dataplane::load(None).expect("load");
+        for i in 0..n {
+            dp.configure_port(PortSpec {
+                ifindex: bed.ifindex(i),
+                vni: VNI,
+                mtu: 0,
+                peer: true,
+            })
+            .unwrap();
+        }
+        Bed { bed, dp }
+    }
+
+    fn send(&self, port: usize, frame: &[u8]) -> juneau_harness::testrun::Run {
+        run_tc(&self.bed.ns, self.dp.l2_port_program(), self.bed.ifindex(port), frame, 1)
+    }
+
+    fn entry(&self, mac: [u8; 6]) -> Option<juneau_common::FdbEntry> {
+        self.dp
+            .fdb(VNI)
+            .unwrap()
+            .into_iter()
+            .find(|(k, _)| k.mac == mac)
+            .map(|(_, e)| e)
+    }
+
+    fn drops(&self, reason: &str) -> u64 {
+        self.dp.drops().unwrap()[reason]
+    }
+
+    fn tx(&self) -> Vec<u64> {
+        (0..self.bed.ports.len()).map(|i| self.bed.tx(i)).collect()
+    }
+}
+
+#[test]
+fn l2_28_prog_unknown_unicast_learns_source_and_floods_every_other_port() {
+    let b = Bed::new(3);
+    let before = b.tx();
+    let f = frames::raw(pod_mac(9), pod_mac(0), 0x88b5, b"unknown destination");
+    let run = b.send(0, &f);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "the last copy leaves by redirect");
+    let after = b.tx();
+    // Ports are walked in ifindex order: port 1 gets a clone, port 2 the original.
+    assert_eq!(after[0] - before[0], 0, "a copy went back out of the ingress port");
+    assert_eq!(after[1] - before[1], 1, "port 1 must get exactly one clone");
+    assert_eq!(after[2] - before[2], 0, "port 2 gets the redirected original, not a clone");
+    let e = b.entry(pod_mac(0)).expect("source learned");
+    assert_eq!(e.ifindex, b.bed.ifindex(0));
+    assert_eq!(e.vtep, 0);
+    assert_ne!(e.flags & PORT_PEER, 0, "delivery flags are copied at learning time");
+    assert_eq!(b.drops("CLONE_FAILED"), 0);
+}
+
+#[test]
+fn l2_28_prog_known_unicast_is_redirected_without_copies() {
+    let b = Bed::new(3);
+    b.send(1, &frames::raw(BROADCAST, pod_mac(1), 0x88b5, b"hello"));
+    let before = b.tx();
+    let run = b.send(0, &frames::raw(pod_mac(1), pod_mac(0), 0x88b5, b"to pod1"));
+    assert_eq!(run.verdict, TC_ACT_REDIRECT);
+    assert_eq!(b.tx(), before, "known unicast must not be cloned anywhere");
+}
+
+#[test]
+fn l2_01_prog_frame_leaves_byte_for_byte_unchanged() {
+    let b = Bed::new(2);
+    b.send(1, &frames::raw(BROADCAST, pod_mac(1), 0x88b5, b"hello"));
+    for f in [
+        frames::raw(pod_mac(1), pod_mac(0), 0x88b5, b"experimental"),
+        frames::raw(pod_mac(1), pod_mac(0), 0x9000, b"loopback protocol"),
+        frames::lldp(pod_mac(0)),
+        frames::ipv6_ns(pod_mac(0), pod_ip6(0), pod_ip6(1)),
+    ] {
+        let run = b.send(0, &f);
+        assert_eq!(run.verdict, TC_ACT_REDIRECT);
+        assert_eq!(run.data, f, "the datapath changed a frame");
+    }
+}
+
+#[test]
+fn l2_28_prog_frame_to_a_mac_behind_the_ingress_port_is_dropped_as_hairpin() {
+    let b = Bed::new(2);
+    b.send(0, &frames::raw(BROADCAST, behind_mac(0, 1), 0x88b5, b"vm behind port 0"));
+    let run = b.send(0, &frames::raw(behind_mac(0, 1), pod_mac(0), 0x88b5, b"hairpin"));
+    assert_eq!(run.verdict, TC_ACT_SHOT);
+    assert_eq!(b.drops("HAIRPIN"), 1);
+}
+
+#[test]
+fn l2_28_prog_broadcast_on_a_segment_with_no_other_port_is_dropped() {
+    let b = Bed::new(1);
+    let run = b.send(0, &frames::raw(BROADCAST, pod_mac(0), 0x88b5, b"alone"));
+    assert_eq!(run.verdict, TC_ACT_SHOT);
+    assert_eq!(b.drops("NO_OTHER_PORT"), 1);
+}
+
+#[test]
+fn l2_28_prog_frame_on_an_unconfigured_interface_is_dropped() {
+    let b = Bed::new(1);
+    let stranger = b.bed.ifindex(0) + 1000;
+    let run = run_tc(
+        &b.bed.ns,
+        b.dp.l2_port_program(),
+        stranger,
+        &frames::raw(BROADCAST, pod_mac(0), 0x88b5, b"who am i"),
+        1,
+    );
+    assert_eq!(run.verdict, TC_ACT_SHOT);
+    assert_eq!(b.drops("NOT_A_PORT"), 1);
+}
+
+#[test]
+fn l2_28_prog_mac_move_is_followed_at_once_both_ways() {
+    let b = Bed::new(3);
+    let m = behind_mac(7, 7);
+    let from = |p| b.send(p, &frames::raw(BROADCAST, m, 0x88b5, b"roaming"));
+    from(0);
+    assert_eq!(b.entry(m).unwrap().ifindex, b.bed.ifindex(0));
+    from(1);
+    assert_eq!(b.entry(m).unwrap().ifindex, b.bed.ifindex(1), "move to port 1 not followed");
+    assert_eq!(b.dp.port(b.bed.ifindex(0)).unwrap().cache_ns, 0, "old port's cache kept");
+    from(0);
+    assert_eq!(b.entry(m).unwrap().ifindex, b.bed.ifindex(0), "move back not followed");
+}
+
+#[test]
+fn l2_28_prog_learned_entry_is_refreshed_at_most_once_a_second() {
+    let b = Bed::new(2);
+    let f = frames::raw(BROADCAST, pod_mac(0), 0x88b5, b"busy sender");
+    b.send(0, &f);
+    let first = b.entry(pod_mac(0)).unwrap().last_seen_ns;
+    b.send(0, &f);
+    let second = b.entry(pod_mac(0)).unwrap().last_seen_ns;
+    assert_eq!(first, second, "a second frame within {LEARN_REFRESH_NS} ns rewrote the entry");
+}
+
+#[test]
+fn l2_28_prog_group_source_address_is_never_learned() {
+    let b = Bed::new(2);
+    b.send(0, &frames::raw(BROADCAST, [0x01, 0, 0x5e, 0, 0, 1], 0x88b5, b"bogus source"));
+    assert!(b.dp.fdb(VNI).unwrap().is_empty());
+}
