@@ -23,7 +23,7 @@ lint:
     cargo xtask lint
 
 bench:
-    cargo bench -p juneau --bench l2_prog
+    cargo bench -p juneau-harness --bench l2_prog
 
 e2e-kind:
     @echo "kind e2e arrives with the control plane (issue 4); see kind/README.md"

@@ -33,7 +33,13 @@ impl Bed {
     }
 
     fn send(&self, port: usize, frame: &[u8]) -> juneau_harness::testrun::Run {
-        run_tc(&self.bed.ns, self.dp.l2_port_program(), self.bed.ifindex(port), frame, 1)
+        run_tc(
+            &self.bed.ns,
+            self.dp.l2_port_program(),
+            self.bed.ifindex(port),
+            frame,
+            1,
+        )
     }
 
     fn entry(&self, mac: [u8; 6]) -> Option<juneau_common::FdbEntry> {
@@ -60,16 +66,31 @@ fn l2_28_prog_unknown_unicast_learns_source_and_floods_every_other_port() {
     let before = b.tx();
     let f = frames::raw(pod_mac(9), pod_mac(0), 0x88b5, b"unknown destination");
     let run = b.send(0, &f);
-    assert_eq!(run.verdict, TC_ACT_REDIRECT, "the last copy leaves by redirect");
+    assert_eq!(
+        run.verdict, TC_ACT_REDIRECT,
+        "the last copy leaves by redirect"
+    );
     let after = b.tx();
     // Ports are walked in ifindex order: port 1 gets a clone, port 2 the original.
-    assert_eq!(after[0] - before[0], 0, "a copy went back out of the ingress port");
+    assert_eq!(
+        after[0] - before[0],
+        0,
+        "a copy went back out of the ingress port"
+    );
     assert_eq!(after[1] - before[1], 1, "port 1 must get exactly one clone");
-    assert_eq!(after[2] - before[2], 0, "port 2 gets the redirected original, not a clone");
+    assert_eq!(
+        after[2] - before[2],
+        0,
+        "port 2 gets the redirected original, not a clone"
+    );
     let e = b.entry(pod_mac(0)).expect("source learned");
     assert_eq!(e.ifindex, b.bed.ifindex(0));
     assert_eq!(e.vtep, 0);
-    assert_ne!(e.flags & PORT_PEER, 0, "delivery flags are copied at learning time");
+    assert_ne!(
+        e.flags & PORT_PEER,
+        0,
+        "delivery flags are copied at learning time"
+    );
     assert_eq!(b.drops("CLONE_FAILED"), 0);
 }
 
@@ -102,8 +123,14 @@ fn l2_01_prog_frame_leaves_byte_for_byte_unchanged() {
 #[test]
 fn l2_28_prog_frame_to_a_mac_behind_the_ingress_port_is_dropped_as_hairpin() {
     let b = Bed::new(2);
-    b.send(0, &frames::raw(BROADCAST, behind_mac(0, 1), 0x88b5, b"vm behind port 0"));
-    let run = b.send(0, &frames::raw(behind_mac(0, 1), pod_mac(0), 0x88b5, b"hairpin"));
+    b.send(
+        0,
+        &frames::raw(BROADCAST, behind_mac(0, 1), 0x88b5, b"vm behind port 0"),
+    );
+    let run = b.send(
+        0,
+        &frames::raw(behind_mac(0, 1), pod_mac(0), 0x88b5, b"hairpin"),
+    );
     assert_eq!(run.verdict, TC_ACT_SHOT);
     assert_eq!(b.drops("HAIRPIN"), 1);
 }
@@ -139,10 +166,22 @@ fn l2_28_prog_mac_move_is_followed_at_once_both_ways() {
     from(0);
     assert_eq!(b.entry(m).unwrap().ifindex, b.bed.ifindex(0));
     from(1);
-    assert_eq!(b.entry(m).unwrap().ifindex, b.bed.ifindex(1), "move to port 1 not followed");
-    assert_eq!(b.dp.port(b.bed.ifindex(0)).unwrap().cache_ns, 0, "old port's cache kept");
+    assert_eq!(
+        b.entry(m).unwrap().ifindex,
+        b.bed.ifindex(1),
+        "move to port 1 not followed"
+    );
+    assert_eq!(
+        b.dp.port(b.bed.ifindex(0)).unwrap().cache_ns,
+        0,
+        "old port's cache kept"
+    );
     from(0);
-    assert_eq!(b.entry(m).unwrap().ifindex, b.bed.ifindex(0), "move back not followed");
+    assert_eq!(
+        b.entry(m).unwrap().ifindex,
+        b.bed.ifindex(0),
+        "move back not followed"
+    );
 }
 
 #[test]
@@ -153,12 +192,18 @@ fn l2_28_prog_learned_entry_is_refreshed_at_most_once_a_second() {
     let first = b.entry(pod_mac(0)).unwrap().last_seen_ns;
     b.send(0, &f);
     let second = b.entry(pod_mac(0)).unwrap().last_seen_ns;
-    assert_eq!(first, second, "a second frame within {LEARN_REFRESH_NS} ns rewrote the entry");
+    assert_eq!(
+        first, second,
+        "a second frame within {LEARN_REFRESH_NS} ns rewrote the entry"
+    );
 }
 
 #[test]
 fn l2_28_prog_group_source_address_is_never_learned() {
     let b = Bed::new(2);
-    b.send(0, &frames::raw(BROADCAST, [0x01, 0, 0x5e, 0, 0, 1], 0x88b5, b"bogus source"));
+    b.send(
+        0,
+        &frames::raw(BROADCAST, [0x01, 0, 0x5e, 0, 0, 1], 0x88b5, b"bogus source"),
+    );
     assert!(b.dp.fdb(VNI).unwrap().is_empty());
 }

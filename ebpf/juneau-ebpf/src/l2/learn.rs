@@ -1,5 +1,5 @@
 //! Source learning (L2-28, L2-29): the datapath alone writes the tables.
-use aya_ebpf::{btf_maps::LruHashMap, helpers::bpf_ktime_get_ns};
+use aya_ebpf::{btf_maps::LruHashMap, helpers::bpf_ktime_get_coarse_ns};
 use juneau_common::{
     DropReason, FdbEntry, FdbKey, PortConfig,
     l2::{FDB_ENTRIES, LEARN_REFRESH_NS},
@@ -26,7 +26,7 @@ pub fn learn(
         return Ok(());
     }
     // SAFETY: plain helper call.
-    let now = unsafe { bpf_ktime_get_ns() };
+    let now = unsafe { bpf_ktime_get_coarse_ns() };
     if eth::bits(&port.cache_mac) == eth::bits(src)
         && now.wrapping_sub(port.cache_ns) < LEARN_REFRESH_NS
     {
