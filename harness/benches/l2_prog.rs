@@ -2,11 +2,7 @@
 //! beside the one-lookup redirect floor loaded in the same run. The learning table is
 //! first filled by the datapath itself with random source MACs, so lookups are not
 //! cache-hot on a near-empty table.
-use aya::{
-    EbpfLoader,
-    maps::HashMap,
-    programs::{SchedClassifier, TcAttachType},
-};
+use aya::{EbpfLoader, maps::HashMap, programs::SchedClassifier};
 use juneau::node::{Dataplane, dataplane::PortSpec};
 use juneau_harness::{
     frames::{self, BROADCAST, fixtures::*},
@@ -72,7 +68,6 @@ fn main() {
         .try_into()
         .unwrap();
     prog.load().unwrap();
-    let _ = TcAttachType::Ingress;
 
     let unicast = frames::raw(pod_mac(1), pod_mac(0), 0x88b5, b"known unicast");
     let flood = frames::raw(BROADCAST, pod_mac(0), 0x88b5, b"flood");
@@ -117,6 +112,17 @@ fn main() {
         "l2_port_ingress, BPF_PROG_TEST_RUN, FDB {learned} entries, median of 5 interleaved rounds"
     );
     println!("{:<36} {:>10} {:>8}", "path", "ns/frame", "x floor");
+    let insns = |p: &SchedClassifier| {
+        p.info()
+            .ok()
+            .and_then(|i| i.verified_instruction_count())
+            .unwrap_or(0)
+    };
+    println!(
+        "verifier: l2_port_ingress {} instructions processed, floor {}",
+        insns(dp.l2_port_program()),
+        insns(prog)
+    );
     for (name, v) in rows.iter_mut() {
         let m = median(v);
         println!("{name:<36} {m:>10.1} {:>8.2}", m / floor_ns);

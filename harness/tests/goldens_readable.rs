@@ -1,0 +1,43 @@
+//! The goldens are ordinary pcaps: a real reader (tcpdump) must read every one of them
+//! and count the same frames as the harness.
+use juneau_harness::golden::{read_pcap, root};
+
+#[test]
+fn l2_28_every_golden_pcap_is_read_by_tcpdump_with_the_same_frame_count() {
+    let mut checked = 0;
+    for dir in std::fs::read_dir(root()).unwrap() {
+        let dir = dir.unwrap().path();
+        if !dir.is_dir() {
+            continue;
+        }
+        for f in std::fs::read_dir(&dir).unwrap() {
+            let pcap = f.unwrap().path();
+            if pcap.extension().is_none_or(|e| e != "pcap") {
+                continue;
+            }
+            let out = std::process::Command::new("tcpdump")
+                .args(["-n", "-r"])
+                .arg(&pcap)
+                .output()
+                .expect("tcpdump is installed by cargo xtask bootstrap");
+            assert!(
+                out.status.success(),
+                "tcpdump cannot read {}",
+                pcap.display()
+            );
+            // One line per frame; continuation lines (hex, details) are indented.
+            let lines = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter(|l| !l.starts_with(char::is_whitespace))
+                .count();
+            assert_eq!(lines, read_pcap(&pcap).len(), "{}", pcap.display());
+            assert!(
+                pcap.with_extension("txt").exists(),
+                "no decoded .txt beside {}",
+                pcap.display()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "only {checked} goldens found");
+}
