@@ -21,6 +21,25 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+const VXLAN_PORT: u16 = 4789;
+
+/// Clears what legitimately varies in an encapsulated frame on the underlay: the outer
+/// UDP source port (a hash of the inner flow), the outer IP ID and both checksums.
+pub fn normalize_underlay(frame: &mut [u8]) {
+    if frame.len() < 14 + 20 + 8 || frame[12..14] != [0x08, 0x00] || frame[14 + 9] != 17 {
+        return;
+    }
+    let ihl = usize::from(frame[14] & 0x0f) * 4;
+    let udp = 14 + ihl;
+    if frame.len() < udp + 8 || u16::from_be_bytes([frame[udp + 2], frame[udp + 3]]) != VXLAN_PORT {
+        return;
+    }
+    frame[18..20].fill(0);
+    frame[24..26].fill(0);
+    frame[udp..udp + 2].fill(0);
+    frame[udp + 6..udp + 8].fill(0);
+}
+
 /// One line per layer, outermost first.
 pub fn layers(frame: &[u8]) -> Vec<String> {
     let mut out = Vec::new();
@@ -74,6 +93,25 @@ pub fn layers(frame: &[u8]) -> Vec<String> {
             ));
             if rest[9] == 1 && rest.len() >= ihl + 4 {
                 out.push(format!("icmp type {} code {}", rest[ihl], rest[ihl + 1]));
+            }
+            if rest[9] == 17 && rest.len() >= ihl + 8 {
+                let udp = &rest[ihl..];
+                let dport = u16::from_be_bytes([udp[2], udp[3]]);
+                out.push(format!(
+                    "udp {} > {} len {}",
+                    u16::from_be_bytes([udp[0], udp[1]]),
+                    dport,
+                    u16::from_be_bytes([udp[4], udp[5]])
+                ));
+                if dport == VXLAN_PORT && udp.len() >= 16 {
+                    let vni = u32::from_be_bytes([0, udp[12], udp[13], udp[14]]);
+                    out.push(format!("vxlan flags 0x{:02x} vni {vni}", udp[8]));
+                    for l in layers(&udp[16..]) {
+                        if !l.starts_with("bytes") {
+                            out.push(format!("inner {l}"));
+                        }
+                    }
+                }
             }
         }
         0x86dd if rest.len() >= 40 => {

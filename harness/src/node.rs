@@ -1,8 +1,12 @@
-//! A Node namespace with Pods plumbed by the daemon's own code (`juneau::node`).
+//! Node and Pod namespaces plumbed by the daemon's own code (`juneau::node`), and a
+//! Cluster of Nodes joined by an underlay bridge with a VXLAN overlay.
+use std::net::Ipv4Addr;
+
 use juneau::node::{
     Dataplane,
     dataplane::PortSpec,
     veth::{self, VethSpec},
+    vxlan::{self, VxlanSpec},
 };
 
 use crate::{Netns, frames::fixtures};
@@ -15,6 +19,21 @@ pub struct Pod {
     pub host_ifname: String,
     pub host_ifindex: u32,
     pub mac: [u8; 6],
+    pub vni: u32,
+}
+
+/// What a Pod NIC looks like, beyond its index.
+#[derive(Clone, Copy, Debug)]
+pub struct PodOptions {
+    pub vni: u32,
+    /// Segment MTU, set on both veth ends and checked by the datapath (0: kernel default).
+    pub mtu: u32,
+}
+
+impl PodOptions {
+    pub fn vni(vni: u32) -> Self {
+        Self { vni, mtu: 0 }
+    }
 }
 
 /// Fields drop in declaration order: the datapath detaches before the Pods and the
@@ -23,7 +42,14 @@ pub struct Node {
     pub dataplane: Dataplane,
     pub pods: Vec<Pod>,
     pub ns: Netns,
+    /// The Node's underlay address, when it has an overlay.
+    pub ip: Option<Ipv4Addr>,
 }
+
+/// Name of the VXLAN device in every Node.
+pub const VXLAN_DEV: &str = "jnvx";
+/// Name of the underlay NIC in every Node.
+pub const UNDERLAY_DEV: &str = "ul0";
 
 impl Node {
     pub fn new() -> Node {
@@ -32,12 +58,17 @@ impl Node {
             dataplane: Dataplane::load(None).expect("load datapath"),
             pods: Vec::new(),
             ns,
+            ip: None,
         }
     }
 
-    /// Adds Pod `i` (MAC `fixtures::pod_mac(i)`) on the segment `vni`, plumbed and
-    /// attached as the daemon does. Returns its index in `pods`.
+    /// Adds Pod `i` (MAC `fixtures::pod_mac(i)`) on segment `vni`, plumbed and attached
+    /// as the daemon does. Returns its index in `pods`.
     pub fn add_pod(&mut self, i: u8, vni: u32) -> usize {
+        self.add_pod_with(i, PodOptions::vni(vni))
+    }
+
+    pub fn add_pod_with(&mut self, i: u8, opts: PodOptions) -> usize {
         let ns = Netns::new("pod");
         let spec = VethSpec {
             host_name: format!("jp{i}"),
@@ -45,7 +76,7 @@ impl Node {
             pod_netns: ns.path().to_owned(),
             pod_name: "eth0".into(),
             pod_mac: fixtures::pod_mac(i),
-            mtu: None,
+            mtu: (opts.mtu != 0).then_some(opts.mtu),
         };
         let host_ifindex = veth::create(Some(self.ns.path()), &spec).expect("create veth");
         let dataplane = &mut self.dataplane;
@@ -55,8 +86,8 @@ impl Node {
                     &spec.host_name,
                     PortSpec {
                         ifindex: 0,
-                        vni,
-                        mtu: 0,
+                        vni: opts.vni,
+                        mtu: opts.mtu,
                         peer: true,
                     },
                 )
@@ -68,6 +99,7 @@ impl Node {
             host_ifname: spec.host_name,
             host_ifindex,
             mac: spec.pod_mac,
+            vni: opts.vni,
         });
         self.pods.len() - 1
     }
@@ -76,5 +108,116 @@ impl Node {
 impl Default for Node {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// Nodes on one underlay bridge (`br0` in its own namespace), each with a VXLAN device
+/// in external mode attached to the datapath. Underlay neighbours are static, so the
+/// underlay carries nothing but the overlay.
+pub struct Cluster {
+    pub nodes: Vec<Node>,
+    pub underlay: Netns,
+}
+
+/// Underlay address of Node `n`.
+pub fn node_ip(n: usize) -> Ipv4Addr {
+    Ipv4Addr::new(10, 99, 0, 1 + n as u8)
+}
+
+/// Underlay MAC of Node `n`.
+pub fn node_mac(n: usize) -> [u8; 6] {
+    [0x02, 0x00, 0x00, 0x99, 0x00, 1 + n as u8]
+}
+
+fn mac_str(m: [u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+impl Cluster {
+    pub fn new(n: usize) -> Cluster {
+        let underlay = Netns::new("underlay");
+        underlay.ip(&["link", "add", "br0", "type", "bridge"]);
+        underlay.ip(&["link", "set", "br0", "up"]);
+        let mut nodes = Vec::new();
+        for i in 0..n {
+            let mut node = Node::new();
+            let port = format!("n{i}");
+            node.ns.ip(&[
+                "link",
+                "add",
+                UNDERLAY_DEV,
+                "address",
+                &mac_str(node_mac(i)),
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &port,
+                "netns",
+                underlay.name(),
+            ]);
+            underlay.ip(&["link", "set", &port, "master", "br0", "up"]);
+            node.ns.ip(&[
+                "addr",
+                "add",
+                &format!("{}/24", node_ip(i)),
+                "dev",
+                UNDERLAY_DEV,
+            ]);
+            node.ns.ip(&["link", "set", UNDERLAY_DEV, "up"]);
+            for j in 0..n {
+                if j != i {
+                    node.ns.ip(&[
+                        "neigh",
+                        "replace",
+                        &node_ip(j).to_string(),
+                        "lladdr",
+                        &mac_str(node_mac(j)),
+                        "dev",
+                        UNDERLAY_DEV,
+                        "nud",
+                        "permanent",
+                    ]);
+                }
+            }
+            let spec = VxlanSpec {
+                name: VXLAN_DEV.into(),
+                underlay: UNDERLAY_DEV.into(),
+                local: node_ip(i),
+                mtu: 1450,
+            };
+            vxlan::create(Some(node.ns.path()), &spec).expect("create vxlan");
+            let dataplane = &mut node.dataplane;
+            node.ns
+                .run(|| dataplane.attach_overlay(VXLAN_DEV, node_ip(i)))
+                .expect("attach overlay");
+            node.ip = Some(node_ip(i));
+            nodes.push(node);
+        }
+        Cluster { nodes, underlay }
+    }
+
+    /// Adds Pod `i` to Node `n` and tells every other Node that `n` now hosts an
+    /// endpoint of the segment (as NetworkEndpoints will). Returns the Pod's index in
+    /// its Node.
+    pub fn add_pod(&mut self, n: usize, i: u8, opts: PodOptions) -> usize {
+        let idx = self.nodes[n].add_pod_with(i, opts);
+        let vtep = node_ip(n);
+        for (m, other) in self.nodes.iter_mut().enumerate() {
+            if m != n {
+                other
+                    .dataplane
+                    .add_remote(opts.vni, vtep)
+                    .expect("add remote");
+            }
+        }
+        idx
+    }
+
+    pub fn pod(&self, n: usize, p: usize) -> &Pod {
+        &self.nodes[n].pods[p]
     }
 }

@@ -2,27 +2,30 @@
 //! the programs to Juneau's own interfaces and writes their configuration.
 //!
 //! Order of writes is chosen so that no frame ever sees a half-configured port: a
-//! segment's table and flood list exist before any port points at them, and a port is
-//! deactivated before anything it uses is taken away.
+//! segment's table and lists exist before any port (or VNI entry) points at them, and
+//! a port is deactivated before anything it uses is taken away.
 use std::{
     collections::{BTreeMap, HashMap},
+    net::Ipv4Addr,
     path::{Path, PathBuf},
+    time::Duration,
 };
 
 use aya::{
     Ebpf, EbpfLoader,
-    maps::{Array, ArrayOfMaps, Map, MapData, MapError, PerCpuArray},
+    maps::{Array, ArrayOfMaps, HashMap as BpfHashMap, Map, MapData, MapError, PerCpuArray},
     programs::{ProgramError, SchedClassifier, TcAttachType, tc::SchedClassifierLinkId},
 };
 use juneau_common::{
-    DropReason, FdbEntry, FdbKey, FloodList, PortConfig,
+    DropReason, FdbEntry, FdbKey, FloodList, NodeConfig, PortConfig, RemoteList,
     l2::{FDB_ENTRIES, MAX_PORTS, PORT_ACTIVE, PORT_PEER},
     map_names, prog_names,
 };
 
 use super::{
     l2network::{L2Error, Segments},
-    veth::{self, VethError},
+    netlink::{self, NetlinkError},
+    veth, vxlan,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -50,7 +53,7 @@ pub enum DataplaneError {
     #[error(transparent)]
     Segment(#[from] L2Error),
     #[error(transparent)]
-    Link(#[from] VethError),
+    Link(#[from] NetlinkError),
 }
 
 fn map_err(name: &str) -> impl FnOnce(MapError) -> DataplaneError + '_ {
@@ -58,6 +61,10 @@ fn map_err(name: &str) -> impl FnOnce(MapError) -> DataplaneError + '_ {
         name: name.to_owned(),
         source,
     }
+}
+
+fn prog_err(name: &'static str) -> impl FnOnce(ProgramError) -> DataplaneError {
+    move |source| DataplaneError::Program { name, source }
 }
 
 /// A port to configure: a host-side interface and the segment it belongs to.
@@ -71,12 +78,14 @@ pub struct PortSpec {
     pub peer: bool,
 }
 
+const PROGRAMS: [&str; 2] = [prog_names::L2_PORT_INGRESS, prog_names::L2_VXLAN_INGRESS];
+
 pub struct Dataplane {
     ebpf: Ebpf,
     segments: Segments,
     /// Our handles on the per-segment learning tables, by slot.
     fdbs: HashMap<u32, MapData>,
-    links: HashMap<u32, SchedClassifierLinkId>,
+    links: HashMap<u32, (&'static str, SchedClassifierLinkId)>,
 }
 
 impl Dataplane {
@@ -90,33 +99,38 @@ impl Dataplane {
                 loader.map_pin_path(name, dir.join(name));
             }
         }
-        let mut ebpf = loader.load(crate::EBPF_OBJECT)?;
-        let prog: &mut SchedClassifier = ebpf
-            .program_mut(prog_names::L2_PORT_INGRESS)
-            .ok_or(DataplaneError::Missing(prog_names::L2_PORT_INGRESS))?
-            .try_into()
-            .map_err(|source| DataplaneError::Program {
-                name: prog_names::L2_PORT_INGRESS,
-                source,
-            })?;
-        prog.load().map_err(|source| DataplaneError::Program {
-            name: prog_names::L2_PORT_INGRESS,
-            source,
-        })?;
-        Ok(Self {
+        let ebpf = loader.load(crate::EBPF_OBJECT)?;
+        let mut dp = Self {
             ebpf,
             segments: Segments::default(),
             fdbs: HashMap::new(),
             links: HashMap::new(),
-        })
+        };
+        for name in PROGRAMS {
+            dp.program_mut(name)?.load().map_err(prog_err(name))?;
+        }
+        Ok(dp)
     }
 
-    /// The L2 port program, for test runs and statistics.
-    pub fn l2_port_program(&self) -> &SchedClassifier {
+    fn program_mut(&mut self, name: &'static str) -> Result<&mut SchedClassifier, DataplaneError> {
         self.ebpf
-            .program(prog_names::L2_PORT_INGRESS)
+            .program_mut(name)
+            .ok_or(DataplaneError::Missing(name))?
+            .try_into()
+            .map_err(prog_err(name))
+    }
+
+    /// A loaded program, for test runs and statistics.
+    pub fn program(&self, name: &'static str) -> &SchedClassifier {
+        self.ebpf
+            .program(name)
             .and_then(|p| p.try_into().ok())
-            .expect("loaded in Dataplane::load")
+            .expect("every program is loaded in Dataplane::load")
+    }
+
+    /// The program of Pod ports.
+    pub fn l2_port_program(&self) -> &SchedClassifier {
+        self.program(prog_names::L2_PORT_INGRESS)
     }
 
     fn map_mut(&mut self, name: &'static str) -> Result<&mut Map, DataplaneError> {
@@ -127,53 +141,67 @@ impl Dataplane {
         self.ebpf.map(name).ok_or(DataplaneError::Missing(name))
     }
 
+    fn attach(
+        &mut self,
+        prog: &'static str,
+        ifname: &str,
+    ) -> Result<SchedClassifierLinkId, DataplaneError> {
+        self.program_mut(prog)?
+            .attach(ifname, TcAttachType::Ingress)
+            .map_err(prog_err(prog))
+    }
+
+    fn detach(
+        &mut self,
+        prog: &'static str,
+        link: SchedClassifierLinkId,
+    ) -> Result<(), DataplaneError> {
+        self.program_mut(prog)?.detach(link).map_err(prog_err(prog))
+    }
+
     /// Attaches the L2 program to `ifname` (in the calling thread's namespace) and
     /// configures it as a port. Refuses interfaces Juneau did not create (MX-02). On
     /// failure nothing stays attached or written.
-    pub fn attach_port(&mut self, ifname: &str, spec: PortSpec) -> Result<(), DataplaneError> {
-        let ifindex = veth::owned_ifindex(ifname)?;
+    pub fn attach_port(&mut self, ifname: &str, spec: PortSpec) -> Result<u32, DataplaneError> {
+        let ifindex = netlink::owned_ifindex(ifname, veth::OWNER_ALIAS)?;
         let spec = PortSpec { ifindex, ..spec };
-        let prog: &mut SchedClassifier = self
-            .ebpf
-            .program_mut(prog_names::L2_PORT_INGRESS)
-            .ok_or(DataplaneError::Missing(prog_names::L2_PORT_INGRESS))?
-            .try_into()
-            .map_err(|source| DataplaneError::Program {
-                name: prog_names::L2_PORT_INGRESS,
-                source,
-            })?;
-        let link = prog
-            .attach(ifname, TcAttachType::Ingress)
-            .map_err(|source| DataplaneError::Program {
-                name: prog_names::L2_PORT_INGRESS,
-                source,
-            })?;
+        let link = self.attach(prog_names::L2_PORT_INGRESS, ifname)?;
         if let Err(e) = self.configure_port(spec) {
-            let _ = self.detach(link);
+            let _ = self.detach(prog_names::L2_PORT_INGRESS, link);
             return Err(e);
         }
-        self.links.insert(ifindex, link);
-        Ok(())
+        self.links
+            .insert(ifindex, (prog_names::L2_PORT_INGRESS, link));
+        Ok(ifindex)
     }
 
-    fn detach(&mut self, link: SchedClassifierLinkId) -> Result<(), DataplaneError> {
-        let prog: &mut SchedClassifier = self
-            .ebpf
-            .program_mut(prog_names::L2_PORT_INGRESS)
-            .ok_or(DataplaneError::Missing(prog_names::L2_PORT_INGRESS))?
-            .try_into()
-            .map_err(|source| DataplaneError::Program {
-                name: prog_names::L2_PORT_INGRESS,
-                source,
-            })?;
-        prog.detach(link).map_err(|source| DataplaneError::Program {
-            name: prog_names::L2_PORT_INGRESS,
-            source,
-        })
+    /// Attaches the overlay program to the Node's VXLAN device (made by
+    /// [`vxlan::create`]) and records it as the way to other Nodes.
+    pub fn attach_overlay(
+        &mut self,
+        ifname: &str,
+        local_vtep: Ipv4Addr,
+    ) -> Result<u32, DataplaneError> {
+        let ifindex = netlink::owned_ifindex(ifname, vxlan::OWNER_ALIAS)?;
+        let link = self.attach(prog_names::L2_VXLAN_INGRESS, ifname)?;
+        let config = NodeConfig {
+            vxlan_ifindex: ifindex,
+            local_vtep: local_vtep.to_bits(),
+        };
+        let written = Array::try_from(self.map_mut(map_names::NODE)?)
+            .and_then(|mut node: Array<_, NodeConfig>| node.set(0, config, 0))
+            .map_err(map_err(map_names::NODE));
+        if let Err(e) = written {
+            let _ = self.detach(prog_names::L2_VXLAN_INGRESS, link);
+            return Err(e);
+        }
+        self.links
+            .insert(ifindex, (prog_names::L2_VXLAN_INGRESS, link));
+        Ok(ifindex)
     }
 
-    /// Writes a port's configuration (no attachment): the segment's table and flood
-    /// list first, the port entry last.
+    /// Writes a port's configuration (no attachment): the segment's table and lists
+    /// first, the port entry last.
     pub fn configure_port(&mut self, spec: PortSpec) -> Result<(), DataplaneError> {
         if spec.ifindex >= MAX_PORTS {
             return Err(DataplaneError::IfindexTooLarge(spec.ifindex));
@@ -183,6 +211,7 @@ impl Dataplane {
         let written = (|| {
             if change.segment_edge {
                 self.create_fdb(change.vni, change.slot)?;
+                self.write_remote_list(change.vni)?;
             }
             self.write_flood_list(change.vni, change.slot)?;
             let config = PortConfig {
@@ -197,18 +226,19 @@ impl Dataplane {
                     .map_err(map_err(map_names::L2_PORT))?;
             ports
                 .set(spec.ifindex, config, 0)
-                .map_err(map_err(map_names::L2_PORT))
+                .map_err(map_err(map_names::L2_PORT))?;
+            if change.segment_edge {
+                let mut vnis: BpfHashMap<_, u32, u32> =
+                    BpfHashMap::try_from(self.map_mut(map_names::L2_VNI)?)
+                        .map_err(map_err(map_names::L2_VNI))?;
+                vnis.insert(change.vni, change.slot, 0)
+                    .map_err(map_err(map_names::L2_VNI))?;
+            }
+            Ok(())
         })();
         if written.is_err() {
-            // Roll the bookkeeping back; the maps were written in an order that leaves
-            // no port pointing at anything half-made.
-            if let Some(undo) = self.segments.remove_port(spec.ifindex) {
-                if undo.segment_edge {
-                    self.fdbs.remove(&undo.slot);
-                } else {
-                    let _ = self.write_flood_list(undo.vni, undo.slot);
-                }
-            }
+            // Roll back: deactivate the port, then forget what was made for it.
+            let _ = self.unconfigure_port(spec.ifindex);
         }
         written
     }
@@ -216,10 +246,14 @@ impl Dataplane {
     /// Detaches (when attached) and unconfigures a port. Removing a port that is not
     /// one succeeds (idempotent).
     pub fn remove_port(&mut self, ifindex: u32) -> Result<(), DataplaneError> {
-        if let Some(link) = self.links.remove(&ifindex) {
+        if let Some((prog, link)) = self.links.remove(&ifindex) {
             // The interface may be gone already, which detached us.
-            let _ = self.detach(link);
+            let _ = self.detach(prog, link);
         }
+        self.unconfigure_port(ifindex)
+    }
+
+    fn unconfigure_port(&mut self, ifindex: u32) -> Result<(), DataplaneError> {
         let Some(change) = self.segments.remove_port(ifindex) else {
             return Ok(());
         };
@@ -229,10 +263,33 @@ impl Dataplane {
             .set(ifindex, PortConfig::default(), 0)
             .map_err(map_err(map_names::L2_PORT))?;
         if change.segment_edge {
+            // The overlay stops delivering to the segment before its table goes.
+            let mut vnis: BpfHashMap<_, u32, u32> =
+                BpfHashMap::try_from(self.map_mut(map_names::L2_VNI)?)
+                    .map_err(map_err(map_names::L2_VNI))?;
+            let _ = vnis.remove(&change.vni);
             self.fdbs.remove(&change.slot);
         } else {
             self.write_flood_list(change.vni, change.slot)?;
-            self.forget_port(change.slot, ifindex)?;
+            self.forget(change.vni, |e| e.ifindex == ifindex)?;
+        }
+        Ok(())
+    }
+
+    /// One more endpoint of segment `vni` lives on the Node `vtep`.
+    pub fn add_remote(&mut self, vni: u32, vtep: Ipv4Addr) -> Result<(), DataplaneError> {
+        if self.segments.add_remote(vni, vtep.to_bits())? {
+            self.write_remote_list(vni)?;
+        }
+        Ok(())
+    }
+
+    /// One endpoint of segment `vni` on the Node `vtep` is gone. When it was the last
+    /// one, the Node leaves the segment's remote list and its learned MACs are dropped.
+    pub fn remove_remote(&mut self, vni: u32, vtep: Ipv4Addr) -> Result<(), DataplaneError> {
+        if self.segments.remove_remote(vni, vtep.to_bits()) {
+            self.write_remote_list(vni)?;
+            self.forget(vni, |e| e.vtep == vtep.to_bits())?;
         }
         Ok(())
     }
@@ -270,32 +327,62 @@ impl Dataplane {
             .map_err(map_err(map_names::L2_FLOOD))
     }
 
-    /// Deletes learned entries that point at a removed port, so that its MACs are
-    /// flooded (and relearned wherever they reappear) instead of sent into the void.
-    fn forget_port(&mut self, slot: u32, ifindex: u32) -> Result<(), DataplaneError> {
-        let Some(table) = self.fdbs.get(&slot) else {
+    /// Writes the remote list of `vni` into its slot, if this Node has the segment.
+    fn write_remote_list(&mut self, vni: u32) -> Result<(), DataplaneError> {
+        let Some(slot) = self.segments.get(vni).map(|s| s.slot) else {
             return Ok(());
         };
-        let stale: Vec<FdbKey> = read_fdb(table)?
-            .into_iter()
-            .filter(|(_, e)| e.ifindex == ifindex)
+        let list = self.segments.remote_list(vni);
+        let mut lists: Array<_, RemoteList> = Array::try_from(self.map_mut(map_names::L2_REMOTE)?)
+            .map_err(map_err(map_names::L2_REMOTE))?;
+        lists
+            .set(slot, list, 0)
+            .map_err(map_err(map_names::L2_REMOTE))
+    }
+
+    /// Deletes the learned entries of `vni` that match (a removed port, a Node that left):
+    /// their MACs are flooded, and relearned wherever they reappear.
+    fn forget(
+        &mut self,
+        vni: u32,
+        stale: impl Fn(&FdbEntry) -> bool,
+    ) -> Result<usize, DataplaneError> {
+        let Some(table) = self.segments.get(vni).and_then(|s| self.fdbs.get(&s.slot)) else {
+            return Ok(0);
+        };
+        let mut map = open_fdb(table)?;
+        let keys: Vec<FdbKey> = map
+            .iter()
+            .filter_map(|r| r.ok())
+            .filter(|(_, e)| stale(e))
             .map(|(k, _)| k)
             .collect();
-        let mut map = aya::maps::HashMap::<_, FdbKey, FdbEntry>::try_from(Map::LruHashMap(
-            MapData::from_id(table.info().map_err(map_err("jn_fdb"))?.id())
-                .map_err(map_err("jn_fdb"))?,
-        ))
-        .map_err(map_err("jn_fdb"))?;
-        for key in stale {
-            let _ = map.remove(&key);
+        for key in &keys {
+            let _ = map.remove(key);
         }
-        Ok(())
+        Ok(keys.len())
+    }
+
+    /// Ages every learning table: entries not refreshed for `max_age` are deleted
+    /// (L2-30). The clock is the datapath's (CLOCK_MONOTONIC_COARSE), never wall time.
+    pub fn age(&mut self, max_age: Duration) -> Result<usize, DataplaneError> {
+        let now = monotonic_coarse_ns();
+        let max = max_age.as_nanos() as u64;
+        let vnis: Vec<u32> = self.segments.vnis().collect();
+        let mut removed = 0;
+        for vni in vnis {
+            removed += self.forget(vni, |e| now.saturating_sub(e.last_seen_ns) > max)?;
+        }
+        Ok(removed)
     }
 
     /// The learned table of a segment (empty when this Node has no port on it).
     pub fn fdb(&self, vni: u32) -> Result<Vec<(FdbKey, FdbEntry)>, DataplaneError> {
         match self.segments.get(vni).and_then(|s| self.fdbs.get(&s.slot)) {
-            Some(table) => read_fdb(table),
+            Some(table) => open_fdb(table)?
+                .iter()
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(map_err("jn_fdb")),
             None => Ok(Vec::new()),
         }
     }
@@ -323,15 +410,18 @@ impl Dataplane {
     }
 }
 
-/// Every entry of one learning table.
-pub fn read_fdb(table: &MapData) -> Result<Vec<(FdbKey, FdbEntry)>, DataplaneError> {
+/// A second handle on a learning table, typed for reading and deleting.
+fn open_fdb(table: &MapData) -> Result<BpfHashMap<MapData, FdbKey, FdbEntry>, DataplaneError> {
     let id = table.info().map_err(map_err("jn_fdb"))?.id();
-    let map = Map::LruHashMap(MapData::from_id(id).map_err(map_err("jn_fdb"))?);
-    let hash =
-        aya::maps::HashMap::<_, FdbKey, FdbEntry>::try_from(&map).map_err(map_err("jn_fdb"))?;
-    hash.iter()
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(map_err("jn_fdb"))
+    let data = MapData::from_id(id).map_err(map_err("jn_fdb"))?;
+    BpfHashMap::try_from(Map::LruHashMap(data)).map_err(map_err("jn_fdb"))
+}
+
+/// CLOCK_MONOTONIC_COARSE in ns: the clock of `bpf_ktime_get_coarse_ns`.
+pub fn monotonic_coarse_ns() -> u64 {
+    let ts = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC_COARSE)
+        .expect("clock_gettime");
+    ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
 }
 
 /// Pinning needs a bpffs at /sys/fs/bpf; a fresh machine may not have it mounted.

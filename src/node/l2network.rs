@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use juneau_common::{
-    FloodList, FloodPort,
-    l2::{MAX_FLOOD_PORTS, MAX_SEGMENTS},
+    FloodList, FloodPort, RemoteList,
+    l2::{MAX_FLOOD_PORTS, MAX_REMOTE_VTEPS, MAX_SEGMENTS},
 };
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -18,6 +18,10 @@ pub enum L2Error {
         "L2Network with VNI {vni} already has {MAX_FLOOD_PORTS} NICs on this Node, the most one broadcast can reach; schedule the Pod on another Node"
     )]
     TooManyPorts { vni: u32 },
+    #[error(
+        "L2Network with VNI {vni} spans more than {MAX_REMOTE_VTEPS} other Nodes, the most one broadcast can reach"
+    )]
+    TooManyRemotes { vni: u32 },
     #[error("interface {ifindex} is already a port of VNI {vni}")]
     PortInUse { ifindex: u32, vni: u32 },
 }
@@ -55,11 +59,19 @@ pub struct Segments {
     by_vni: BTreeMap<u32, Segment>,
     port_vni: BTreeMap<u32, u32>,
     used_slots: BTreeSet<u32>,
+    /// VNI -> remote VTEP -> number of endpoints of the segment on that Node. A Node is
+    /// listed once, while any of its endpoints exists.
+    remotes: BTreeMap<u32, BTreeMap<u32, u32>>,
 }
 
 impl Segments {
     pub fn get(&self, vni: u32) -> Option<&Segment> {
         self.by_vni.get(&vni)
+    }
+
+    /// Every segment this Node has a port on.
+    pub fn vnis(&self) -> impl Iterator<Item = u32> + '_ {
+        self.by_vni.keys().copied()
     }
 
     pub fn vni_of(&self, ifindex: u32) -> Option<u32> {
@@ -98,6 +110,52 @@ impl Segments {
             slot: segment.slot,
             segment_edge,
         })
+    }
+
+    /// Counts one more endpoint of segment `vni` on the Node `vtep`. True when the
+    /// Node joins the segment's remote list.
+    pub fn add_remote(&mut self, vni: u32, vtep: u32) -> Result<bool, L2Error> {
+        let nodes = self.remotes.entry(vni).or_default();
+        if let Some(n) = nodes.get_mut(&vtep) {
+            *n += 1;
+            return Ok(false);
+        }
+        if nodes.len() >= MAX_REMOTE_VTEPS {
+            return Err(L2Error::TooManyRemotes { vni });
+        }
+        nodes.insert(vtep, 1);
+        Ok(true)
+    }
+
+    /// Counts one endpoint less. True when the Node leaves the remote list.
+    pub fn remove_remote(&mut self, vni: u32, vtep: u32) -> bool {
+        let Some(nodes) = self.remotes.get_mut(&vni) else {
+            return false;
+        };
+        let Some(n) = nodes.get_mut(&vtep) else {
+            return false;
+        };
+        *n -= 1;
+        if *n > 0 {
+            return false;
+        }
+        nodes.remove(&vtep);
+        if nodes.is_empty() {
+            self.remotes.remove(&vni);
+        }
+        true
+    }
+
+    /// The other Nodes of segment `vni`, in address order.
+    pub fn remote_list(&self, vni: u32) -> RemoteList {
+        let mut list = RemoteList::default();
+        if let Some(nodes) = self.remotes.get(&vni) {
+            for (i, vtep) in nodes.keys().take(MAX_REMOTE_VTEPS).enumerate() {
+                list.vteps[i] = *vtep;
+            }
+            list.count = nodes.len().min(MAX_REMOTE_VTEPS) as u32;
+        }
+        list
     }
 
     /// Removes a port; `None` when it was not one.
@@ -153,6 +211,34 @@ mod tests {
         assert_eq!(s.remove_port(7), None);
         let again = s.add_port(300, 8, 1).unwrap();
         assert_eq!(again.slot, first.slot);
+    }
+
+    #[test]
+    fn l2_28_remote_nodes_are_reference_counted_by_endpoints() {
+        let mut s = Segments::default();
+        assert!(
+            s.add_remote(100, 0x0a000002).unwrap(),
+            "first endpoint lists the Node"
+        );
+        assert!(
+            !s.add_remote(100, 0x0a000002).unwrap(),
+            "second endpoint: listed once"
+        );
+        assert!(s.add_remote(100, 0x0a000001).unwrap());
+        let list = s.remote_list(100);
+        assert_eq!(list.count, 2);
+        assert_eq!(&list.vteps[..2], &[0x0a000001, 0x0a000002]);
+        assert!(
+            !s.remove_remote(100, 0x0a000002),
+            "one endpoint left on that Node"
+        );
+        assert!(s.remove_remote(100, 0x0a000002));
+        assert_eq!(s.remote_list(100).count, 1);
+        assert!(
+            !s.remove_remote(100, 0x0a000009),
+            "unknown Node: nothing changes"
+        );
+        assert_eq!(s.remote_list(200).count, 0);
     }
 
     #[test]

@@ -25,6 +25,13 @@ pub enum DropReason {
     TooBig = 6,
     /// The learning table refused an update (full beyond LRU eviction).
     LearnFailed = 7,
+    /// A frame from the overlay without a readable tunnel key.
+    NoTunnelKey = 8,
+    /// A frame from the overlay for a VNI this Node has no port on.
+    UnknownVni = 9,
+    /// The destination was learned behind a remote VTEP but this Node's overlay is not
+    /// attached, or setting the tunnel key failed.
+    NoOverlay = 10,
 }
 
 impl DropReason {
@@ -32,7 +39,7 @@ impl DropReason {
     /// changing the map's layout.
     pub const SLOTS: u32 = 16;
 
-    pub const ALL: [DropReason; 8] = [
+    pub const ALL: [DropReason; 11] = [
         DropReason::NotAPort,
         DropReason::NoSegment,
         DropReason::ShortFrame,
@@ -41,6 +48,9 @@ impl DropReason {
         DropReason::CloneFailed,
         DropReason::TooBig,
         DropReason::LearnFailed,
+        DropReason::NoTunnelKey,
+        DropReason::UnknownVni,
+        DropReason::NoOverlay,
     ];
 
     /// The name shown by the CLI and used in test assertions.
@@ -54,6 +64,9 @@ impl DropReason {
             DropReason::CloneFailed => "CLONE_FAILED",
             DropReason::TooBig => "TOO_BIG",
             DropReason::LearnFailed => "LEARN_FAILED",
+            DropReason::NoTunnelKey => "NO_TUNNEL_KEY",
+            DropReason::UnknownVni => "UNKNOWN_VNI",
+            DropReason::NoOverlay => "NO_OVERLAY",
         }
     }
 }

@@ -14,6 +14,8 @@ pub const MAX_SEGMENTS: u32 = 1024;
 pub const FDB_ENTRIES: u32 = 8192;
 /// Local ports per segment that a broadcast reaches.
 pub const MAX_FLOOD_PORTS: usize = 64;
+/// Other Nodes per segment that a broadcast reaches.
+pub const MAX_REMOTE_VTEPS: usize = 256;
 
 /// A port is configured and forwards.
 pub const PORT_ACTIVE: u32 = 1 << 0;
@@ -65,7 +67,8 @@ impl FdbKey {
 pub struct FdbEntry {
     /// Local port the MAC was learned on (0 when learned from a remote Node).
     pub ifindex: u32,
-    /// Remote VTEP (IPv4, network byte order) when learned from the overlay, else 0.
+    /// Remote VTEP (IPv4 as a host-order u32, as the tunnel key carries it) when learned
+    /// from the overlay, else 0.
     pub vtep: u32,
     /// `bpf_ktime_get_ns()` (CLOCK_MONOTONIC) of the last refresh.
     pub last_seen_ns: u64,
@@ -103,9 +106,42 @@ impl Default for FloodList {
     }
 }
 
+/// Value of `jn_l2_remote[segment]`: the other Nodes that host endpoints of the
+/// segment (IPv4, host order). Copies to them are sent after every local copy: once a
+/// tunnel key is set, the frame must not be redirected to a veth.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RemoteList {
+    pub count: u32,
+    pub pad: u32,
+    pub vteps: [u32; MAX_REMOTE_VTEPS],
+}
+
+impl Default for RemoteList {
+    fn default() -> Self {
+        Self {
+            count: 0,
+            pad: 0,
+            vteps: [0; MAX_REMOTE_VTEPS],
+        }
+    }
+}
+
+/// Value of `jn_node[0]`: this Node's overlay.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodeConfig {
+    /// The Node's VXLAN device (external mode); 0 while the overlay is not attached.
+    pub vxlan_ifindex: u32,
+    /// This Node's VTEP address (host order).
+    pub local_vtep: u32,
+}
+
 // The layouts are part of the kernel ABI of our maps: no implicit padding allowed.
 const _: () = assert!(core::mem::size_of::<PortConfig>() == 32);
 const _: () = assert!(core::mem::size_of::<FdbKey>() == 8);
 const _: () = assert!(core::mem::size_of::<FdbEntry>() == 24);
 const _: () = assert!(core::mem::size_of::<FloodPort>() == 8);
 const _: () = assert!(core::mem::size_of::<FloodList>() == 8 + 8 * MAX_FLOOD_PORTS);
+const _: () = assert!(core::mem::size_of::<RemoteList>() == 8 + 4 * MAX_REMOTE_VTEPS);
+const _: () = assert!(core::mem::size_of::<NodeConfig>() == 8);

@@ -38,3 +38,18 @@ pub fn bits(mac: &FdbKey) -> u64 {
     // SAFETY: FdbKey is 8 plain bytes.
     unsafe { core::mem::transmute::<FdbKey, u64>(*mac) }
 }
+
+/// Whether the frame carries IPv4 or IPv6 (after at most one VLAN tag in the data).
+#[inline(always)]
+pub fn is_ip(ctx: &TcContext) -> bool {
+    let start = ctx.data();
+    if start + ETH_HLEN + 4 > ctx.data_end() {
+        return false;
+    }
+    // SAFETY: bounds checked above.
+    let mut et = unsafe { u16::from_be(core::ptr::read_unaligned((start + 12) as *const u16)) };
+    if et == 0x8100 || et == 0x88a8 {
+        et = unsafe { u16::from_be(core::ptr::read_unaligned((start + 16) as *const u16)) };
+    }
+    et == 0x0800 || et == 0x86dd
+}

@@ -9,18 +9,31 @@ mod l2;
 mod maps;
 
 use aya_ebpf::{bindings::TC_ACT_SHOT, macros::classifier, programs::TcContext};
+use juneau_common::DropReason;
 
-/// TCX ingress of a Pod NIC's host-side veth: every frame the workload sends on an
-/// L2Network enters the segment here.
-#[classifier]
-pub fn l2_port_ingress(ctx: TcContext) -> i32 {
-    match l2::port_ingress(&ctx) {
+#[inline(always)]
+fn verdict(result: Result<i32, DropReason>) -> i32 {
+    match result {
         Ok(verdict) => verdict,
         Err(reason) => {
             drop::count(reason);
             TC_ACT_SHOT
         }
     }
+}
+
+/// TCX ingress of a Pod NIC's host-side veth: every frame the workload sends on an
+/// L2Network enters the segment here.
+#[classifier]
+pub fn l2_port_ingress(ctx: TcContext) -> i32 {
+    verdict(l2::port_ingress(&ctx))
+}
+
+/// TCX ingress of the Node's VXLAN device (external mode): frames of L2Network
+/// segments arriving from other Nodes.
+#[classifier]
+pub fn l2_vxlan_ingress(ctx: TcContext) -> i32 {
+    verdict(l2::vxlan_ingress(&ctx))
 }
 
 #[cfg(not(test))]

@@ -1,81 +1,146 @@
-//! Broadcast, multicast and unknown unicast: one copy to every other local port of the
-//! segment (L2-28), never back to the ingress port. `bpf_loop` walks the segment's port
-//! array, so the cost follows the number of ports, not the map's size, and the verifier
-//! checks the body once.
+//! Broadcast, multicast and unknown unicast: one copy to every other port of the
+//! segment (L2-28): local ports first, then (for frames from a local port) every other
+//! Node hosting the segment. Never back to the ingress port; never back into the
+//! overlay for a frame that came from it (split horizon).
+//!
+//! `bpf_loop` walks the per-segment arrays, so the cost follows the number of ports,
+//! not a map's size, and the verifier checks each body once. Copies are sent one step
+//! late: the last target gets the original frame by redirect instead of a clone.
 use core::ffi::c_void;
 
-use aya_ebpf::{bindings::__sk_buff, helpers::bpf_loop, programs::TcContext};
-use juneau_common::{DropReason, FloodList, l2::MAX_FLOOD_PORTS};
+use aya_ebpf::{
+    bindings::__sk_buff,
+    helpers::{bpf_clone_redirect, bpf_loop},
+    programs::TcContext,
+};
+use juneau_common::{
+    DropReason, FloodList, RemoteList,
+    l2::{MAX_FLOOD_PORTS, MAX_REMOTE_VTEPS},
+};
 
+use super::overlay;
 use crate::{drop, maps};
 
-/// State shared with the loop body. Copies are sent one step late: the last eligible
-/// port gets the original frame by redirect instead of a clone.
+/// State shared with the loop bodies: the one target not yet sent to.
 #[repr(C)]
 struct FloodCtx {
     skb: *mut __sk_buff,
-    list: *const FloodList,
+    locals: *const FloodList,
+    remotes: *const RemoteList,
     ingress: u32,
-    pending: u32,
+    vni: u32,
+    /// Pending local port (0: none) and its flags.
+    pending_port: u32,
     pending_flags: u32,
+    /// Pending remote VTEP (0: none).
+    pending_vtep: u32,
     pad: u32,
 }
 
+impl FloodCtx {
+    /// Send a clone to the pending target, if any.
+    #[inline(always)]
+    fn flush(&mut self) {
+        if self.pending_port != 0 {
+            // SAFETY: the skb pointer is the program's context.
+            if unsafe { bpf_clone_redirect(self.skb, self.pending_port, 0) } != 0 {
+                drop::count(DropReason::CloneFailed);
+            }
+            self.pending_port = 0;
+        } else if self.pending_vtep != 0 {
+            if let Err(reason) = overlay::send_skb(self.skb, self.vni, self.pending_vtep, true) {
+                drop::count(reason);
+            }
+            self.pending_vtep = 0;
+        }
+    }
+}
+
 #[inline(always)]
-pub fn flood(ctx: &TcContext, segment: u32, ingress: u32) -> Result<i32, DropReason> {
-    let list = maps::jn_l2_flood
+pub fn flood(
+    ctx: &TcContext,
+    segment: u32,
+    vni: u32,
+    ingress: u32,
+    to_remotes: bool,
+) -> Result<i32, DropReason> {
+    let locals = maps::jn_l2_flood
         .get_ptr(segment)
         .ok_or(DropReason::NoSegment)?;
-    // SAFETY: array value pointer valid for the program's run.
-    let count = unsafe { (*list).count };
+    let remotes = maps::jn_l2_remote
+        .get_ptr(segment)
+        .ok_or(DropReason::NoSegment)?;
     let mut state = FloodCtx {
         skb: ctx.skb.skb,
-        list,
+        locals,
+        remotes,
         ingress,
-        pending: 0,
+        vni,
+        pending_port: 0,
         pending_flags: 0,
+        pending_vtep: 0,
         pad: 0,
     };
-    let n = if count as usize > MAX_FLOOD_PORTS {
-        MAX_FLOOD_PORTS as u32
-    } else {
-        count
-    };
-    // SAFETY: the callback matches bpf_loop's signature and only reads `state`.
+    // SAFETY: array value pointers valid for the program's run; callbacks match
+    // bpf_loop's signature and only touch `state`.
     unsafe {
+        let n = (*locals).count.min(MAX_FLOOD_PORTS as u32);
         bpf_loop(
             n,
-            flood_one as *mut c_void,
+            local_one as *mut c_void,
             (&mut state as *mut FloodCtx).cast(),
             0,
         );
+        if to_remotes {
+            let n = (*remotes).count.min(MAX_REMOTE_VTEPS as u32);
+            bpf_loop(
+                n,
+                remote_one as *mut c_void,
+                (&mut state as *mut FloodCtx).cast(),
+                0,
+            );
+        }
     }
-    if state.pending == 0 {
-        return Err(DropReason::NoOtherPort);
+    if state.pending_port != 0 {
+        return Ok(super::deliver(state.pending_port, state.pending_flags));
     }
-    Ok(super::deliver(state.pending, state.pending_flags))
+    if state.pending_vtep != 0 {
+        return overlay::send(ctx, vni, state.pending_vtep, false);
+    }
+    Err(DropReason::NoOtherPort)
 }
 
-extern "C" fn flood_one(index: u32, ctx: *mut c_void) -> i64 {
+extern "C" fn local_one(index: u32, ctx: *mut c_void) -> i64 {
     // SAFETY: bpf_loop passes back the pointer given above.
     let state = unsafe { &mut *(ctx as *mut FloodCtx) };
     let i = index as usize;
     if i >= MAX_FLOOD_PORTS {
         return 1;
     }
-    // SAFETY: `list` points into an array map value; `i` is bounds-checked.
-    let port = unsafe { (*state.list).ports[i] };
+    // SAFETY: `locals` points into an array map value; `i` is bounds-checked.
+    let port = unsafe { (*state.locals).ports[i] };
     if port.ifindex == 0 || port.ifindex == state.ingress {
         return 0;
     }
-    if state.pending != 0 {
-        // SAFETY: the skb pointer is the program's context.
-        let rc = unsafe { aya_ebpf::helpers::bpf_clone_redirect(state.skb, state.pending, 0) };
-        if rc != 0 {
-            drop::count(DropReason::CloneFailed);
-        }
-    }
-    state.pending = port.ifindex;
+    state.flush();
+    state.pending_port = port.ifindex;
     state.pending_flags = port.flags;
+    0
+}
+
+extern "C" fn remote_one(index: u32, ctx: *mut c_void) -> i64 {
+    // SAFETY: bpf_loop passes back the pointer given above.
+    let state = unsafe { &mut *(ctx as *mut FloodCtx) };
+    let i = index as usize;
+    if i >= MAX_REMOTE_VTEPS {
+        return 1;
+    }
+    // SAFETY: `remotes` points into an array map value; `i` is bounds-checked.
+    let vtep = unsafe { (*state.remotes).vteps[i] };
+    if vtep == 0 {
+        return 0;
+    }
+    state.flush();
+    state.pending_vtep = vtep;
     0
 }

@@ -1,21 +1,22 @@
 //! Source learning (L2-28, L2-29): the datapath alone writes the tables.
-use aya_ebpf::{btf_maps::LruHashMap, helpers::bpf_ktime_get_coarse_ns};
-use juneau_common::{
-    DropReason, FdbEntry, FdbKey, PortConfig,
-    l2::{FDB_ENTRIES, LEARN_REFRESH_NS},
-};
+use aya_ebpf::helpers::bpf_ktime_get_coarse_ns;
+use juneau_common::{DropReason, FdbEntry, FdbKey, PortConfig, l2::LEARN_REFRESH_NS};
 
+use super::Fdb;
 use crate::{eth, maps};
 
-type Fdb = LruHashMap<FdbKey, FdbEntry, { FDB_ENTRIES as usize }>;
-
-/// Bind `src` to the port. The common case (the port's own MAC, seen within the last
-/// second) is answered by the port's one-entry cache without touching the table; an
-/// entry is otherwise refreshed in place, or overwritten when the MAC moved here
-/// (followed at the first frame, and the old port's cache is invalidated so a move back
-/// is followed at once too).
+/// The learning clock: CLOCK_MONOTONIC_COARSE. Entries are refreshed at second
+/// granularity, which does not need a clocksource read (~25 ns in a VM).
 #[inline(always)]
-pub fn learn(
+fn now() -> u64 {
+    // SAFETY: plain helper call.
+    unsafe { bpf_ktime_get_coarse_ns() }
+}
+
+/// Bind `src` to a local port. The common case (the port's own MAC, seen within the
+/// last second) is answered by the port's one-entry cache without touching the table.
+#[inline(always)]
+pub fn learn_local(
     port: &mut PortConfig,
     ifindex: u32,
     fdb: &Fdb,
@@ -25,40 +26,65 @@ pub fn learn(
         // A group address is never a valid source; forward the frame, learn nothing.
         return Ok(());
     }
-    // SAFETY: plain helper call.
-    let now = unsafe { bpf_ktime_get_coarse_ns() };
+    let now = now();
     if eth::bits(&port.cache_mac) == eth::bits(src)
         && now.wrapping_sub(port.cache_ns) < LEARN_REFRESH_NS
     {
         return Ok(());
     }
-    match fdb.get_ptr_mut(src) {
-        // SAFETY: the entry pointer is used immediately; a concurrent LRU reuse at worst
-        // refreshes the wrong entry's timestamp once.
-        Some(entry) if unsafe { (*entry).ifindex == ifindex && (*entry).vtep == 0 } => unsafe {
-            (*entry).last_seen_ns = now;
-        },
-        found => {
-            if let Some(old) = found {
-                // SAFETY: as above.
-                let old_ifindex = unsafe { (*old).ifindex };
-                if let Some(old_port) = maps::jn_l2_port.get_ptr_mut(old_ifindex) {
-                    // SAFETY: array value; only the cache timestamp is written.
-                    unsafe { (*old_port).cache_ns = 0 };
-                }
-            }
-            let entry = FdbEntry {
-                ifindex,
-                vtep: 0,
-                last_seen_ns: now,
-                flags: port.flags,
-                pad: 0,
-            };
-            fdb.insert(src, entry, 0)
-                .map_err(|_| DropReason::LearnFailed)?;
-        }
-    }
+    learn(fdb, src, ifindex, 0, port.flags, now)?;
     port.cache_mac = *src;
     port.cache_ns = now;
     Ok(())
+}
+
+/// Bind `src` to the remote VTEP it came from.
+#[inline(always)]
+pub fn learn_remote(fdb: &Fdb, src: &FdbKey, vtep: u32) -> Result<(), DropReason> {
+    if eth::is_group(src) {
+        return Ok(());
+    }
+    learn(fdb, src, 0, vtep, 0, now())
+}
+
+/// Refresh an entry in place (at most once per [`LEARN_REFRESH_NS`]), or overwrite it
+/// when the MAC moved (followed at its first frame from the new place; the old port's
+/// cache is cleared so that a move back is followed at once too).
+#[inline(always)]
+fn learn(
+    fdb: &Fdb,
+    src: &FdbKey,
+    ifindex: u32,
+    vtep: u32,
+    flags: u32,
+    now: u64,
+) -> Result<(), DropReason> {
+    if let Some(entry) = fdb.get_ptr_mut(src) {
+        // SAFETY: the entry pointer is used immediately; a concurrent LRU reuse at worst
+        // refreshes the wrong entry's timestamp once.
+        let (old_ifindex, old_vtep, seen) =
+            unsafe { ((*entry).ifindex, (*entry).vtep, (*entry).last_seen_ns) };
+        if old_ifindex == ifindex && old_vtep == vtep {
+            if now.wrapping_sub(seen) >= LEARN_REFRESH_NS {
+                // SAFETY: as above.
+                unsafe { (*entry).last_seen_ns = now };
+            }
+            return Ok(());
+        }
+        if old_ifindex != 0 {
+            if let Some(old_port) = maps::jn_l2_port.get_ptr_mut(old_ifindex) {
+                // SAFETY: array value; only the cache timestamp is written.
+                unsafe { (*old_port).cache_ns = 0 };
+            }
+        }
+    }
+    let entry = FdbEntry {
+        ifindex,
+        vtep,
+        last_seen_ns: now,
+        flags,
+        pad: 0,
+    };
+    fdb.insert(src, entry, 0)
+        .map_err(|_| DropReason::LearnFailed)
 }

@@ -1,18 +1,23 @@
 //! L2Network switching: learn the source, forward by destination MAC only (L2-01,
-//! L2-28). Nothing above the Ethernet header is read, so every EtherType passes.
+//! L2-28). Nothing above the Ethernet header is read (but the EtherType of an oversize
+//! frame), so every protocol passes.
 mod flood;
 mod learn;
+mod overlay;
 
 use aya_ebpf::{
+    btf_maps::LruHashMap,
     helpers::{bpf_redirect, bpf_redirect_peer},
     programs::TcContext,
 };
 use juneau_common::{
-    DropReason, FdbEntry,
-    l2::{PORT_ACTIVE, PORT_PEER},
+    DropReason, FdbEntry, FdbKey,
+    l2::{FDB_ENTRIES, PORT_ACTIVE, PORT_PEER},
 };
 
 use crate::{eth, maps};
+
+pub type Fdb = LruHashMap<FdbKey, FdbEntry, { FDB_ENTRIES as usize }>;
 
 /// Frames sent by a workload into its port.
 #[inline(always)]
@@ -28,25 +33,62 @@ pub fn port_ingress(ctx: &TcContext) -> Result<i32, DropReason> {
     if port.flags & PORT_ACTIVE == 0 {
         return Err(DropReason::NotAPort);
     }
+    if port.mtu != 0 && ctx.len() > port.mtu + eth::ETH_HLEN as u32 && !eth::is_ip(ctx) {
+        // L2-21: a non-IP frame cannot be fragmented; it would not fit the segment.
+        return Err(DropReason::TooBig);
+    }
     let addrs = eth::addrs(ctx).ok_or(DropReason::ShortFrame)?;
     let segment = port.segment;
+    let vni = port.vni;
     let fdb = maps::jn_l2_fdb.get(segment).ok_or(DropReason::NoSegment)?;
+    learn::learn_local(port, ifindex, fdb, &addrs.src)?;
+    forward(ctx, fdb, segment, vni, ifindex, &addrs.dst, false)
+}
 
-    learn::learn(port, ifindex, fdb, &addrs.src)?;
+/// Frames of a segment arriving from another Node. Split horizon: they go to local
+/// ports only, never back into the overlay.
+#[inline(always)]
+pub fn vxlan_ingress(ctx: &TcContext) -> Result<i32, DropReason> {
+    let (vni, vtep) = overlay::tunnel_source(ctx)?;
+    // SAFETY: the value is copied at once.
+    let segment = unsafe { maps::jn_l2_vni.get(vni) }
+        .copied()
+        .ok_or(DropReason::UnknownVni)?;
+    let addrs = eth::addrs(ctx).ok_or(DropReason::ShortFrame)?;
+    let fdb = maps::jn_l2_fdb.get(segment).ok_or(DropReason::NoSegment)?;
+    learn::learn_remote(fdb, &addrs.src, vtep)?;
+    forward(ctx, fdb, segment, vni, 0, &addrs.dst, true)
+}
 
-    if !eth::is_group(&addrs.dst) {
-        if let Some(entry) = fdb.get_ptr(addrs.dst) {
+/// Known unicast to its one port (or Node); anything else flooded.
+#[inline(always)]
+fn forward(
+    ctx: &TcContext,
+    fdb: &Fdb,
+    segment: u32,
+    vni: u32,
+    ingress: u32,
+    dst: &FdbKey,
+    from_overlay: bool,
+) -> Result<i32, DropReason> {
+    if !eth::is_group(dst) {
+        if let Some(entry) = fdb.get_ptr(dst) {
             // SAFETY: copied out at once; an LRU entry may be reused after this point.
             let entry: FdbEntry = unsafe { *entry };
-            if entry.ifindex == ifindex {
+            if entry.vtep != 0 {
+                if !from_overlay {
+                    return overlay::send(ctx, vni, entry.vtep, false);
+                }
+                // Learned on another Node but arrived from the overlay: flood locally
+                // instead of relaying (no second overlay crossing).
+            } else if entry.ifindex == ingress {
                 return Err(DropReason::Hairpin);
-            }
-            if entry.ifindex != 0 {
+            } else if entry.ifindex != 0 {
                 return Ok(deliver(entry.ifindex, entry.flags));
             }
         }
     }
-    flood::flood(ctx, segment, ifindex)
+    flood::flood(ctx, segment, vni, ingress, !from_overlay)
 }
 
 /// Hand the frame to one local port: straight into the peer's namespace when the port

@@ -1,0 +1,157 @@
+//! rtnetlink plumbing shared by the interfaces the daemon makes.
+//!
+//! Netlink sockets are opened inside the namespace they act on (on a thread that entered
+//! it, see [`crate::netns`]) and driven by a current-thread runtime on that same thread.
+use std::path::{Path, PathBuf};
+
+use futures::TryStreamExt;
+use rtnetlink::{
+    Handle, LinkUnspec,
+    packet_route::link::{LinkAttribute, LinkMessage},
+};
+
+use crate::netns::{self, NetnsError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum NetlinkError {
+    #[error(transparent)]
+    Netns(#[from] NetnsError),
+    #[error("cannot open the network namespace {path}: {source}")]
+    OpenNetns {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("netlink: {op}: {source}")]
+    Request {
+        op: String,
+        source: rtnetlink::Error,
+    },
+    #[error("no interface named {0}")]
+    NoSuchLink(String),
+    #[error(
+        "interface {name} was not created by Juneau (its alias is not \"{alias}\"); Juneau attaches only to its own interfaces"
+    )]
+    NotOwned { name: String, alias: &'static str },
+    #[error("cannot write sysctl {path}: {source}")]
+    Sysctl {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot start a netlink runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// Run `f` with a netlink handle bound to the namespace at `ns` (the caller's own when
+/// `None`), on a thread of its own.
+pub fn with_netlink<T: Send>(
+    ns: Option<&Path>,
+    f: impl AsyncFnOnce(Handle) -> Result<T, NetlinkError> + Send,
+) -> Result<T, NetlinkError> {
+    let work = || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(NetlinkError::Runtime)?;
+        rt.block_on(async {
+            let (conn, handle, _) = rtnetlink::new_connection().map_err(NetlinkError::Runtime)?;
+            let task = tokio::spawn(conn);
+            let out = f(handle).await;
+            task.abort();
+            out
+        })
+    };
+    match ns {
+        Some(path) => netns::run_in(path, work)?,
+        None => std::thread::scope(|s| s.spawn(work).join().expect("netlink thread panicked")),
+    }
+}
+
+pub fn req(op: impl Into<String>) -> impl FnOnce(rtnetlink::Error) -> NetlinkError {
+    let op = op.into();
+    move |source| NetlinkError::Request { op, source }
+}
+
+pub async fn link_by_name(handle: &Handle, name: &str) -> Result<LinkMessage, NetlinkError> {
+    let mut links = handle.link().get().match_name(name.to_owned()).execute();
+    match links.try_next().await {
+        Ok(Some(link)) => Ok(link),
+        Ok(None) | Err(rtnetlink::Error::NetlinkError(_)) => {
+            Err(NetlinkError::NoSuchLink(name.to_owned()))
+        }
+        Err(e) => Err(req(format!("get link {name}"))(e)),
+    }
+}
+
+/// Writes a sysctl of the calling thread's network namespace.
+pub fn sysctl(path: &str, value: &str) -> Result<(), NetlinkError> {
+    std::fs::write(path, value).map_err(|source| NetlinkError::Sysctl {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// An interface of the datapath carries no IPv6 of its own: no autoconfiguration,
+/// router solicitations or MLD reports leaking into a segment.
+pub fn quiet(ifname: &str) -> Result<(), NetlinkError> {
+    sysctl(
+        &format!("/proc/sys/net/ipv6/conf/{ifname}/disable_ipv6"),
+        "1",
+    )
+}
+
+/// Marks `index` as Juneau's with `alias` and brings it up. (The kernel takes
+/// IFLA_IFALIAS on a change, not at creation.)
+pub async fn own_and_up(
+    handle: &Handle,
+    index: u32,
+    alias: &str,
+    name: &str,
+) -> Result<(), NetlinkError> {
+    let msg = LinkUnspec::new_with_index(index)
+        .append_extra_attribute(LinkAttribute::IfAlias(alias.to_owned()))
+        .up()
+        .build();
+    handle
+        .link()
+        .set(msg)
+        .execute()
+        .await
+        .map_err(req(format!("set {name} up")))
+}
+
+/// Deletes `name` in `ns`; deleting what is already gone succeeds (idempotent).
+pub fn delete_link(ns: Option<&Path>, name: &str) -> Result<(), NetlinkError> {
+    with_netlink(ns, async |handle| {
+        let index = match link_by_name(&handle, name).await {
+            Ok(link) => link.header.index,
+            Err(NetlinkError::NoSuchLink(_)) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        handle
+            .link()
+            .del(index)
+            .execute()
+            .await
+            .map_err(req(format!("delete {name}")))
+    })
+}
+
+/// The ifindex of `name` in the calling thread's namespace, if Juneau made it (its
+/// alias is `alias`).
+pub fn owned_ifindex(name: &str, alias: &'static str) -> Result<u32, NetlinkError> {
+    with_netlink(None, async |handle| {
+        let link = link_by_name(&handle, name).await?;
+        let owned = link
+            .attributes
+            .iter()
+            .any(|a| matches!(a, LinkAttribute::IfAlias(a) if a == alias));
+        if owned {
+            Ok(link.header.index)
+        } else {
+            Err(NetlinkError::NotOwned {
+                name: name.to_owned(),
+                alias,
+            })
+        }
+    })
+}
