@@ -1,6 +1,6 @@
 //! Uniquely named network namespaces that delete themselves.
 use std::{
-    path::PathBuf,
+    path::{Path, PathBuf},
     process::Command,
     sync::atomic::{AtomicU32, Ordering},
 };
@@ -31,6 +31,12 @@ impl Netns {
     pub fn new(role: &str) -> Netns {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let name = format!("jn-{role}-{}-{n}", std::process::id());
+        // `ip netns exec` bind-mounts /etc/netns/<name>/* over /etc: give every namespace
+        // its own resolv.conf, so a client inside (udhcpc's script, say) can never
+        // rewrite the machine's.
+        let etc = Path::new("/etc/netns").join(&name);
+        std::fs::create_dir_all(&etc).expect("create /etc/netns/<name>");
+        std::fs::write(etc.join("resolv.conf"), "").expect("write per-namespace resolv.conf");
         run(Command::new("ip").args(["netns", "add", &name])).expect("ip netns add");
         let ns = Netns {
             path: juneau::netns::named(&name),
@@ -90,5 +96,6 @@ impl Drop for Netns {
         let _ = Command::new("ip")
             .args(["netns", "del", &self.name])
             .status();
+        let _ = std::fs::remove_dir_all(Path::new("/etc/netns").join(&self.name));
     }
 }
