@@ -10,6 +10,7 @@ pub mod frames;
 pub mod golden;
 pub mod netns;
 pub mod node;
+pub mod scenario;
 pub mod scene;
 pub mod testrun;
 

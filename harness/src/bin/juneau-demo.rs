@@ -8,6 +8,7 @@ use juneau_harness::{
     capture::inject,
     decode,
     frames::{self, fixtures::*},
+    scenario,
 };
 
 const VNI: u32 = 100;
@@ -19,7 +20,39 @@ fn mac(m: &[u8; 6]) -> String {
         .join(":")
 }
 
+/// Scenarios the demo runs after the one-Node part: the overlay across Nodes.
+const SCENARIOS: [&str; 2] = [
+    "scenarios/three-node-broadcast.yaml",
+    "scenarios/cross-node-dhcp.yaml",
+];
+
+fn run_scenarios(files: &[String]) -> bool {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut ok = true;
+    for f in files {
+        println!();
+        let path = root.join(f);
+        match scenario::run(&path, &mut |line| println!("{line}")) {
+            Ok(()) => println!("  => holds"),
+            Err(e) => {
+                println!("  => FAILED: {e}");
+                ok = false;
+            }
+        }
+    }
+    ok
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(i) = args.iter().position(|a| a == "--scenario") {
+        let files: Vec<String> = args[i + 1..].to_vec();
+        if files.is_empty() {
+            eprintln!("usage: juneau-demo [--scenario FILE...]");
+            std::process::exit(2);
+        }
+        std::process::exit(if run_scenarios(&files) { 0 } else { 1 });
+    }
     println!("== Juneau demo: one Node, three Pods on L2Network VNI {VNI}\n");
     let mut node = Node::new();
     for i in 0..3 {
@@ -124,9 +157,11 @@ fn main() {
         }
     }
     let learned = |m: [u8; 6]| fdb.iter().any(|(k, _)| k.mac == m);
-    let ok = ping.is_ok() && learned(pod_mac(0)) && learned(pod_mac(1));
-    println!("\n{}", if ok { "demo: OK" } else { "demo: FAILED" });
+    let mut ok = ping.is_ok() && learned(pod_mac(0)) && learned(pod_mac(1));
     drop(caps);
     drop(node);
+    println!("\n== Across Nodes: VXLAN overlay between Node namespaces on an underlay bridge");
+    ok &= run_scenarios(&SCENARIOS.map(String::from));
+    println!("\n{}", if ok { "demo: OK" } else { "demo: FAILED" });
     std::process::exit(if ok { 0 } else { 1 });
 }
