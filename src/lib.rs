@@ -3,6 +3,7 @@
 //! The crate holds every userspace part as a module; the binaries in `src/bin` are thin.
 //! The eBPF object built from `ebpf/juneau-ebpf` is embedded here ([`EBPF_OBJECT`]).
 
+pub mod api;
 pub mod netns;
 pub mod node;
 

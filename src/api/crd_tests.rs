@@ -1,0 +1,54 @@
+//! The CRDs committed under `kind/` are the ones the types generate.
+use kube::CustomResourceExt;
+
+use super::{L2Network, NetworkInterface, crds_yaml};
+
+fn committed() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kind/crds.yaml")
+}
+
+#[test]
+fn l2_03_committed_crd_yaml_matches_the_types() {
+    let generated = crds_yaml();
+    if std::env::var("UPDATE_GOLDEN").is_ok_and(|v| v == "1") {
+        std::fs::write(committed(), &generated).unwrap();
+    }
+    let on_disk = std::fs::read_to_string(committed()).unwrap_or_default();
+    assert!(
+        on_disk == generated,
+        "kind/crds.yaml differs from the API types: run `UPDATE_GOLDEN=1 cargo test -p juneau --lib l2_03` and commit it"
+    );
+}
+
+#[test]
+fn l2_03_l2network_is_cluster_scoped_with_short_name_l2net() {
+    let crd = L2Network::crd();
+    assert_eq!(crd.spec.scope, "Cluster");
+    assert_eq!(crd.spec.names.short_names, Some(vec!["l2net".to_owned()]));
+    assert_eq!(crd.spec.group, "juneau.loutres.me");
+    assert_eq!(crd.spec.versions[0].name, "v1alpha1");
+}
+
+#[test]
+fn eip_07_network_interface_printer_columns() {
+    let crd = NetworkInterface::crd();
+    let cols: Vec<String> = crd.spec.versions[0]
+        .additional_printer_columns
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
+    assert_eq!(
+        cols,
+        [
+            "NODE",
+            "SUBNET",
+            "L2NETWORK",
+            "ELASTICIP",
+            "ADDRESS",
+            "PHASE"
+        ]
+    );
+    assert_eq!(crd.spec.scope, "Namespaced");
+}

@@ -1,0 +1,64 @@
+//! Juneau's API (`juneau.loutres.me/v1alpha1`): one file per resource, spec and status
+//! beside each other, plus the Pod annotations. Validation rules live in `validate`,
+//! as pure functions over a snapshot of these objects.
+pub mod allocationpool;
+pub mod annotations;
+pub mod condition;
+pub mod l2network;
+pub mod networkacl;
+pub mod networkendpoint;
+pub mod networkinterface;
+pub mod routetable;
+pub mod securitygroup;
+pub mod subnet;
+pub mod validate;
+pub mod vpc;
+
+pub use allocationpool::AllocationPool;
+pub use l2network::L2Network;
+pub use networkacl::NetworkACL;
+pub use networkendpoint::NetworkEndpoint;
+pub use networkinterface::NetworkInterface;
+pub use routetable::RouteTable;
+pub use securitygroup::SecurityGroup;
+pub use subnet::Subnet;
+pub use vpc::{TransitGateway, Vpc, VpcPeering};
+
+/// The API group of every Juneau resource.
+pub const GROUP: &str = "juneau.loutres.me";
+/// Prefix of Juneau's Pod annotations.
+pub const ANNOTATION_PREFIX: &str = "juneau.loutres.me/";
+/// The Vpc (and Subnet) that exist from the start; only the default Subnet joins it.
+pub const DEFAULT_VPC: &str = "default";
+
+/// Every CustomResourceDefinition, in the order `kind/crds.yaml` lists them.
+pub fn crds()
+-> Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>
+{
+    use kube::CustomResourceExt;
+    vec![
+        Vpc::crd(),
+        VpcPeering::crd(),
+        TransitGateway::crd(),
+        Subnet::crd(),
+        L2Network::crd(),
+        RouteTable::crd(),
+        NetworkACL::crd(),
+        SecurityGroup::crd(),
+        NetworkInterface::crd(),
+        NetworkEndpoint::crd(),
+        AllocationPool::crd(),
+    ]
+}
+
+/// The CRDs as one multi-document YAML (what `kind/crds.yaml` holds).
+pub fn crds_yaml() -> String {
+    crds()
+        .iter()
+        .map(|c| serde_yaml::to_string(c).expect("CRDs serialize"))
+        .collect::<Vec<_>>()
+        .join("---\n")
+}
+
+#[cfg(test)]
+mod crd_tests;

@@ -1,0 +1,38 @@
+//! NetworkEndpoint: written by the node daemon when a NIC is really attached. Its MAC
+//! is informational: the learning table is never filled from it (L2-29).
+// kube-derive's `printcolumn(...)` lists repeat the same keys by design.
+#![allow(clippy::duplicated_attributes)]
+
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[kube(
+    group = "juneau.loutres.me",
+    version = "v1alpha1",
+    kind = "NetworkEndpoint",
+    namespaced,
+    printcolumn(name = "KIND", type_ = "string", json_path = ".spec.kind"),
+    printcolumn(name = "NODE", type_ = "string", json_path = ".spec.nodeName"),
+    printcolumn(name = "L2NETWORK", type_ = "string", json_path = ".spec.l2Network"),
+    printcolumn(name = "ADDRESS", type_ = "string", json_path = ".spec.address")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkEndpointSpec {
+    /// `Pod`.
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subnet: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_network: Option<String>,
+    #[serde(default)]
+    pub address: String,
+    #[serde(default)]
+    pub mac_address: String,
+    pub node_name: String,
+    /// The Node's VTEP (underlay address), so other Nodes add it to the segment's
+    /// remote list.
+    #[serde(default)]
+    pub node_ip: String,
+}

@@ -1,0 +1,75 @@
+//! NetworkInterface `<pod>.<iface>`: one per Pod NIC, made by the Pod controller.
+// kube-derive's `printcolumn(...)` lists repeat the same keys by design.
+#![allow(clippy::duplicated_attributes)]
+
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::condition::Condition;
+
+#[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[kube(
+    group = "juneau.loutres.me",
+    version = "v1alpha1",
+    kind = "NetworkInterface",
+    namespaced,
+    status = "NetworkInterfaceStatus",
+    printcolumn(name = "NODE", type_ = "string", json_path = ".spec.nodeName"),
+    printcolumn(name = "SUBNET", type_ = "string", json_path = ".spec.subnet"),
+    printcolumn(name = "L2NETWORK", type_ = "string", json_path = ".spec.l2Network"),
+    printcolumn(name = "ELASTICIP", type_ = "string", json_path = ".spec.elasticIP"),
+    printcolumn(name = "ADDRESS", type_ = "string", json_path = ".status.address"),
+    printcolumn(name = "PHASE", type_ = "string", json_path = ".status.phase")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkInterfaceSpec {
+    /// The interface name inside the Pod (`eth0`, `eth1`, ...).
+    pub interface: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subnet: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_network: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none", rename = "elasticIP")]
+    pub elastic_ip: Option<String>,
+    /// Requested address; allocated from the segment's `cidr` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub security_groups: Vec<String>,
+    pub pod_ref: PodRef,
+    #[serde(default)]
+    pub node_name: String,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct PodRef {
+    pub name: String,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkInterfaceStatus {
+    /// `<ip>/<prefix>`; empty on a cidr-less segment (L2-25).
+    #[serde(default)]
+    pub address: String,
+    /// Segment MTU for L2Network NICs; 0 keeps the kernel default.
+    #[serde(default)]
+    pub mtu: u32,
+    #[serde(default)]
+    pub vni: u32,
+    #[serde(default)]
+    pub routes: Vec<NicRoute>,
+    /// `Pending`, `Allocated`, `Ready`, `Failed`.
+    #[serde(default)]
+    pub phase: String,
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct NicRoute {
+    pub dst: String,
+    pub gw: String,
+}

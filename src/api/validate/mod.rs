@@ -1,0 +1,34 @@
+//! Admission rules as pure functions: an object (and its old version) plus a
+//! [`Snapshot`] of the cluster in, a verdict out. The webhook and the embedded store
+//! both call these, so a standalone run rejects exactly what a cluster would.
+mod cidr;
+mod deletion;
+mod l2network;
+mod pod;
+mod snapshot;
+
+pub use cidr::{first_host, parse_cidr};
+pub use deletion::{validate_delete_network_acl, validate_delete_route_table, validate_delete_vpc};
+pub use l2network::{validate_l2network_create, validate_l2network_update};
+pub use pod::validate_pod_create;
+pub use snapshot::Snapshot;
+
+/// A refusal: the field at fault and a message that says what to do.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct Rejection {
+    pub field: String,
+    pub message: String,
+}
+
+pub(crate) fn reject(field: impl Into<String>, message: impl Into<String>) -> Rejection {
+    Rejection {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+pub type Verdict = Result<(), Rejection>;
+
+#[cfg(test)]
+mod tests;
