@@ -174,8 +174,10 @@ fn overlaps(me: &str, vpc: &str, net: Ipv4Net, snap: &Snapshot) -> Verdict {
             }
         }
     }
-    if let Some(pool) = snap.vpc(vpc).and_then(|v| v.spec.endpoint_pool.as_ref()) {
-        if let Some(c) = pool.cidrs.iter().find(|c| clash(c)) {
+    if let Some(pool) = snap.vpc(vpc).and_then(|v| v.spec.endpoint_pool.as_ref())
+        && let Some(c) = pool.cidrs.iter().find(|c| clash(c))
+    {
+        {
             return Err(reject(
                 "spec.cidr",
                 format!("{net} overlaps the endpointPool {c} of Vpc {vpc:?}"),
