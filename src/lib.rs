@@ -4,8 +4,10 @@
 //! The eBPF object built from `ebpf/juneau-ebpf` is embedded here ([`EBPF_OBJECT`]).
 
 pub mod api;
+pub mod controller;
 pub mod netns;
 pub mod node;
+pub mod store;
 
 /// The eBPF object, compiled by `build.rs` (aya-build) and embedded so that the daemon
 /// is one self-contained binary.

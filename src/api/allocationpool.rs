@@ -11,6 +11,7 @@ pub const SUBNET_VNI: &str = "subnet-vni";
 #[kube(
     group = "juneau.loutres.me",
     version = "v1alpha1",
+    derive = "PartialEq",
     kind = "AllocationPool"
 )]
 #[serde(rename_all = "camelCase")]

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 #[kube(
     group = "juneau.loutres.me",
     version = "v1alpha1",
+    derive = "PartialEq",
     kind = "NetworkEndpoint",
     namespaced,
     printcolumn(name = "KIND", type_ = "string", json_path = ".spec.kind"),

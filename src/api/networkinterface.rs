@@ -12,6 +12,7 @@ use super::condition::Condition;
 #[kube(
     group = "juneau.loutres.me",
     version = "v1alpha1",
+    derive = "PartialEq",
     kind = "NetworkInterface",
     namespaced,
     status = "NetworkInterfaceStatus",

@@ -4,7 +4,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 #[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
-#[kube(group = "juneau.loutres.me", version = "v1alpha1", kind = "RouteTable")]
+#[kube(
+    group = "juneau.loutres.me",
+    version = "v1alpha1",
+    derive = "PartialEq",
+    kind = "RouteTable"
+)]
 #[serde(rename_all = "camelCase")]
 pub struct RouteTableSpec {
     pub vpc: String,

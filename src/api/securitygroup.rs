@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 #[kube(
     group = "juneau.loutres.me",
     version = "v1alpha1",
+    derive = "PartialEq",
     kind = "SecurityGroup"
 )]
 pub struct SecurityGroupSpec {

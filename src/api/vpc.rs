@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 #[kube(
     group = "juneau.loutres.me",
     version = "v1alpha1",
+    derive = "PartialEq",
     kind = "Vpc",
     status = "VpcStatus"
 )]
@@ -35,7 +36,12 @@ pub struct VpcStatus {
 
 /// Two Vpcs whose Subnets route to each other.
 #[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
-#[kube(group = "juneau.loutres.me", version = "v1alpha1", kind = "VpcPeering")]
+#[kube(
+    group = "juneau.loutres.me",
+    version = "v1alpha1",
+    derive = "PartialEq",
+    kind = "VpcPeering"
+)]
 pub struct VpcPeeringSpec {
     pub vpcs: Vec<String>,
 }
@@ -45,6 +51,7 @@ pub struct VpcPeeringSpec {
 #[kube(
     group = "juneau.loutres.me",
     version = "v1alpha1",
+    derive = "PartialEq",
     kind = "TransitGateway"
 )]
 pub struct TransitGatewaySpec {

@@ -1,0 +1,185 @@
+//! L2Network status (L2-21, L2-22, L2-23): VNI from the shared `subnet-vni` pool, never
+//! reused while held; effective MTU; resolved gateway; a gateway MAC chosen once.
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::Config;
+use crate::api::{
+    AllocationPool, L2Network,
+    condition::Condition,
+    l2network::{AclRef, L2NetworkStatus},
+    validate::{Snapshot, first_host, parse_cidr},
+};
+
+/// VNIs held by any Subnet or L2Network.
+fn held_vnis(snap: &Snapshot) -> BTreeSet<u32> {
+    snap.subnets
+        .iter()
+        .filter_map(|s| s.status.as_ref().map(|st| st.vni))
+        .chain(
+            snap.l2networks
+                .iter()
+                .filter_map(|l| l.status.as_ref().map(|st| st.vni)),
+        )
+        .filter(|v| *v != 0)
+        .collect()
+}
+
+/// A locally administered MAC for the gateway of segment `vni`: stable, and distinct
+/// per segment.
+pub fn gateway_mac(vni: u32) -> String {
+    let b = vni.to_be_bytes();
+    format!("02:4a:4e:{:02x}:{:02x}:{:02x}", b[1], b[2], b[3])
+}
+
+pub fn reconcile_all(snap: &Snapshot, cfg: &Config) -> BTreeMap<String, L2NetworkStatus> {
+    let pool = AllocationPool::subnet_vni().spec.number;
+    let mut held = held_vnis(snap);
+    let mut out = BTreeMap::new();
+    // Oldest first (by name when no timestamps), so allocation is deterministic.
+    let mut nets: Vec<&L2Network> = snap.l2networks.iter().collect();
+    nets.sort_by_key(|l| {
+        (
+            l.metadata.creation_timestamp.clone().map(|t| t.0),
+            l.metadata.name.clone(),
+        )
+    });
+    for l in nets {
+        let name = l.metadata.name.clone().unwrap_or_default();
+        let old = l.status.clone().unwrap_or_default();
+        let vni = if old.vni != 0 {
+            old.vni
+        } else {
+            let Some(v) = (pool.min..=pool.max).find(|v| !held.contains(v)) else {
+                let mut st = old.clone();
+                st.conditions = vec![Condition::new(
+                    "Ready",
+                    false,
+                    "VNIExhausted",
+                    "the subnet-vni AllocationPool is exhausted",
+                )];
+                out.insert(name, st);
+                continue;
+            };
+            held.insert(v);
+            v
+        };
+        let gateway = l.spec.gateway.as_ref().and_then(|g| {
+            let net = parse_cidr(l.spec.cidr.as_deref()?).ok()?;
+            Some(
+                g.address
+                    .clone()
+                    .unwrap_or_else(|| first_host(&net).to_string()),
+            )
+        });
+        let gateway_mac = match &gateway {
+            Some(_) if !old.gateway_mac.is_empty() => old.gateway_mac.clone(),
+            Some(_) => gateway_mac(vni),
+            None => String::new(),
+        };
+        let network_acl = l
+            .spec
+            .network_acl
+            .as_ref()
+            .and_then(|a| snap.network_acl(a))
+            .map(|a| {
+                let st = a.status.clone().unwrap_or_default();
+                AclRef {
+                    acl_id: st.acl_id,
+                    ruleset_version: st.ruleset_version,
+                }
+            });
+        out.insert(
+            name,
+            L2NetworkStatus {
+                vni,
+                mtu: l.spec.mtu.unwrap_or(cfg.default_l2_mtu),
+                gateway: gateway.unwrap_or_default(),
+                gateway_mac,
+                network_acl,
+                conditions: vec![Condition::new("Ready", true, "Reconciled", "")],
+            },
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{
+        Subnet,
+        l2network::{L2Gateway, L2NetworkSpec},
+        subnet::{SubnetSpec, SubnetStatus},
+    };
+
+    fn l2(name: &str, cidr: Option<&str>, gw: bool) -> L2Network {
+        L2Network::new(
+            name,
+            L2NetworkSpec {
+                vpc: "t".into(),
+                cidr: cidr.map(Into::into),
+                gateway: gw.then(L2Gateway::default),
+                ..Default::default()
+            },
+        )
+    }
+
+    #[test]
+    fn l2_22_vnis_come_from_the_shared_pool_and_are_never_reused_while_held() {
+        let mut snap = Snapshot::default();
+        let mut s = Subnet::new(
+            "s",
+            SubnetSpec {
+                vpc: "t".into(),
+                cidr: "10.0.0.0/24".into(),
+                network_acl: None,
+            },
+        );
+        s.status = Some(SubnetStatus { vni: 2 });
+        snap.subnets.push(s);
+        snap.l2networks.push(l2("a", None, false));
+        snap.l2networks.push(l2("b", None, false));
+        let st = reconcile_all(&snap, &Config::default());
+        assert_eq!(st["a"].vni, 3, "2 is held by the Subnet");
+        assert_eq!(st["b"].vni, 4);
+        // A held VNI stays, even when a lower one frees up.
+        snap.subnets.clear();
+        snap.l2networks[1].status = Some(st["b"].clone());
+        let again = reconcile_all(&snap, &Config::default());
+        assert_eq!(again["b"].vni, 4);
+        assert_eq!(again["a"].vni, 2);
+    }
+
+    #[test]
+    fn l2_23_status_mtu_gateway_and_stable_gateway_mac() {
+        let mut snap = Snapshot::default();
+        snap.l2networks
+            .push(l2("routed", Some("10.7.0.0/24"), true));
+        let mut pure = l2("pure", None, false);
+        pure.spec.mtu = Some(9000);
+        snap.l2networks.push(pure);
+        let st = reconcile_all(
+            &snap,
+            &Config {
+                default_l2_mtu: 1450,
+            },
+        );
+        assert_eq!(st["routed"].mtu, 1450, "controller default");
+        assert_eq!(st["pure"].mtu, 9000);
+        assert_eq!(
+            st["routed"].gateway, "10.7.0.1",
+            "first address by default (L2-11)"
+        );
+        assert_eq!(st["pure"].gateway, "");
+        assert_eq!(st["pure"].gateway_mac, "");
+        assert!(st["routed"].gateway_mac.starts_with("02:"));
+        // Chosen once: an existing MAC is kept.
+        let mut kept = st["routed"].clone();
+        kept.gateway_mac = "02:aa:bb:cc:dd:ee".into();
+        snap.l2networks[0].status = Some(kept);
+        assert_eq!(
+            reconcile_all(&snap, &Config::default())["routed"].gateway_mac,
+            "02:aa:bb:cc:dd:ee"
+        );
+    }
+}

@@ -1,0 +1,322 @@
+//! The Pod controller: one NetworkInterface `<pod>.<iface>` per NIC a Pod asks for,
+//! with its address (IPAM), MTU, VNI and routes; the DNS policy of L2-27.
+use std::{collections::BTreeSet, net::Ipv4Addr};
+
+use super::ipam;
+use crate::{
+    api::{
+        NetworkInterface,
+        annotations::{self, Target},
+        condition::Condition,
+        networkinterface::{NetworkInterfaceSpec, NetworkInterfaceStatus, NicRoute, PodRef},
+        validate::{Snapshot, parse_cidr},
+    },
+    store::PodRecord,
+};
+
+/// L2-27: a Pod whose eth0 is on an L2Network resolves with the Node's DNS (`Default`):
+/// no cluster DNS sits on the segment. `Default` and `None` stay;
+/// `dns-inject-skip: "true"` turns the rewrite off.
+pub fn dns_policy(pod: &PodRecord, snap: &Snapshot) -> Option<String> {
+    let nets = annotations::parse(&pod.annotations).ok()?;
+    if nets.dns_inject_skip {
+        return None;
+    }
+    let eth0 = nets.nics.iter().find(|n| n.interface == "eth0")?;
+    match &eth0.target {
+        Target::L2Network(l) if snap.l2network(l).is_some() => matches!(
+            pod.dns_policy.as_str(),
+            "" | "ClusterFirst" | "ClusterFirstWithHostNet"
+        )
+        .then(|| "Default".to_owned()),
+        _ => None,
+    }
+}
+
+fn held_on(snap: &Snapshot, l2: &str) -> BTreeSet<Ipv4Addr> {
+    snap.interfaces
+        .iter()
+        .filter(|n| n.spec.l2_network.as_deref() == Some(l2))
+        .filter_map(|n| n.status.as_ref()?.address.split('/').next()?.parse().ok())
+        .collect()
+}
+
+fn pending(reason: &str, message: String) -> NetworkInterfaceStatus {
+    NetworkInterfaceStatus {
+        phase: if reason == "NotSupported" || reason == "AllocationFailed" {
+            "Failed"
+        } else {
+            "Pending"
+        }
+        .into(),
+        conditions: vec![Condition::new("Allocated", false, reason, message)],
+        ..Default::default()
+    }
+}
+
+/// Desired NICs of every Pod. Addresses already handed out are kept; new ones are
+/// allocated first-fit in Pod order.
+pub fn reconcile_all(pods: &[PodRecord], snap: &Snapshot) -> Vec<NetworkInterface> {
+    let mut out: Vec<NetworkInterface> = Vec::new();
+    for pod in pods {
+        let Ok(nets) = annotations::parse(&pod.annotations) else {
+            continue;
+        };
+        for req in nets.nics {
+            let name = format!("{}.{}", pod.name, req.interface);
+            let existing = snap.interfaces.iter().find(|n| {
+                n.metadata.name.as_deref() == Some(name.as_str())
+                    && n.metadata.namespace.as_deref() == Some(pod.namespace.as_str())
+            });
+            let mut spec = NetworkInterfaceSpec {
+                interface: req.interface.clone(),
+                address: req.address.clone(),
+                security_groups: req.security_groups.clone(),
+                pod_ref: PodRef {
+                    name: pod.name.clone(),
+                },
+                node_name: pod.node.clone(),
+                ..Default::default()
+            };
+            let status = match &req.target {
+                Target::Subnet(s) => {
+                    spec.subnet = Some(s.clone());
+                    pending(
+                        "NotSupported",
+                        format!("Subnet NICs ({s}) are not built yet: only L2Network NICs are"),
+                    )
+                }
+                Target::ElasticIp(e) => {
+                    spec.elastic_ip = Some(e.clone());
+                    pending(
+                        "NotSupported",
+                        format!("ElasticIP NICs ({e}) are not built yet: only L2Network NICs are"),
+                    )
+                }
+                Target::L2Network(l) => {
+                    spec.l2_network = Some(l.clone());
+                    l2_status(l, &req, existing, snap, &out)
+                }
+            };
+            let mut nic = NetworkInterface::new(&name, spec);
+            nic.metadata.namespace = Some(pod.namespace.clone());
+            nic.status = Some(status);
+            out.push(nic);
+        }
+    }
+    out
+}
+
+fn l2_status(
+    l2: &str,
+    req: &annotations::NicRequest,
+    existing: Option<&NetworkInterface>,
+    snap: &Snapshot,
+    so_far: &[NetworkInterface],
+) -> NetworkInterfaceStatus {
+    let Some(net) = snap.l2network(l2) else {
+        return pending(
+            "L2NetworkNotFound",
+            format!("L2Network {l2:?} does not exist"),
+        );
+    };
+    let Some(st) = net.status.as_ref().filter(|s| s.vni != 0) else {
+        return pending(
+            "NetworkNotReady",
+            format!("L2Network {l2:?} has no VNI yet"),
+        );
+    };
+    let mut status = NetworkInterfaceStatus {
+        mtu: st.mtu,
+        vni: st.vni,
+        phase: "Allocated".into(),
+        conditions: vec![Condition::new("Allocated", true, "Allocated", "")],
+        ..Default::default()
+    };
+    // L2-25: a cidr-less segment hands out no address.
+    let Some(cidr) = net.spec.cidr.as_deref().and_then(|c| parse_cidr(c).ok()) else {
+        return status;
+    };
+    let kept = existing
+        .and_then(|e| e.status.as_ref())
+        .map(|s| s.address.clone())
+        .filter(|a| !a.is_empty());
+    status.address = match kept {
+        Some(a) => a,
+        None => {
+            let mut held = held_on(snap, l2);
+            held.extend(
+                so_far
+                    .iter()
+                    .filter(|n| n.spec.l2_network.as_deref() == Some(l2))
+                    .filter_map(|n| {
+                        n.status
+                            .as_ref()?
+                            .address
+                            .split('/')
+                            .next()?
+                            .parse::<Ipv4Addr>()
+                            .ok()
+                    }),
+            );
+            let gateway = st.gateway.parse().ok();
+            let requested = req
+                .address
+                .as_deref()
+                .and_then(|a| a.split('/').next()?.parse().ok());
+            match ipam::allocate(cidr, gateway, &held, requested) {
+                Ok(a) => format!("{a}/{}", cidr.prefix_len()),
+                Err(e) => return pending("AllocationFailed", e.to_string()),
+            }
+        }
+    };
+    // L2-15: only the first NIC's default route, via the segment's gateway.
+    if req.interface == "eth0" && !st.gateway.is_empty() {
+        status.routes.push(NicRoute {
+            dst: "0.0.0.0/0".into(),
+            gw: st.gateway.clone(),
+        });
+    }
+    status
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::{
+        api::{
+            L2Network,
+            l2network::{L2Gateway, L2NetworkSpec, L2NetworkStatus},
+        },
+        controller::{Config, l2network},
+    };
+
+    fn snap() -> Snapshot {
+        let mut s = Snapshot::default();
+        let mut routed = L2Network::new(
+            "routed",
+            L2NetworkSpec {
+                vpc: "t".into(),
+                cidr: Some("10.7.0.0/24".into()),
+                gateway: Some(L2Gateway::default()),
+                ..Default::default()
+            },
+        );
+        let mut pure = L2Network::new(
+            "pure",
+            L2NetworkSpec {
+                vpc: "t".into(),
+                ..Default::default()
+            },
+        );
+        let st = l2network::reconcile_all(
+            &Snapshot {
+                l2networks: vec![routed.clone(), pure.clone()],
+                ..Default::default()
+            },
+            &Config::default(),
+        );
+        routed.status = Some(st["routed"].clone());
+        pure.status = Some(st["pure"].clone());
+        s.l2networks = vec![routed, pure];
+        s
+    }
+
+    fn pod(name: &str, networks: &str) -> PodRecord {
+        PodRecord {
+            namespace: "team".into(),
+            name: name.into(),
+            node: "node-a".into(),
+            annotations: BTreeMap::from([(
+                "juneau.loutres.me/networks".to_owned(),
+                networks.to_owned(),
+            )]),
+            dns_policy: String::new(),
+        }
+    }
+
+    #[test]
+    fn l2_24_one_network_interface_per_entry_named_pod_dot_iface() {
+        let s = snap();
+        let nics = reconcile_all(
+            &[pod(
+                "app",
+                r#"[{"interface":"eth0","l2Network":"routed"},{"interface":"eth1","l2Network":"pure"}]"#,
+            )],
+            &s,
+        );
+        let names: Vec<_> = nics
+            .iter()
+            .map(|n| n.metadata.name.clone().unwrap())
+            .collect();
+        assert_eq!(names, ["app.eth0", "app.eth1"]);
+        assert_eq!(nics[0].metadata.namespace.as_deref(), Some("team"));
+        assert_eq!(nics[0].spec.node_name, "node-a");
+        let st0 = nics[0].status.as_ref().unwrap();
+        assert_eq!(st0.address, "10.7.0.2/24", ".1 is the gateway");
+        assert_eq!(
+            st0.routes,
+            vec![NicRoute {
+                dst: "0.0.0.0/0".into(),
+                gw: "10.7.0.1".into()
+            }],
+            "L2-15"
+        );
+        assert_eq!(st0.mtu, 1450);
+        let st1 = nics[1].status.as_ref().unwrap();
+        assert_eq!(st1.address, "", "L2-25: no address on a cidr-less segment");
+        assert!(
+            st1.routes.is_empty(),
+            "only the first NIC gets a default route"
+        );
+        assert_eq!(st1.phase, "Allocated");
+    }
+
+    #[test]
+    fn l2_17_addresses_are_kept_and_never_handed_out_twice() {
+        let mut s = snap();
+        let first = reconcile_all(
+            &[pod("a", r#"[{"interface":"eth1","l2Network":"routed"}]"#)],
+            &s,
+        );
+        s.interfaces = first.clone();
+        let both = reconcile_all(
+            &[
+                pod("b", r#"[{"interface":"eth1","l2Network":"routed"}]"#),
+                pod("a", r#"[{"interface":"eth1","l2Network":"routed"}]"#),
+            ],
+            &s,
+        );
+        let addr = |n: &str| {
+            both.iter()
+                .find(|x| x.metadata.name.as_deref() == Some(n))
+                .unwrap()
+                .status
+                .as_ref()
+                .unwrap()
+                .address
+                .clone()
+        };
+        assert_eq!(addr("a.eth1"), "10.7.0.2/24", "kept");
+        assert_eq!(addr("b.eth1"), "10.7.0.3/24");
+    }
+
+    #[test]
+    fn l2_27_eth0_on_an_l2network_gets_dns_policy_default() {
+        let s = snap();
+        let p = pod("app", r#"[{"interface":"eth0","l2Network":"routed"}]"#);
+        assert_eq!(dns_policy(&p, &s).as_deref(), Some("Default"));
+        let mut none = p.clone();
+        none.dns_policy = "None".into();
+        assert_eq!(dns_policy(&none, &s), None, "None stays");
+        let mut skip = p.clone();
+        skip.annotations
+            .insert("juneau.loutres.me/dns-inject-skip".into(), "true".into());
+        assert_eq!(dns_policy(&skip, &s), None);
+        let secondary = pod("app", r#"[{"interface":"eth1","l2Network":"routed"}]"#);
+        assert_eq!(dns_policy(&secondary, &s), None, "eth0 stays on its Subnet");
+        let _ = L2NetworkStatus::default();
+    }
+}

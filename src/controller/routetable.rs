@@ -1,0 +1,115 @@
+//! L2-14: an L2Network with a gateway puts a connected route for its CIDR into every
+//! RouteTable of its Vpc, as a Subnet does.
+use crate::api::{
+    RouteTable,
+    routetable::{Route, Via},
+    validate::Snapshot,
+};
+
+pub fn reconcile_all(snap: &Snapshot) -> Vec<RouteTable> {
+    snap.route_tables
+        .iter()
+        .map(|rt| {
+            let mut rt = rt.clone();
+            rt.spec
+                .routes
+                .retain(|r| !(r.via.type_ == "connected" && r.via.l2_network.is_some()));
+            let mut connected: Vec<Route> = snap
+                .l2networks
+                .iter()
+                .filter(|l| l.spec.vpc == rt.spec.vpc && l.spec.gateway.is_some())
+                .filter_map(|l| {
+                    Some(Route {
+                        dst: l.spec.cidr.clone()?,
+                        via: Via {
+                            type_: "connected".into(),
+                            l2_network: l.metadata.name.clone(),
+                            ..Default::default()
+                        },
+                    })
+                })
+                .collect();
+            connected.sort_by(|a, b| a.dst.cmp(&b.dst));
+            rt.spec.routes.extend(connected);
+            rt
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{
+        L2Network,
+        l2network::{L2Gateway, L2NetworkSpec},
+        routetable::RouteTableSpec,
+    };
+
+    #[test]
+    fn l2_14_gateway_route_lands_in_every_route_table_of_the_vpc() {
+        let mut s = Snapshot::default();
+        let user = Route {
+            dst: "0.0.0.0/0".into(),
+            via: Via {
+                type_: "internetGateway".into(),
+                ..Default::default()
+            },
+        };
+        s.route_tables.push(RouteTable::new(
+            "t",
+            RouteTableSpec {
+                vpc: "t".into(),
+                routes: vec![user.clone()],
+            },
+        ));
+        s.route_tables.push(RouteTable::new(
+            "t-extra",
+            RouteTableSpec {
+                vpc: "t".into(),
+                routes: vec![],
+            },
+        ));
+        s.route_tables.push(RouteTable::new(
+            "other",
+            RouteTableSpec {
+                vpc: "o".into(),
+                routes: vec![],
+            },
+        ));
+        let gw = |name: &str, cidr: &str, gateway: bool| {
+            L2Network::new(
+                name,
+                L2NetworkSpec {
+                    vpc: "t".into(),
+                    cidr: Some(cidr.into()),
+                    gateway: gateway.then(L2Gateway::default),
+                    ..Default::default()
+                },
+            )
+        };
+        s.l2networks.push(gw("routed", "10.7.0.0/24", true));
+        s.l2networks.push(gw("closed", "10.8.0.0/24", false));
+        let out = reconcile_all(&s);
+        let want = Route {
+            dst: "10.7.0.0/24".into(),
+            via: Via {
+                type_: "connected".into(),
+                l2_network: Some("routed".into()),
+                ..Default::default()
+            },
+        };
+        assert_eq!(
+            out[0].spec.routes,
+            vec![user, want.clone()],
+            "user routes stay"
+        );
+        assert_eq!(out[1].spec.routes, vec![want]);
+        assert!(
+            out[2].spec.routes.is_empty(),
+            "another Vpc's table is untouched"
+        );
+        // Idempotent.
+        s.route_tables = out.clone();
+        assert_eq!(reconcile_all(&s), out);
+    }
+}

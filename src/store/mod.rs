@@ -1,0 +1,220 @@
+//! The object store behind the controller and the node daemons.
+//!
+//! Two backends implement the same reads and writes: the Kubernetes API (production,
+//! `kube` module of the controller) and this embedded one, an in-process store that
+//! standalone mode loads from a scenario. It runs the same admission rules as the
+//! webhook, so a standalone run refuses exactly what a cluster would.
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Condvar, Mutex, MutexGuard},
+    time::Duration,
+};
+
+use crate::api::{
+    L2Network, NetworkACL, NetworkEndpoint, NetworkInterface, RouteTable, SecurityGroup, Subnet,
+    TransitGateway, Vpc, VpcPeering,
+    validate::{self, Rejection, Snapshot},
+};
+
+/// A Pod as the store sees it: what the CNI and the controller need.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PodRecord {
+    pub namespace: String,
+    pub name: String,
+    pub node: String,
+    pub annotations: BTreeMap<String, String>,
+    /// Set by the mutating side of admission (L2-27).
+    pub dns_policy: String,
+}
+
+/// Everything the store holds.
+#[derive(Clone, Debug, Default)]
+pub struct World {
+    pub objects: Snapshot,
+    pub endpoints: Vec<NetworkEndpoint>,
+    pub pods: Vec<PodRecord>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("admission webhook denied the request: {0}")]
+    Denied(#[from] Rejection),
+    #[error("{kind} {name:?} already exists")]
+    Exists { kind: &'static str, name: String },
+    #[error("cannot read {0}")]
+    Parse(String),
+}
+
+/// The embedded store: a [`World`] behind a lock, with a generation counter that
+/// watchers wait on.
+#[derive(Clone, Default)]
+pub struct Store {
+    inner: Arc<(Mutex<(World, u64)>, Condvar)>,
+}
+
+fn name_of<K: kube::Resource>(o: &K) -> String {
+    o.meta().name.clone().unwrap_or_default()
+}
+
+/// An object of any kind the store takes, as read from a scenario.
+#[derive(Clone, Debug)]
+pub enum Object {
+    Vpc(Vpc),
+    VpcPeering(VpcPeering),
+    TransitGateway(TransitGateway),
+    Subnet(Subnet),
+    L2Network(L2Network),
+    RouteTable(RouteTable),
+    NetworkACL(NetworkACL),
+    SecurityGroup(SecurityGroup),
+}
+
+impl Object {
+    /// Reads `kind`-tagged YAML/JSON (apiVersion juneau.loutres.me/v1alpha1).
+    pub fn from_value(v: serde_json::Value) -> Result<Object, StoreError> {
+        let kind = v
+            .get("kind")
+            .and_then(|k| k.as_str())
+            .unwrap_or("")
+            .to_owned();
+        let err = |e: serde_json::Error| StoreError::Parse(format!("{kind}: {e}"));
+        Ok(match kind.as_str() {
+            "Vpc" => Object::Vpc(serde_json::from_value(v).map_err(err)?),
+            "VpcPeering" => Object::VpcPeering(serde_json::from_value(v).map_err(err)?),
+            "TransitGateway" => Object::TransitGateway(serde_json::from_value(v).map_err(err)?),
+            "Subnet" => Object::Subnet(serde_json::from_value(v).map_err(err)?),
+            "L2Network" => Object::L2Network(serde_json::from_value(v).map_err(err)?),
+            "RouteTable" => Object::RouteTable(serde_json::from_value(v).map_err(err)?),
+            "NetworkACL" => Object::NetworkACL(serde_json::from_value(v).map_err(err)?),
+            "SecurityGroup" => Object::SecurityGroup(serde_json::from_value(v).map_err(err)?),
+            other => {
+                return Err(StoreError::Parse(format!(
+                    "kind {other:?} is not a Juneau object this store takes"
+                )));
+            }
+        })
+    }
+}
+
+impl Store {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, (World, u64)> {
+        self.inner.0.lock().expect("store lock")
+    }
+
+    /// A copy of everything, and its generation.
+    pub fn read(&self) -> (World, u64) {
+        let g = self.lock();
+        (g.0.clone(), g.1)
+    }
+
+    /// Applies `f` to the world and wakes every watcher.
+    pub fn write<T>(&self, f: impl FnOnce(&mut World) -> T) -> T {
+        let mut g = self.lock();
+        let out = f(&mut g.0);
+        g.1 += 1;
+        self.inner.1.notify_all();
+        out
+    }
+
+    /// Waits until the generation moves past `seen` (or `timeout`); returns the new one.
+    pub fn wait(&self, seen: u64, timeout: Duration) -> u64 {
+        let g = self.lock();
+        let (g, _) = self
+            .inner
+            .1
+            .wait_timeout_while(g, timeout, |g| g.1 <= seen)
+            .expect("store lock");
+        g.1
+    }
+
+    /// Creates an object after the admission rules accepted it. Nothing is written on
+    /// refusal.
+    pub fn create(&self, obj: Object) -> Result<(), StoreError> {
+        self.write(|w| {
+            let s = &mut w.objects;
+            macro_rules! add {
+                ($list:ident, $o:expr, $kind:literal) => {{
+                    let n = name_of(&$o);
+                    if s.$list.iter().any(|x| name_of(x) == n) {
+                        return Err(StoreError::Exists {
+                            kind: $kind,
+                            name: n,
+                        });
+                    }
+                    s.$list.push($o);
+                }};
+            }
+            match obj {
+                Object::L2Network(l) => {
+                    validate::validate_l2network_create(&l, s)?;
+                    add!(l2networks, l, "L2Network")
+                }
+                Object::Vpc(o) => add!(vpcs, o, "Vpc"),
+                Object::VpcPeering(o) => add!(peerings, o, "VpcPeering"),
+                Object::TransitGateway(o) => add!(transit_gateways, o, "TransitGateway"),
+                Object::Subnet(o) => add!(subnets, o, "Subnet"),
+                Object::RouteTable(o) => add!(route_tables, o, "RouteTable"),
+                Object::NetworkACL(o) => add!(network_acls, o, "NetworkACL"),
+                Object::SecurityGroup(o) => add!(security_groups, o, "SecurityGroup"),
+            }
+            Ok(())
+        })
+    }
+
+    /// Admits a Pod (L2-19, L2-24, L2-26), applying the mutation of L2-27.
+    pub fn create_pod(&self, mut pod: PodRecord) -> Result<(), StoreError> {
+        self.write(|w| {
+            validate::validate_pod_create(&pod.annotations, &w.objects)?;
+            if let Some(policy) = crate::controller::pod::dns_policy(&pod, &w.objects) {
+                pod.dns_policy = policy;
+            }
+            w.pods
+                .retain(|p| !(p.namespace == pod.namespace && p.name == pod.name));
+            w.pods.push(pod);
+            Ok(())
+        })
+    }
+
+    pub fn delete_pod(&self, namespace: &str, name: &str) {
+        self.write(|w| {
+            w.pods
+                .retain(|p| !(p.namespace == namespace && p.name == name))
+        });
+    }
+
+    /// The NICs of a Pod, as the controller wrote them.
+    pub fn interfaces_of(&self, namespace: &str, pod: &str) -> Vec<NetworkInterface> {
+        let g = self.lock();
+        g.0.objects
+            .interfaces
+            .iter()
+            .filter(|n| {
+                n.metadata.namespace.as_deref() == Some(namespace) && n.spec.pod_ref.name == pod
+            })
+            .cloned()
+            .collect()
+    }
+
+    pub fn put_endpoint(&self, ep: NetworkEndpoint) {
+        self.write(|w| {
+            w.endpoints.retain(|e| {
+                !(e.metadata.name == ep.metadata.name
+                    && e.metadata.namespace == ep.metadata.namespace)
+            });
+            w.endpoints.push(ep);
+        });
+    }
+
+    pub fn delete_endpoint(&self, namespace: &str, name: &str) {
+        self.write(|w| {
+            w.endpoints.retain(|e| {
+                !(e.metadata.namespace.as_deref() == Some(namespace)
+                    && e.metadata.name.as_deref() == Some(name))
+            })
+        });
+    }
+}
