@@ -49,3 +49,68 @@ pub fn run_in<T: Send>(path: &Path, f: impl FnOnce() -> T + Send) -> Result<T, N
         .map_err(|_| NetnsError::Panicked(path.to_owned()))?
     })
 }
+
+/// A named network namespace this process created (`ip netns add`), deleted by name
+/// when dropped. It gets its own `/etc/netns/<name>/resolv.conf`, which `ip netns exec`
+/// mounts over /etc/resolv.conf, so a program run inside can never rewrite the
+/// machine's resolver configuration.
+pub struct Owned {
+    name: String,
+    path: PathBuf,
+}
+
+impl Owned {
+    pub fn create(name: &str) -> std::io::Result<Owned> {
+        let etc = Path::new("/etc/netns").join(name);
+        std::fs::create_dir_all(&etc)?;
+        std::fs::write(etc.join("resolv.conf"), "")?;
+        let out = std::process::Command::new("ip").args(["netns", "add", name]).output()?;
+        if !out.status.success() {
+            let _ = std::fs::remove_dir_all(&etc);
+            return Err(std::io::Error::other(format!(
+                "ip netns add {name}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        let ns = Owned {
+            name: name.to_owned(),
+            path: named(name),
+        };
+        // No interface made inside speaks IPv6 on its own unless asked to.
+        for key in ["default", "all"] {
+            let _ = ns.exec(&["sysctl", "-qw", &format!("net.ipv6.conf.{key}.disable_ipv6=1")]);
+        }
+        let _ = ns.exec(&["ip", "link", "set", "lo", "up"]);
+        Ok(ns)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs a program inside; its stdout, or its stderr as the error.
+    pub fn exec(&self, argv: &[&str]) -> Result<String, String> {
+        let out = std::process::Command::new("ip")
+            .args(["netns", "exec", &self.name])
+            .args(argv)
+            .output()
+            .map_err(|e| format!("{argv:?}: {e}"))?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(format!("{argv:?} failed: {}", String::from_utf8_lossy(&out.stderr).trim()))
+        }
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        // By name only: never anything this process did not create.
+        let _ = std::process::Command::new("ip").args(["netns", "del", &self.name]).status();
+        let _ = std::fs::remove_dir_all(Path::new("/etc/netns").join(&self.name));
+    }
+}

@@ -77,6 +77,7 @@ impl Node {
             pod_name: "eth0".into(),
             pod_mac: fixtures::pod_mac(i),
             mtu: (opts.mtu != 0).then_some(opts.mtu),
+            alias: veth::OWNER_ALIAS.into(),
         };
         let host_ifindex = veth::create(Some(self.ns.path()), &spec).expect("create veth");
         let dataplane = &mut self.dataplane;

@@ -37,6 +37,8 @@ pub enum NetlinkError {
         path: String,
         source: std::io::Error,
     },
+    #[error("{0} is not an IPv4 prefix")]
+    BadAddress(String),
     #[error("cannot start a netlink runtime: {0}")]
     Runtime(std::io::Error),
 }
@@ -136,15 +138,86 @@ pub fn delete_link(ns: Option<&Path>, name: &str) -> Result<(), NetlinkError> {
     })
 }
 
+/// Links of the calling thread's namespace whose alias starts with `prefix`:
+/// (name, ifindex, alias).
+pub fn links_with_alias(prefix: &str) -> Result<Vec<(String, u32, String)>, NetlinkError> {
+    with_netlink(None, async |handle| {
+        let mut links = handle.link().get().execute();
+        let mut out = Vec::new();
+        while let Some(link) = links.try_next().await.map_err(req("list links"))? {
+            let mut name = String::new();
+            let mut alias = None;
+            for a in &link.attributes {
+                match a {
+                    LinkAttribute::IfName(n) => name = n.clone(),
+                    LinkAttribute::IfAlias(a) if a.starts_with(prefix) => alias = Some(a.clone()),
+                    _ => {}
+                }
+            }
+            if let Some(alias) = alias {
+                out.push((name, link.header.index, alias));
+            }
+        }
+        Ok(out)
+    })
+}
+
+/// Adds `cidr` (a.b.c.d/len) to `ifname` in `ns`.
+pub fn add_address(ns: &Path, ifname: &str, cidr: &str) -> Result<(), NetlinkError> {
+    let net: ipnet::Ipv4Net = cidr.parse().map_err(|_| NetlinkError::BadAddress(cidr.to_owned()))?;
+    with_netlink(Some(ns), async |handle| {
+        let index = link_by_name(&handle, ifname).await?.header.index;
+        handle
+            .address()
+            .add(index, std::net::IpAddr::V4(net.addr()), net.prefix_len())
+            .execute()
+            .await
+            .map_err(req(format!("add {cidr} to {ifname}")))
+    })
+}
+
+/// Adds the default route via `gw` in `ns` (main table).
+pub fn add_default_route(ns: &Path, gw: std::net::Ipv4Addr) -> Result<(), NetlinkError> {
+    with_netlink(Some(ns), async |handle| {
+        let route = rtnetlink::RouteMessageBuilder::<std::net::Ipv4Addr>::new()
+            .gateway(gw)
+            .build();
+        handle
+            .route()
+            .add(route)
+            .execute()
+            .await
+            .map_err(req(format!("add default route via {gw}")))
+    })
+}
+
+/// The addresses (a.b.c.d/len) of `ifname` in `ns`.
+pub fn addresses(ns: &Path, ifname: &str) -> Result<Vec<String>, NetlinkError> {
+    use rtnetlink::packet_route::address::AddressAttribute;
+    with_netlink(Some(ns), async |handle| {
+        let index = link_by_name(&handle, ifname).await?.header.index;
+        let mut addrs = handle.address().get().set_link_index_filter(index).execute();
+        let mut out = Vec::new();
+        while let Some(a) = addrs.try_next().await.map_err(req("list addresses"))? {
+            for attr in &a.attributes {
+                if let AddressAttribute::Address(ip) = attr {
+                    out.push(format!("{ip}/{}", a.header.prefix_len));
+                }
+            }
+        }
+        Ok(out)
+    })
+}
+
 /// The ifindex of `name` in the calling thread's namespace, if Juneau made it (its
-/// alias is `alias`).
+/// alias starts with `alias`).
 pub fn owned_ifindex(name: &str, alias: &'static str) -> Result<u32, NetlinkError> {
     with_netlink(None, async |handle| {
         let link = link_by_name(&handle, name).await?;
         let owned = link
             .attributes
             .iter()
-            .any(|a| matches!(a, LinkAttribute::IfAlias(a) if a == alias));
+            .any(|a| matches!(a, LinkAttribute::IfAlias(a) if a.starts_with(alias)));
         if owned {
             Ok(link.header.index)
         } else {

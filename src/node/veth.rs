@@ -26,6 +26,14 @@ pub struct VethSpec {
     pub pod_mac: [u8; 6],
     /// Set on both ends (L2-21); `None` keeps the kernel default.
     pub mtu: Option<u32>,
+    /// The host end's alias: [`OWNER_ALIAS`], optionally followed by `:<container
+    /// id>:<interface>` so that DEL finds what ADD made even after a daemon restart.
+    pub alias: String,
+}
+
+/// The alias of a Pod NIC's host end.
+pub fn alias_for(container_id: &str, interface: &str) -> String {
+    format!("{OWNER_ALIAS}:{container_id}:{interface}")
 }
 
 /// Creates the pair, the Pod end directly inside the Pod namespace, both ends up.
@@ -58,7 +66,7 @@ pub fn create(node_netns: Option<&Path>, spec: &VethSpec) -> Result<u32, Netlink
             .map_err(req(format!("create veth {}", spec.host_name)))?;
         let index = link_by_name(&handle, &spec.host_name).await?.header.index;
         quiet(&spec.host_name)?;
-        own_and_up(&handle, index, OWNER_ALIAS, &spec.host_name).await?;
+        own_and_up(&handle, index, &spec.alias, &spec.host_name).await?;
         Ok(index)
     })?;
     with_netlink(Some(&spec.pod_netns), async |handle| {
