@@ -8,6 +8,7 @@ pub mod cni;
 pub mod controller;
 pub mod netns;
 pub mod node;
+pub mod standalone;
 pub mod store;
 
 /// The eBPF object, compiled by `build.rs` (aya-build) and embedded so that the daemon

@@ -64,7 +64,9 @@ impl Owned {
         let etc = Path::new("/etc/netns").join(name);
         std::fs::create_dir_all(&etc)?;
         std::fs::write(etc.join("resolv.conf"), "")?;
-        let out = std::process::Command::new("ip").args(["netns", "add", name]).output()?;
+        let out = std::process::Command::new("ip")
+            .args(["netns", "add", name])
+            .output()?;
         if !out.status.success() {
             let _ = std::fs::remove_dir_all(&etc);
             return Err(std::io::Error::other(format!(
@@ -78,7 +80,11 @@ impl Owned {
         };
         // No interface made inside speaks IPv6 on its own unless asked to.
         for key in ["default", "all"] {
-            let _ = ns.exec(&["sysctl", "-qw", &format!("net.ipv6.conf.{key}.disable_ipv6=1")]);
+            let _ = ns.exec(&[
+                "sysctl",
+                "-qw",
+                &format!("net.ipv6.conf.{key}.disable_ipv6=1"),
+            ]);
         }
         let _ = ns.exec(&["ip", "link", "set", "lo", "up"]);
         Ok(ns)
@@ -102,7 +108,10 @@ impl Owned {
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).into_owned())
         } else {
-            Err(format!("{argv:?} failed: {}", String::from_utf8_lossy(&out.stderr).trim()))
+            Err(format!(
+                "{argv:?} failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
         }
     }
 }
@@ -110,7 +119,9 @@ impl Owned {
 impl Drop for Owned {
     fn drop(&mut self) {
         // By name only: never anything this process did not create.
-        let _ = std::process::Command::new("ip").args(["netns", "del", &self.name]).status();
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
         let _ = std::fs::remove_dir_all(Path::new("/etc/netns").join(&self.name));
     }
 }

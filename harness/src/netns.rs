@@ -17,7 +17,10 @@ fn run(cmd: &mut Command) -> Result<String, String> {
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
-        Err(format!("{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr).trim()))
+        Err(format!(
+            "{cmd:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
     }
 }
 

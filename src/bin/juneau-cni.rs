@@ -15,28 +15,51 @@ fn run() -> Result<Option<String>, CniError> {
         return Ok(Some(v.to_string()));
     }
     let mut stdin = String::new();
-    std::io::stdin()
-        .read_to_string(&mut stdin)
-        .map_err(|e| CniError::new(code::IO_FAILURE, "cannot read the network configuration from stdin").details(e.to_string()))?;
-    let config: NetConf = serde_json::from_str(&stdin)
-        .map_err(|e| CniError::new(code::DECODE_FAILURE, "the network configuration is not valid JSON").details(e.to_string()))?;
+    std::io::stdin().read_to_string(&mut stdin).map_err(|e| {
+        CniError::new(
+            code::IO_FAILURE,
+            "cannot read the network configuration from stdin",
+        )
+        .details(e.to_string())
+    })?;
+    let config: NetConf = serde_json::from_str(&stdin).map_err(|e| {
+        CniError::new(
+            code::DECODE_FAILURE,
+            "the network configuration is not valid JSON",
+        )
+        .details(e.to_string())
+    })?;
     if !cni::SUPPORTED_VERSIONS.contains(&config.cni_version.as_str()) {
         return Err(CniError::new(
             code::INCOMPATIBLE_VERSION,
-            format!("cniVersion {:?} is not supported; use 1.1.0", config.cni_version),
+            format!(
+                "cniVersion {:?} is not supported; use 1.1.0",
+                config.cni_version
+            ),
         ));
     }
     let need = |name: &str| {
         let v = env(name);
         if v.is_empty() {
-            Err(CniError::new(code::INVALID_ENV, format!("{name} is not set")))
+            Err(CniError::new(
+                code::INVALID_ENV,
+                format!("{name} is not set"),
+            ))
         } else {
             Ok(v)
         }
     };
     let (container_id, netns, ifname) = match command.as_str() {
-        "ADD" | "CHECK" => (need("CNI_CONTAINERID")?, need("CNI_NETNS")?, need("CNI_IFNAME")?),
-        "DEL" => (need("CNI_CONTAINERID")?, env("CNI_NETNS"), env("CNI_IFNAME")),
+        "ADD" | "CHECK" => (
+            need("CNI_CONTAINERID")?,
+            need("CNI_NETNS")?,
+            need("CNI_IFNAME")?,
+        ),
+        "DEL" => (
+            need("CNI_CONTAINERID")?,
+            env("CNI_NETNS"),
+            env("CNI_IFNAME"),
+        ),
         "GC" | "STATUS" => (String::new(), String::new(), String::new()),
         other => {
             return Err(CniError::new(
@@ -45,7 +68,10 @@ fn run() -> Result<Option<String>, CniError> {
             ));
         }
     };
-    let socket = config.socket.clone().unwrap_or_else(|| cni::DEFAULT_SOCKET.into());
+    let socket = config
+        .socket
+        .clone()
+        .unwrap_or_else(|| cni::DEFAULT_SOCKET.into());
     let req = Request {
         command: command.clone(),
         container_id,

@@ -41,7 +41,11 @@ pub struct NetConf {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socket: Option<String>,
     /// GC: the attachments that must be kept.
-    #[serde(default, rename = "cni.dev/valid-attachments", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "cni.dev/valid-attachments",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub valid_attachments: Option<Vec<Attachment>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prev_result: Option<serde_json::Value>,
@@ -150,19 +154,31 @@ pub fn parse_args(s: &str) -> BTreeMap<String, String> {
 /// Sends one request to the daemon and reads its answer.
 pub fn call(socket: &Path, req: &Request) -> Result<Option<CniResult>, CniError> {
     let unavailable = |e: std::io::Error| {
-        CniError::new(code::TRY_AGAIN_LATER, format!("cannot reach the Juneau node daemon at {}", socket.display()))
-            .details(format!("{e}; is the juneau daemon running on this Node?"))
+        CniError::new(
+            code::TRY_AGAIN_LATER,
+            format!(
+                "cannot reach the Juneau node daemon at {}",
+                socket.display()
+            ),
+        )
+        .details(format!("{e}; is the juneau daemon running on this Node?"))
     };
     let mut conn = UnixStream::connect(socket).map_err(unavailable)?;
     let mut line = serde_json::to_vec(req).expect("requests serialize");
     line.push(b'\n');
     conn.write_all(&line).map_err(unavailable)?;
     let mut answer = String::new();
-    BufReader::new(conn).read_line(&mut answer).map_err(unavailable)?;
+    BufReader::new(conn)
+        .read_line(&mut answer)
+        .map_err(unavailable)?;
     match serde_json::from_str(&answer) {
         Ok(Response::Ok(r)) => Ok(r),
         Ok(Response::Error(e)) => Err(e),
-        Err(e) => Err(CniError::new(code::DECODE_FAILURE, "the node daemon sent an unreadable answer").details(e.to_string())),
+        Err(e) => Err(CniError::new(
+            code::DECODE_FAILURE,
+            "the node daemon sent an unreadable answer",
+        )
+        .details(e.to_string())),
     }
 }
 
@@ -174,8 +190,17 @@ mod tests {
     fn mx_01_results_and_errors_have_the_spec_shape() {
         let r = CniResult {
             cni_version: VERSION.into(),
-            interfaces: vec![Interface { name: "eth1".into(), mac: "02:00:00:00:00:01".into(), mtu: Some(1450), sandbox: Some("/run/netns/p".into()) }],
-            ips: vec![IpConfig { address: "10.7.0.2/24".into(), gateway: None, interface: 0 }],
+            interfaces: vec![Interface {
+                name: "eth1".into(),
+                mac: "02:00:00:00:00:01".into(),
+                mtu: Some(1450),
+                sandbox: Some("/run/netns/p".into()),
+            }],
+            ips: vec![IpConfig {
+                address: "10.7.0.2/24".into(),
+                gateway: None,
+                interface: 0,
+            }],
             routes: vec![],
             dns: serde_json::json!({}),
         };
@@ -184,7 +209,13 @@ mod tests {
         assert_eq!(v["interfaces"][0]["sandbox"], "/run/netns/p");
         assert_eq!(v["ips"][0]["interface"], 0);
         let e = serde_json::to_value(CniError::new(code::INVALID_ENV, "x").details("y")).unwrap();
-        assert_eq!(e, serde_json::json!({"cniVersion": "1.1.0", "code": 4, "msg": "x", "details": "y"}));
-        assert_eq!(parse_args("IgnoreUnknown=1;K8S_POD_NAME=a")["K8S_POD_NAME"], "a");
+        assert_eq!(
+            e,
+            serde_json::json!({"cniVersion": "1.1.0", "code": 4, "msg": "x", "details": "y"})
+        );
+        assert_eq!(
+            parse_args("IgnoreUnknown=1;K8S_POD_NAME=a")["K8S_POD_NAME"],
+            "a"
+        );
     }
 }

@@ -48,14 +48,21 @@ pub fn nic_mac(container_id: &str, interface: &str) -> [u8; 6] {
 }
 
 fn mac_str(m: &[u8; 6]) -> String {
-    m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
 }
 
 /// The host-side veth name: the interface name plus the start of the container id,
 /// within IFNAMSIZ.
 pub fn host_name(container_id: &str, interface: &str) -> String {
     let room = 15usize.saturating_sub(interface.len());
-    let id: String = container_id.chars().filter(|c| c.is_ascii_alphanumeric()).take(room).collect();
+    let id: String = container_id
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .take(room)
+        .collect();
     format!("{interface}{id}")
 }
 
@@ -89,14 +96,23 @@ impl Agent {
             "CHECK" => self.check(req).map(|()| None),
             "GC" => self.gc(req).map(|()| None),
             "STATUS" => Ok(None),
-            other => Err(CniError::new(code::INVALID_ENV, format!("unknown CNI_COMMAND {other:?}"))),
+            other => Err(CniError::new(
+                code::INVALID_ENV,
+                format!("unknown CNI_COMMAND {other:?}"),
+            )),
         }
     }
 
     fn pod_of(req: &Request) -> Result<(String, String), CniError> {
-        match (req.args.get("K8S_POD_NAMESPACE"), req.args.get("K8S_POD_NAME")) {
+        match (
+            req.args.get("K8S_POD_NAMESPACE"),
+            req.args.get("K8S_POD_NAME"),
+        ) {
             (Some(ns), Some(name)) => Ok((ns.clone(), name.clone())),
-            _ => Err(CniError::new(code::INVALID_ENV, "CNI_ARGS must carry K8S_POD_NAMESPACE and K8S_POD_NAME")),
+            _ => Err(CniError::new(
+                code::INVALID_ENV,
+                "CNI_ARGS must carry K8S_POD_NAMESPACE and K8S_POD_NAME",
+            )),
         }
     }
 
@@ -106,21 +122,37 @@ impl Agent {
         let mut seen = 0;
         loop {
             let nics = self.store.interfaces_of(ns, pod);
-            if let Some(failed) = nics.iter().find(|n| n.status.as_ref().is_some_and(|s| s.phase == "Failed")) {
-                let why = failed.status.as_ref().and_then(|s| s.conditions.first()).map(|c| c.message.clone()).unwrap_or_default();
+            if let Some(failed) = nics
+                .iter()
+                .find(|n| n.status.as_ref().is_some_and(|s| s.phase == "Failed"))
+            {
+                let why = failed
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.first())
+                    .map(|c| c.message.clone())
+                    .unwrap_or_default();
                 return Err(CniError::new(
                     code::INVALID_CONFIG,
-                    format!("NetworkInterface {ns}/{} cannot be set up: {why}", failed.metadata.name.as_deref().unwrap_or("")),
+                    format!(
+                        "NetworkInterface {ns}/{} cannot be set up: {why}",
+                        failed.metadata.name.as_deref().unwrap_or("")
+                    ),
                 ));
             }
-            let ready = !nics.is_empty() && nics.iter().all(|n| n.status.as_ref().is_some_and(|s| s.phase == "Allocated"));
+            let ready = !nics.is_empty()
+                && nics
+                    .iter()
+                    .all(|n| n.status.as_ref().is_some_and(|s| s.phase == "Allocated"));
             if ready {
                 return Ok(nics);
             }
             if Instant::now() >= deadline {
                 return Err(CniError::new(
                     code::TRY_AGAIN_LATER,
-                    format!("the NICs of Pod {ns}/{pod} are not allocated yet; the kubelet will retry"),
+                    format!(
+                        "the NICs of Pod {ns}/{pod} are not allocated yet; the kubelet will retry"
+                    ),
                 ));
             }
             seen = self.store.wait(seen, Duration::from_millis(200));
@@ -131,7 +163,11 @@ impl Agent {
         let (ns, pod) = Self::pod_of(req)?;
         let nics = self.wait_for_nics(&ns, &pod)?;
         let mut made = Made::default();
-        let mut result = CniResult { cni_version: crate::cni::VERSION.into(), dns: serde_json::json!({}), ..Default::default() };
+        let mut result = CniResult {
+            cni_version: crate::cni::VERSION.into(),
+            dns: serde_json::json!({}),
+            ..Default::default()
+        };
         for nic in &nics {
             if let Err(e) = self.add_nic(req, &ns, &pod, nic, &mut made, &mut result) {
                 self.undo(made);
@@ -163,22 +199,52 @@ impl Agent {
             mtu: (status.mtu != 0).then_some(status.mtu),
             alias: veth::alias_for(&req.container_id, &iface),
         };
-        let ifindex = veth::create(None, &spec).map_err(|e| io(&format!("cannot create the veth pair for {iface}"))(e.to_string()))?;
+        let ifindex = veth::create(None, &spec)
+            .map_err(|e| io(&format!("cannot create the veth pair for {iface}"))(e.to_string()))?;
         made.links.push(host.clone());
-        result.interfaces.push(Interface { name: host.clone(), mac: mac_str(&spec.host_mac), mtu: spec.mtu, sandbox: None });
-        result.interfaces.push(Interface { name: iface.clone(), mac: mac_str(&mac), mtu: spec.mtu, sandbox: Some(req.netns.clone()) });
+        result.interfaces.push(Interface {
+            name: host.clone(),
+            mac: mac_str(&spec.host_mac),
+            mtu: spec.mtu,
+            sandbox: None,
+        });
+        result.interfaces.push(Interface {
+            name: iface.clone(),
+            mac: mac_str(&mac),
+            mtu: spec.mtu,
+            sandbox: Some(req.netns.clone()),
+        });
         let pod_ns = Path::new(&req.netns);
         if !status.address.is_empty() {
-            netlink::add_address(pod_ns, &iface, &status.address).map_err(|e| io(&format!("cannot address {iface}"))(e.to_string()))?;
+            netlink::add_address(pod_ns, &iface, &status.address)
+                .map_err(|e| io(&format!("cannot address {iface}"))(e.to_string()))?;
             let gateway = status.routes.first().map(|r| r.gw.clone());
-            result.ips.push(IpConfig { address: status.address.clone(), gateway: gateway.clone(), interface: result.interfaces.len() - 1 });
+            result.ips.push(IpConfig {
+                address: status.address.clone(),
+                gateway: gateway.clone(),
+                interface: result.interfaces.len() - 1,
+            });
         }
         for r in &status.routes {
-            let gw: Ipv4Addr = r.gw.parse().map_err(|_| CniError::new(code::INVALID_CONFIG, format!("route gateway {:?} is not IPv4", r.gw)))?;
-            netlink::add_default_route(pod_ns, gw).map_err(|e| io(&format!("cannot add {iface}'s default route"))(e.to_string()))?;
-            result.routes.push(RouteConfig { dst: r.dst.clone(), gw: Some(r.gw.clone()) });
+            let gw: Ipv4Addr = r.gw.parse().map_err(|_| {
+                CniError::new(
+                    code::INVALID_CONFIG,
+                    format!("route gateway {:?} is not IPv4", r.gw),
+                )
+            })?;
+            netlink::add_default_route(pod_ns, gw)
+                .map_err(|e| io(&format!("cannot add {iface}'s default route"))(e.to_string()))?;
+            result.routes.push(RouteConfig {
+                dst: r.dst.clone(),
+                gw: Some(r.gw.clone()),
+            });
         }
-        let port = PortSpec { ifindex, vni: status.vni, mtu: status.mtu, peer: true };
+        let port = PortSpec {
+            ifindex,
+            vni: status.vni,
+            mtu: status.mtu,
+            peer: true,
+        };
         self.dataplane
             .lock()
             .expect("dataplane lock")
@@ -222,10 +288,16 @@ impl Agent {
     /// Removes every NIC of the container; succeeds when there is nothing left to do.
     fn del(&self, req: &Request) -> Result<(), CniError> {
         let prefix = format!("{}:{}:", veth::OWNER_ALIAS, req.container_id);
-        let links = netlink::links_with_alias(&prefix).map_err(|e| io("cannot list the Node's links")(e.to_string()))?;
+        let links = netlink::links_with_alias(&prefix)
+            .map_err(|e| io("cannot list the Node's links")(e.to_string()))?;
         let mut errors = Vec::new();
         for (name, ifindex, alias) in links {
-            if let Err(e) = self.dataplane.lock().expect("dataplane lock").remove_port(ifindex) {
+            if let Err(e) = self
+                .dataplane
+                .lock()
+                .expect("dataplane lock")
+                .remove_port(ifindex)
+            {
                 errors.push(e.to_string());
             }
             if let Err(e) = veth::delete(None, &name) {
@@ -238,7 +310,8 @@ impl Agent {
         if errors.is_empty() {
             Ok(())
         } else {
-            Err(CniError::new(code::IO_FAILURE, "DEL left something behind").details(errors.join("; ")))
+            Err(CniError::new(code::IO_FAILURE, "DEL left something behind")
+                .details(errors.join("; ")))
         }
     }
 
@@ -246,22 +319,41 @@ impl Agent {
     fn check(&self, req: &Request) -> Result<(), CniError> {
         let (ns, pod) = Self::pod_of(req)?;
         let prefix = format!("{}:{}:", veth::OWNER_ALIAS, req.container_id);
-        let links = netlink::links_with_alias(&prefix).map_err(|e| io("cannot list the Node's links")(e.to_string()))?;
+        let links = netlink::links_with_alias(&prefix)
+            .map_err(|e| io("cannot list the Node's links")(e.to_string()))?;
         for nic in self.store.interfaces_of(&ns, &pod) {
             let iface = &nic.spec.interface;
             let host = host_name(&req.container_id, iface);
             let Some((_, ifindex, _)) = links.iter().find(|(n, _, _)| *n == host) else {
-                return Err(CniError::new(code::UNKNOWN_CONTAINER, format!("{iface}: host veth {host} is missing")));
+                return Err(CniError::new(
+                    code::UNKNOWN_CONTAINER,
+                    format!("{iface}: host veth {host} is missing"),
+                ));
             };
-            let port = self.dataplane.lock().expect("dataplane lock").port(*ifindex);
+            let port = self
+                .dataplane
+                .lock()
+                .expect("dataplane lock")
+                .port(*ifindex);
             if !port.is_ok_and(|p| p.flags & juneau_common::l2::PORT_ACTIVE != 0) {
-                return Err(CniError::new(code::IO_FAILURE, format!("{iface}: {host} is not an active datapath port")));
+                return Err(CniError::new(
+                    code::IO_FAILURE,
+                    format!("{iface}: {host} is not an active datapath port"),
+                ));
             }
-            let want = nic.status.as_ref().map(|s| s.address.clone()).unwrap_or_default();
+            let want = nic
+                .status
+                .as_ref()
+                .map(|s| s.address.clone())
+                .unwrap_or_default();
             if !want.is_empty() {
-                let have = netlink::addresses(Path::new(&req.netns), iface).map_err(|e| io("cannot read the Pod's addresses")(e.to_string()))?;
+                let have = netlink::addresses(Path::new(&req.netns), iface)
+                    .map_err(|e| io("cannot read the Pod's addresses")(e.to_string()))?;
                 if !have.contains(&want) {
-                    return Err(CniError::new(code::IO_FAILURE, format!("{iface}: address {want} is missing in the Pod (has {have:?})")));
+                    return Err(CniError::new(
+                        code::IO_FAILURE,
+                        format!("{iface}: address {want} is missing in the Pod (has {have:?})"),
+                    ));
                 }
             }
         }
@@ -271,12 +363,22 @@ impl Agent {
     /// Removes the attachments of containers that are not in the valid list.
     fn gc(&self, req: &Request) -> Result<(), CniError> {
         let valid = req.config.valid_attachments.clone().unwrap_or_default();
-        let links = netlink::links_with_alias(&format!("{}:", veth::OWNER_ALIAS)).map_err(|e| io("cannot list the Node's links")(e.to_string()))?;
+        let links = netlink::links_with_alias(&format!("{}:", veth::OWNER_ALIAS))
+            .map_err(|e| io("cannot list the Node's links")(e.to_string()))?;
         for (name, ifindex, alias) in links {
             let mut parts = alias.splitn(4, ':').skip(2);
-            let (Some(cid), Some(iface)) = (parts.next(), parts.next()) else { continue };
-            if !valid.iter().any(|a| a.container_id == cid && a.ifname == iface) {
-                let _ = self.dataplane.lock().expect("dataplane lock").remove_port(ifindex);
+            let (Some(cid), Some(iface)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            if !valid
+                .iter()
+                .any(|a| a.container_id == cid && a.ifname == iface)
+            {
+                let _ = self
+                    .dataplane
+                    .lock()
+                    .expect("dataplane lock")
+                    .remove_port(ifindex);
                 let _ = veth::delete(None, &name);
             }
         }
@@ -286,7 +388,14 @@ impl Agent {
     /// Brings the remote VTEP lists in line with the NetworkEndpoints of other Nodes.
     pub fn sync_remotes(&self) {
         let (world, _) = self.store.read();
-        let vni_of = |l2: &str| world.objects.l2network(l2).and_then(|l| l.status.as_ref()).map(|s| s.vni).unwrap_or(0);
+        let vni_of = |l2: &str| {
+            world
+                .objects
+                .l2network(l2)
+                .and_then(|l| l.status.as_ref())
+                .map(|s| s.vni)
+                .unwrap_or(0)
+        };
         let want: BTreeMap<String, (u32, Ipv4Addr)> = world
             .endpoints
             .iter()
@@ -294,13 +403,21 @@ impl Agent {
             .filter_map(|e| {
                 let vni = vni_of(e.spec.l2_network.as_deref()?);
                 let ip = e.spec.node_ip.parse().ok()?;
-                let key = format!("{}/{}", e.metadata.namespace.as_deref().unwrap_or(""), e.metadata.name.as_deref().unwrap_or(""));
+                let key = format!(
+                    "{}/{}",
+                    e.metadata.namespace.as_deref().unwrap_or(""),
+                    e.metadata.name.as_deref().unwrap_or("")
+                );
                 (vni != 0).then_some((key, (vni, ip)))
             })
             .collect();
         let mut have = self.remotes.lock().expect("remotes lock");
         let mut dp = self.dataplane.lock().expect("dataplane lock");
-        let gone: Vec<String> = have.keys().filter(|k| !want.contains_key(*k)).cloned().collect();
+        let gone: Vec<String> = have
+            .keys()
+            .filter(|k| !want.contains_key(*k))
+            .cloned()
+            .collect();
         for k in gone {
             if let Some((vni, ip)) = have.remove(&k) {
                 let _ = dp.remove_remote(vni, ip);

@@ -164,7 +164,9 @@ pub fn links_with_alias(prefix: &str) -> Result<Vec<(String, u32, String)>, Netl
 
 /// Adds `cidr` (a.b.c.d/len) to `ifname` in `ns`.
 pub fn add_address(ns: &Path, ifname: &str, cidr: &str) -> Result<(), NetlinkError> {
-    let net: ipnet::Ipv4Net = cidr.parse().map_err(|_| NetlinkError::BadAddress(cidr.to_owned()))?;
+    let net: ipnet::Ipv4Net = cidr
+        .parse()
+        .map_err(|_| NetlinkError::BadAddress(cidr.to_owned()))?;
     with_netlink(Some(ns), async |handle| {
         let index = link_by_name(&handle, ifname).await?.header.index;
         handle
@@ -196,7 +198,11 @@ pub fn addresses(ns: &Path, ifname: &str) -> Result<Vec<String>, NetlinkError> {
     use rtnetlink::packet_route::address::AddressAttribute;
     with_netlink(Some(ns), async |handle| {
         let index = link_by_name(&handle, ifname).await?.header.index;
-        let mut addrs = handle.address().get().set_link_index_filter(index).execute();
+        let mut addrs = handle
+            .address()
+            .get()
+            .set_link_index_filter(index)
+            .execute();
         let mut out = Vec::new();
         while let Some(a) = addrs.try_next().await.map_err(req("list addresses"))? {
             for attr in &a.attributes {

@@ -20,9 +20,13 @@ fn serve(agent: &Agent, conn: UnixStream) {
                 Ok(r) => Response::Ok(r),
                 Err(e) => Response::Error(e),
             },
-            Err(e) => Response::Error(CniError::new(code::DECODE_FAILURE, "unreadable request").details(e.to_string())),
+            Err(e) => Response::Error(
+                CniError::new(code::DECODE_FAILURE, "unreadable request").details(e.to_string()),
+            ),
         },
-        Err(e) => Response::Error(CniError::new(code::IO_FAILURE, "cannot read the request").details(e.to_string())),
+        Err(e) => Response::Error(
+            CniError::new(code::IO_FAILURE, "cannot read the request").details(e.to_string()),
+        ),
     };
     let mut out = serde_json::to_vec(&response).expect("responses serialize");
     out.push(b'\n');

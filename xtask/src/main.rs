@@ -41,7 +41,7 @@ fn main() -> ExitCode {
             eprintln!(
                 "usage: cargo xtask <bootstrap | demo | test [filter] | lint>\n\
                  \n  bootstrap  install what the build and the tests need (idempotent)\
-                 \n  demo       run the standalone demo\
+                 \n  demo       run the standalone demo (or: demo SCENARIO, demo --datapath)\
                  \n  test       run every test: unit, BPF_PROG_TEST_RUN, netns goldens\
                  \n  lint       cargo fmt --check and clippy -D warnings"
             );
