@@ -457,7 +457,12 @@ fn checks(
                     .ns
                     .exec(&argv)
                     .map_err(|e| StandaloneError::Check(format!("{pod}: {e}")))?;
-                out(format!("check: {} in {pod}: ok", cmd.join(" ")));
+                let mut shown = cmd.join(" ");
+                if shown.len() > 80 {
+                    shown.truncate(shown.floor_char_boundary(77));
+                    shown.push_str("...");
+                }
+                out(format!("check: {shown} in {pod}: ok"));
             }
         }
     }

@@ -213,18 +213,31 @@ fn bpffs() -> Result<()> {
         .context("cannot mount bpffs at /sys/fs/bpf")
 }
 
+/// The standalone scenario of the README (the whole stack: store, controller, one
+/// daemon per Node namespace, the real CNI binary per Pod); `--datapath` runs the
+/// datapath walk-through instead.
 fn demo(args: &[String]) -> Result<()> {
-    run(cargo()
-        .args([
-            "run",
-            "--quiet",
-            "-p",
-            "juneau-harness",
-            "--bin",
-            "juneau-demo",
-            "--",
-        ])
-        .args(args))
+    if args.first().is_some_and(|a| a == "--datapath") {
+        return run(cargo()
+            .args([
+                "run",
+                "--quiet",
+                "-p",
+                "juneau-harness",
+                "--bin",
+                "juneau-demo",
+                "--",
+            ])
+            .args(&args[1..]));
+    }
+    run(cargo().args(["build", "--quiet", "-p", "juneau", "--bins"]))?;
+    let scenario = args
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "scenarios/standalone/l2-demo.yaml".into());
+    run(Command::new(root().join("target/debug/juneau"))
+        .current_dir(root())
+        .args(["standalone", "--once", "--scenario", &scenario]))
 }
 
 fn lint() -> Result<()> {
