@@ -4,6 +4,7 @@
 //! The eBPF object built from `ebpf/juneau-ebpf` is embedded here ([`EBPF_OBJECT`]).
 
 pub mod api;
+pub mod cli;
 pub mod cni;
 pub mod controller;
 pub mod netns;

@@ -1,0 +1,105 @@
+//! `kubectl-juneau`: what the datapath holds, read from a Node's pinned maps (MX-03,
+//! L2-30).
+use std::path::{Path, PathBuf};
+
+use aya::maps::{ArrayOfMaps, HashMap, Map, MapData, PerCpuArray};
+use juneau_common::{DropReason, FdbEntry, FdbKey, map_names};
+use serde::Serialize;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(
+        "cannot open {path}: {source}; is the Node's daemon running (standalone: without --once)?"
+    )]
+    Open {
+        path: PathBuf,
+        source: aya::maps::MapError,
+    },
+    #[error("map {0}: {1}")]
+    Map(&'static str, aya::maps::MapError),
+    #[error("this Node has no segment with VNI {0}")]
+    NoSuchVni(u32),
+    #[error("{0}")]
+    Usage(String),
+}
+
+/// The pin folder of a Node's datapath.
+pub fn node_dir(node: &str) -> PathBuf {
+    crate::standalone::pin_dir_of(node)
+}
+
+fn open(dir: &Path, name: &'static str) -> Result<MapData, CliError> {
+    let path = dir.join(name);
+    MapData::from_pin(&path).map_err(|source| CliError::Open { path, source })
+}
+
+/// One learned entry, as the dump shows it.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct FdbRow {
+    pub mac: String,
+    pub ifindex: u32,
+    /// Remote VTEP, empty for a local port.
+    pub vtep: String,
+    /// Seconds since the entry was last refreshed.
+    pub age_seconds: u64,
+}
+
+/// The learned table of segment `vni` (L2-30).
+pub fn dump_fdb(dir: &Path, vni: u32) -> Result<Vec<FdbRow>, CliError> {
+    let vnis: HashMap<_, u32, u32> = HashMap::try_from(Map::HashMap(open(dir, map_names::L2_VNI)?))
+        .map_err(|e| CliError::Map(map_names::L2_VNI, e))?;
+    let slot = vnis.get(&vni, 0).map_err(|_| CliError::NoSuchVni(vni))?;
+    let outer: ArrayOfMaps<MapData, MapData> =
+        ArrayOfMaps::try_from(Map::ArrayOfMaps(open(dir, map_names::L2_FDB)?))
+            .map_err(|e| CliError::Map(map_names::L2_FDB, e))?;
+    let inner = outer
+        .get(&slot, 0)
+        .map_err(|e| CliError::Map(map_names::L2_FDB, e))?;
+    let table: HashMap<_, FdbKey, FdbEntry> = HashMap::try_from(Map::LruHashMap(inner))
+        .map_err(|e| CliError::Map(map_names::L2_FDB, e))?;
+    let now = crate::node::dataplane::monotonic_coarse_ns();
+    let mut rows: Vec<FdbRow> = table
+        .iter()
+        .filter_map(|r| r.ok())
+        .map(|(k, e)| FdbRow {
+            mac: k
+                .mac
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<Vec<_>>()
+                .join(":"),
+            ifindex: e.ifindex,
+            vtep: if e.vtep == 0 {
+                String::new()
+            } else {
+                std::net::Ipv4Addr::from(e.vtep).to_string()
+            },
+            age_seconds: now.saturating_sub(e.last_seen_ns) / 1_000_000_000,
+        })
+        .collect();
+    rows.sort_by(|a, b| a.mac.cmp(&b.mac));
+    Ok(rows)
+}
+
+/// Drop counters by reason, summed over CPUs.
+pub fn dump_drops(dir: &Path) -> Result<Vec<(String, u64)>, CliError> {
+    let counters: PerCpuArray<_, u64> =
+        PerCpuArray::try_from(Map::PerCpuArray(open(dir, map_names::DROPS)?))
+            .map_err(|e| CliError::Map(map_names::DROPS, e))?;
+    DropReason::ALL
+        .iter()
+        .map(|r| {
+            let v = counters
+                .get(&(*r as u32), 0)
+                .map_err(|e| CliError::Map(map_names::DROPS, e))?;
+            Ok((r.name().to_owned(), v.iter().sum()))
+        })
+        .collect()
+}
+
+/// Parses `vni=<N>`.
+pub fn parse_inner_key(s: &str) -> Result<u32, CliError> {
+    s.strip_prefix("vni=")
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| CliError::Usage(format!("--inner-key {s:?}: write vni=<number>")))
+}
