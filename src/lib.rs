@@ -11,6 +11,7 @@ pub mod netns;
 pub mod node;
 pub mod standalone;
 pub mod store;
+pub mod webhook;
 
 /// The eBPF object, compiled by `build.rs` (aya-build) and embedded so that the daemon
 /// is one self-contained binary.

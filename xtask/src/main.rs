@@ -25,6 +25,7 @@ const PACKAGES: &[&str] = &[
     "dnsmasq-base",
     "udhcpc",
     "busybox",
+    "curl",
 ];
 
 /// The bpf-linker release known to build here against rustc's LLVM.

@@ -1,0 +1,124 @@
+//! The admission webhook: HTTPS (axum + rustls) around the pure rules of
+//! `api::validate`. It reads the cluster through a [`SnapshotSource`]: the embedded store
+//! in standalone mode and tests, the API server's caches in a cluster.
+use std::{net::SocketAddr, sync::Arc};
+
+use axum::{Json, Router, extract::State, routing::post};
+use kube::core::{
+    DynamicObject,
+    admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation},
+};
+
+use crate::api::{
+    L2Network,
+    validate::{self, Rejection, Snapshot},
+};
+
+/// Where the webhook reads the objects its rules look at.
+pub trait SnapshotSource: Send + Sync + 'static {
+    fn snapshot(&self) -> Snapshot;
+}
+
+impl SnapshotSource for crate::store::Store {
+    fn snapshot(&self) -> Snapshot {
+        self.read().0.objects
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookError {
+    #[error("TLS configuration: {0}")]
+    Tls(std::io::Error),
+    #[error("serving: {0}")]
+    Serve(std::io::Error),
+}
+
+fn typed<T: serde::de::DeserializeOwned>(o: &DynamicObject) -> Result<T, Rejection> {
+    serde_json::to_value(o)
+        .and_then(serde_json::from_value)
+        .map_err(|e| Rejection {
+            field: "object".into(),
+            message: format!("cannot be read: {e}"),
+        })
+}
+
+fn name_of(req: &AdmissionRequest<DynamicObject>) -> String {
+    req.name.clone()
+}
+
+/// The verdict for one request (pure).
+pub fn review(req: &AdmissionRequest<DynamicObject>, snap: &Snapshot) -> AdmissionResponse {
+    let verdict: Result<(), Rejection> = (|| match (req.kind.kind.as_str(), &req.operation) {
+        ("L2Network", Operation::Create) => {
+            let new: L2Network = typed(req.object.as_ref().ok_or_else(missing)?)?;
+            validate::validate_l2network_create(&new, snap)
+        }
+        ("L2Network", Operation::Update) => {
+            let new: L2Network = typed(req.object.as_ref().ok_or_else(missing)?)?;
+            let old: L2Network = typed(req.old_object.as_ref().ok_or_else(missing)?)?;
+            validate::validate_l2network_update(&old, &new, snap)
+        }
+        ("Pod", Operation::Create) => {
+            let pod = req.object.as_ref().ok_or_else(missing)?;
+            let annotations = pod.metadata.annotations.clone().unwrap_or_default();
+            validate::validate_pod_create(&annotations, snap)
+        }
+        ("Vpc", Operation::Delete) => validate::validate_delete_vpc(&name_of(req), snap),
+        ("RouteTable", Operation::Delete) => {
+            validate::validate_delete_route_table(&name_of(req), snap)
+        }
+        ("NetworkACL", Operation::Delete) => {
+            validate::validate_delete_network_acl(&name_of(req), snap)
+        }
+        _ => Ok(()),
+    })();
+    let response = AdmissionResponse::from(req);
+    match verdict {
+        Ok(()) => response,
+        Err(rejection) => response.deny(rejection.to_string()),
+    }
+}
+
+fn missing() -> Rejection {
+    Rejection {
+        field: "request".into(),
+        message: "carries no object".into(),
+    }
+}
+
+async fn validate_handler(
+    State(source): State<Arc<dyn SnapshotSource>>,
+    Json(review_in): Json<AdmissionReview<DynamicObject>>,
+) -> Json<AdmissionReview<DynamicObject>> {
+    let req: AdmissionRequest<DynamicObject> = match review_in.try_into() {
+        Ok(r) => r,
+        Err(e) => return Json(AdmissionResponse::invalid(e.to_string()).into_review()),
+    };
+    Json(review(&req, &source.snapshot()).into_review())
+}
+
+/// The routes: `POST /validate`.
+pub fn router(source: Arc<dyn SnapshotSource>) -> Router {
+    Router::new()
+        .route("/validate", post(validate_handler))
+        .with_state(source)
+}
+
+/// Serves HTTPS on `addr` with the PEM certificate and key until `handle` shuts it down.
+pub async fn serve(
+    addr: SocketAddr,
+    cert_pem: Vec<u8>,
+    key_pem: Vec<u8>,
+    source: Arc<dyn SnapshotSource>,
+    handle: axum_server::Handle,
+) -> Result<(), WebhookError> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let tls = axum_server::tls_rustls::RustlsConfig::from_pem(cert_pem, key_pem)
+        .await
+        .map_err(WebhookError::Tls)?;
+    axum_server::bind_rustls(addr, tls)
+        .handle(handle)
+        .serve(router(source).into_make_service())
+        .await
+        .map_err(WebhookError::Serve)
+}

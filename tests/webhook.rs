@@ -1,0 +1,184 @@
+//! Real AdmissionReview requests over HTTPS to the running webhook (curl as the
+//! client, the certificate pinned), checking verdicts and messages.
+use std::{process::Command, sync::Arc};
+
+use juneau::{
+    store::{Object, Store},
+    webhook::{self, SnapshotSource},
+};
+
+fn yaml(s: &str) -> Object {
+    Object::from_value(serde_yaml::from_str(s).unwrap()).unwrap()
+}
+
+fn review(
+    kind: &str,
+    op: &str,
+    name: &str,
+    object: serde_json::Value,
+    old: serde_json::Value,
+) -> serde_json::Value {
+    let (group, version) = if kind == "Pod" {
+        ("", "v1")
+    } else {
+        ("juneau.loutres.me", "v1alpha1")
+    };
+    serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": format!("uid-{name}-{op}"),
+            "kind": {"group": group, "version": version, "kind": kind},
+            "resource": {"group": group, "version": version, "resource": format!("{}s", kind.to_lowercase())},
+            "name": name,
+            "namespace": if kind == "Pod" { serde_json::json!("team") } else { serde_json::Value::Null },
+            "operation": op,
+            "userInfo": {"username": "tester"},
+            "object": object,
+            "oldObject": old,
+            "dryRun": false
+        }
+    })
+}
+
+fn l2(name: &str, spec: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "L2Network", "metadata": {"name": name}, "spec": spec})
+}
+
+#[test]
+fn l2_04_l2_07_l2_19_l2_32_admission_reviews_over_https() {
+    let store = Store::new();
+    store
+        .create(yaml(
+            "kind: Vpc\napiVersion: juneau.loutres.me/v1alpha1\nmetadata: {name: t}\nspec: {}",
+        ))
+        .unwrap();
+    store.create(yaml("kind: L2Network\napiVersion: juneau.loutres.me/v1alpha1\nmetadata: {name: pure}\nspec: {vpc: t}")).unwrap();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let dir = std::env::temp_dir().join(format!("jn-webhook-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, cert.cert.pem()).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let handle = axum_server::Handle::new();
+    let source: Arc<dyn SnapshotSource> = Arc::new(store.clone());
+    rt.spawn(webhook::serve(
+        "127.0.0.1:0".parse().unwrap(),
+        cert.cert.pem().into_bytes(),
+        cert.key_pair.serialize_pem().into_bytes(),
+        source,
+        handle.clone(),
+    ));
+    let port = rt
+        .block_on(handle.listening())
+        .expect("webhook listening")
+        .port();
+    let post = |body: serde_json::Value| -> serde_json::Value {
+        let out = Command::new("curl")
+            .args([
+                "--silent",
+                "--show-error",
+                "--fail",
+                "--cacert",
+                ca.to_str().unwrap(),
+            ])
+            .args(["--resolve", &format!("localhost:{port}:127.0.0.1")])
+            .args([
+                "-H",
+                "Content-Type: application/json",
+                "--data-binary",
+                &body.to_string(),
+            ])
+            .arg(format!("https://localhost:{port}/validate"))
+            .output()
+            .expect("curl is installed by cargo xtask bootstrap");
+        assert!(
+            out.status.success(),
+            "curl: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let verdict = |v: &serde_json::Value| {
+        (
+            v["response"]["allowed"].as_bool().unwrap(),
+            v["response"]["status"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned(),
+        )
+    };
+
+    // L2-07: the message suggests the normalized CIDR.
+    let r = post(review(
+        "L2Network",
+        "CREATE",
+        "bad",
+        l2(
+            "bad",
+            serde_json::json!({"vpc": "t", "cidr": "10.0.1.5/24"}),
+        ),
+        serde_json::Value::Null,
+    ));
+    assert_eq!(r["response"]["uid"], "uid-bad-CREATE");
+    assert_eq!(
+        verdict(&r),
+        (
+            false,
+            "spec.cidr: 10.0.1.5/24 has host bits set; use 10.0.1.0/24".to_owned()
+        )
+    );
+    let r = post(review(
+        "L2Network",
+        "CREATE",
+        "good",
+        l2(
+            "good",
+            serde_json::json!({"vpc": "t", "cidr": "10.0.1.0/24"}),
+        ),
+        serde_json::Value::Null,
+    ));
+    assert_eq!(verdict(&r), (true, String::new()));
+    // L2-04: vpc is immutable.
+    let old = l2("pure", serde_json::json!({"vpc": "t"}));
+    let new = l2("pure", serde_json::json!({"vpc": "other"}));
+    let r = post(review("L2Network", "UPDATE", "pure", new, old));
+    assert_eq!(
+        verdict(&r),
+        (
+            false,
+            "spec.vpc: is immutable; create a new L2Network in the other Vpc instead".to_owned()
+        )
+    );
+    // L2-19: SecurityGroups on a gateway-less segment.
+    let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "app", "namespace": "team", "annotations": {
+        "juneau.loutres.me/networks": "[{\"interface\":\"eth1\",\"l2Network\":\"pure\",\"securityGroups\":[\"sg\"]}]"}}, "spec": {"containers": []}});
+    let r = post(review("Pod", "CREATE", "app", pod, serde_json::Value::Null));
+    let (allowed, msg) = verdict(&r);
+    assert!(
+        !allowed
+            && msg.contains("has no gateway, and SecurityGroups act only on traffic crossing it"),
+        "{msg}"
+    );
+    // L2-32: the Vpc still has L2Networks.
+    let r = post(review(
+        "Vpc",
+        "DELETE",
+        "t",
+        serde_json::Value::Null,
+        serde_json::json!({"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "Vpc", "metadata": {"name": "t"}, "spec": {}}),
+    ));
+    assert_eq!(
+        verdict(&r),
+        (
+            false,
+            "metadata.name: Vpc \"t\" still has L2Networks \"pure\"; delete them first".to_owned()
+        )
+    );
+    handle.shutdown();
+    let _ = std::fs::remove_dir_all(dir);
+}
