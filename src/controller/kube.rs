@@ -44,7 +44,10 @@ pub async fn reconcile_l2network(l2: Arc<L2Network>, ctx: Arc<Ctx>) -> Result<Ac
         let patch = serde_json::json!({ "status": status });
         nets.patch_status(
             &name,
-            &PatchParams::apply(MANAGER).force(),
+            &PatchParams {
+                field_manager: Some(MANAGER.into()),
+                ..Default::default()
+            },
             &Patch::Merge(&patch),
         )
         .await?;

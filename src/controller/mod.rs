@@ -83,3 +83,6 @@ pub fn run_once(store: &Store, cfg: &Config) -> bool {
     }
     changed
 }
+
+#[cfg(test)]
+mod kube_tests;
