@@ -113,7 +113,11 @@ fn cni(
         .spawn()
         .unwrap();
     // VERSION answers without reading stdin: a closed pipe here is fine.
-    let _ = child.stdin.take().unwrap().write_all(conf.to_string().as_bytes());
+    let _ = child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(conf.to_string().as_bytes());
     let out = child.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     let v = if text.trim().is_empty() {

@@ -28,11 +28,16 @@ impl Netns {
     /// Creates `jn-<role>-<pid>-<n>`: loopback up, IPv6 off by default, its own
     /// resolv.conf.
     pub fn new(role: &str) -> Netns {
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let name = format!("jn-{role}-{}-{n}", std::process::id());
         Netns {
-            inner: juneau::netns::Owned::create(&name).expect("create test namespace"),
+            inner: juneau::netns::Owned::create(&Self::unique(role))
+                .expect("create test namespace"),
         }
+    }
+
+    /// A unique name prefix for namespaces made elsewhere (`jn-<role>-<pid>-<n>`).
+    pub fn unique(role: &str) -> String {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        format!("jn-{role}-{}-{n}", std::process::id())
     }
 
     pub fn name(&self) -> &str {
@@ -71,5 +76,11 @@ impl Netns {
     pub fn counter(&self, ifname: &str, counter: &str) -> u64 {
         let path = format!("/sys/class/net/{ifname}/statistics/{counter}");
         self.exec(&["cat", &path]).trim().parse().expect("counter")
+    }
+}
+
+impl From<juneau::netns::Owned> for Netns {
+    fn from(inner: juneau::netns::Owned) -> Self {
+        Netns { inner }
     }
 }

@@ -2,11 +2,13 @@
 //! Cluster of Nodes joined by an underlay bridge with a VXLAN overlay.
 use std::net::Ipv4Addr;
 
-use juneau::node::{
-    Dataplane,
-    dataplane::PortSpec,
-    veth::{self, VethSpec},
-    vxlan::{self, VxlanSpec},
+use juneau::{
+    node::{
+        Dataplane,
+        dataplane::PortSpec,
+        veth::{self, VethSpec},
+    },
+    standalone::topology,
 };
 
 use crate::{Netns, frames::fixtures};
@@ -45,11 +47,6 @@ pub struct Node {
     /// The Node's underlay address, when it has an overlay.
     pub ip: Option<Ipv4Addr>,
 }
-
-/// Name of the VXLAN device in every Node.
-pub const VXLAN_DEV: &str = "jnvx";
-/// Name of the underlay NIC in every Node.
-pub const UNDERLAY_DEV: &str = "ul0";
 
 impl Node {
     pub fn new() -> Node {
@@ -113,94 +110,39 @@ impl Default for Node {
 }
 
 /// Nodes on one underlay bridge (`br0` in its own namespace), each with a VXLAN device
-/// in external mode attached to the datapath. Underlay neighbours are static, so the
-/// underlay carries nothing but the overlay.
+/// in external mode attached to the datapath: the standalone mode's topology
+/// (`juneau::standalone::topology`), with a datapath per Node.
 pub struct Cluster {
     pub nodes: Vec<Node>,
     pub underlay: Netns,
 }
 
-/// Underlay address of Node `n`.
-pub fn node_ip(n: usize) -> Ipv4Addr {
-    Ipv4Addr::new(10, 99, 0, 1 + n as u8)
-}
-
-/// Underlay MAC of Node `n`.
-pub fn node_mac(n: usize) -> [u8; 6] {
-    [0x02, 0x00, 0x00, 0x99, 0x00, 1 + n as u8]
-}
-
-fn mac_str(m: [u8; 6]) -> String {
-    m.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
-}
+pub use juneau::standalone::topology::{VXLAN_DEV, node_ip};
 
 impl Cluster {
     pub fn new(n: usize) -> Cluster {
-        let underlay = Netns::new("underlay");
-        underlay.ip(&["link", "add", "br0", "type", "bridge"]);
-        underlay.ip(&["link", "set", "br0", "up"]);
+        let names: Vec<String> = (0..n).map(|i| format!("node{i}")).collect();
+        let topo =
+            topology::Topology::new(&Netns::unique("cl"), &names).expect("build the topology");
         let mut nodes = Vec::new();
-        for i in 0..n {
-            let mut node = Node::new();
-            let port = format!("n{i}");
-            node.ns.ip(&[
-                "link",
-                "add",
-                UNDERLAY_DEV,
-                "address",
-                &mac_str(node_mac(i)),
-                "type",
-                "veth",
-                "peer",
-                "name",
-                &port,
-                "netns",
-                underlay.name(),
-            ]);
-            underlay.ip(&["link", "set", &port, "master", "br0", "up"]);
-            node.ns.ip(&[
-                "addr",
-                "add",
-                &format!("{}/24", node_ip(i)),
-                "dev",
-                UNDERLAY_DEV,
-            ]);
-            node.ns.ip(&["link", "set", UNDERLAY_DEV, "up"]);
-            for j in 0..n {
-                if j != i {
-                    node.ns.ip(&[
-                        "neigh",
-                        "replace",
-                        &node_ip(j).to_string(),
-                        "lladdr",
-                        &mac_str(node_mac(j)),
-                        "dev",
-                        UNDERLAY_DEV,
-                        "nud",
-                        "permanent",
-                    ]);
-                }
-            }
-            let spec = VxlanSpec {
-                name: VXLAN_DEV.into(),
-                underlay: UNDERLAY_DEV.into(),
-                local: node_ip(i),
-                mtu: 1450,
+        for (i, t) in topo.nodes.into_iter().enumerate() {
+            let mut node = Node {
+                dataplane: Dataplane::load(None).expect("load datapath"),
+                pods: Vec::new(),
+                ns: Netns::from(t.ns),
+                ip: Some(t.ip),
             };
-            vxlan::create(Some(node.ns.path()), &spec).expect("create vxlan");
             let dataplane = &mut node.dataplane;
             node.ns
                 .run(|| dataplane.attach_overlay(VXLAN_DEV, node_ip(i)))
                 .expect("attach overlay");
-            node.ip = Some(node_ip(i));
             nodes.push(node);
         }
-        Cluster { nodes, underlay }
+        Cluster {
+            nodes,
+            underlay: Netns::from(topo.underlay),
+        }
     }
-
     /// Adds Pod `i` to Node `n` and tells every other Node that `n` now hosts an
     /// endpoint of the segment (as NetworkEndpoints will). Returns the Pod's index in
     /// its Node.
