@@ -22,8 +22,9 @@ update-goldens:
 lint:
     cargo xtask lint
 
+# all benchmarks: bench/results.json and docs/benchmarks.md
 bench:
-    cargo bench -p juneau-harness --bench l2_prog
+    cargo xtask bench
 
 e2e-kind:
     @echo "kind e2e arrives with the control plane (issue 4); see kind/README.md"

@@ -1,24 +1,122 @@
 //! ns/frame of each `l2_port_ingress` path by BPF_PROG_TEST_RUN (repeat 1,000,000),
-//! beside the one-lookup redirect floor loaded in the same run. The learning table is
-//! first filled by the datapath itself with random source MACs, so lookups are not
-//! cache-hot on a near-empty table.
-use aya::{EbpfLoader, maps::HashMap, programs::SchedClassifier};
-use juneau::node::{Dataplane, dataplane::PortSpec};
+//! beside the one-lookup `bpf_redirect` floor loaded in the same run, interleaved,
+//! median of 5 rounds. The learning tables are filled by the datapath itself with
+//! random source MACs (10,000 and 100,000 in all; one segment holds at most 8,192, so the
+//! rest sit in other segments), so lookups do not run on a near-empty, cache-hot table.
+use std::net::Ipv4Addr;
+
+use aya::{
+    EbpfLoader,
+    maps::HashMap,
+    programs::{SchedClassifier, TestRun, TestRunOptions},
+};
+use juneau::node::{
+    Dataplane,
+    dataplane::PortSpec,
+    vxlan::{self, VxlanSpec},
+};
 use juneau_harness::{
+    bench::{Measurement, median, write_part},
     frames::{self, BROADCAST, fixtures::*},
     testrun::{PortBed, run_tc},
 };
 
 const VNI: u32 = 7;
 const REPEAT: u32 = 1_000_000;
+const ROUNDS: usize = 5;
+
+/// Teaches segment(s) `n` random MACs through the datapath (xorshift, fixed seed).
+fn fill(bed: &PortBed, dp: &mut Dataplane, n: usize) {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let b = x.to_le_bytes();
+        [0x02, b[1], b[2], b[3], b[4], b[5]]
+    };
+    let in_bench = n.min(8000);
+    for _ in 0..in_bench {
+        run_tc(
+            &bed.ns,
+            dp.l2_port_program(),
+            bed.ifindex(4),
+            &frames::raw(BROADCAST, next(), 0x88b5, b"fill"),
+            1,
+        );
+    }
+    // The rest in other segments, one (fake, single-port) port each.
+    let mut left = n - in_bench;
+    static NEXT_PORT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(60_000);
+    let mut port = NEXT_PORT.fetch_add(100, std::sync::atomic::Ordering::Relaxed);
+    while left > 0 {
+        dp.configure_port(PortSpec {
+            ifindex: port,
+            vni: 10_000 + port,
+            mtu: 0,
+            peer: true,
+        })
+        .unwrap();
+        let prog = dp.l2_port_program();
+        let mut ctx = [0u8; 40];
+        ctx[36..].copy_from_slice(&port.to_ne_bytes());
+        let chunk = left.min(8000);
+        bed.ns.run(|| {
+            for _ in 0..chunk {
+                let f = frames::raw(BROADCAST, next(), 0x88b5, b"fill");
+                prog.test_run(TestRunOptions {
+                    data_in: Some(&f),
+                    ctx_in: Some(&ctx),
+                    repeat: 1,
+                    ..Default::default()
+                })
+                .unwrap();
+            }
+        });
+        left -= chunk;
+        port += 1;
+    }
+}
+
+fn ns_per(run: juneau_harness::testrun::Run) -> f64 {
+    run.per_run.as_nanos() as f64
+}
 
 fn main() {
-    let fill: usize = std::env::var("FDB_FILL")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(8000);
     let bed = PortBed::new(5);
+    // An underlay and a Juneau VXLAN device, so the remote flood really encapsulates.
+    bed.ns
+        .ip(&["link", "add", "ul0", "type", "veth", "peer", "name", "ulp"]);
+    bed.ns.ip(&["addr", "add", "10.99.0.1/24", "dev", "ul0"]);
+    bed.ns.ip(&["link", "set", "ul0", "up"]);
+    bed.ns.ip(&["link", "set", "ulp", "up"]);
+    for (ip, mac) in [
+        ("10.99.0.2", "02:00:00:99:00:02"),
+        ("10.99.0.3", "02:00:00:99:00:03"),
+    ] {
+        bed.ns.ip(&[
+            "neigh",
+            "replace",
+            ip,
+            "lladdr",
+            mac,
+            "dev",
+            "ul0",
+            "nud",
+            "permanent",
+        ]);
+    }
+    let spec = VxlanSpec {
+        name: "jnvx".into(),
+        underlay: "ul0".into(),
+        local: Ipv4Addr::new(10, 99, 0, 1),
+        mtu: 1450,
+    };
+    vxlan::create(Some(bed.ns.path()), &spec).unwrap();
     let mut dp = Dataplane::load(None).expect("load");
+    bed.ns
+        .run(|| dp.attach_overlay("jnvx", spec.local))
+        .unwrap();
     for i in 0..5 {
         dp.configure_port(PortSpec {
             ifindex: bed.ifindex(i),
@@ -28,23 +126,17 @@ fn main() {
         })
         .unwrap();
     }
-    // Learn `fill` random MACs on port 4 (xorshift, fixed seed: reproducible).
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    for _ in 0..fill {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let b = x.to_le_bytes();
-        let mac = [0x02, b[1], b[2], b[3], b[4], b[5]];
-        run_tc(
-            &bed.ns,
-            dp.l2_port_program(),
-            bed.ifindex(4),
-            &frames::raw(BROADCAST, mac, 0x88b5, b"fill"),
-            1,
-        );
+    const REMOTE_VNI: u32 = 8;
+    dp.configure_port(PortSpec {
+        ifindex: 59_999,
+        vni: REMOTE_VNI,
+        mtu: 0,
+        peer: true,
+    })
+    .unwrap();
+    for ip in [Ipv4Addr::new(10, 99, 0, 2), Ipv4Addr::new(10, 99, 0, 3)] {
+        dp.add_remote(REMOTE_VNI, ip).unwrap();
     }
-    // Pod 1 on port 1 is a known destination.
     run_tc(
         &bed.ns,
         dp.l2_port_program(),
@@ -52,7 +144,6 @@ fn main() {
         &frames::raw(BROADCAST, pod_mac(1), 0x88b5, b"hi"),
         1,
     );
-    let learned = dp.fdb(VNI).unwrap().len();
 
     let mut floor = EbpfLoader::new()
         .load(juneau::baseline::FLOOR_OBJECT)
@@ -62,69 +153,114 @@ fn main() {
             HashMap::try_from(floor.map_mut("jn_floor_fwd").unwrap()).unwrap();
         fwd.insert(bed.ifindex(0), bed.ifindex(1), 0).unwrap();
     }
-    let prog: &mut SchedClassifier = floor
+    let floor_prog: &mut SchedClassifier = floor
         .program_mut("floor_redirect")
         .unwrap()
         .try_into()
         .unwrap();
-    prog.load().unwrap();
-
+    floor_prog.load().unwrap();
+    let floor_prog: &SchedClassifier = floor_prog;
     let unicast = frames::raw(pod_mac(1), pod_mac(0), 0x88b5, b"known unicast");
     let flood = frames::raw(BROADCAST, pod_mac(0), 0x88b5, b"flood");
-    let ns_of = |f: &dyn Fn() -> std::time::Duration| f().as_nanos() as f64;
-    // Interleave A/B so drift affects both alike; report the median of 5 rounds.
-    let mut rows: Vec<(&str, Vec<f64>)> = vec![
-        ("floor (1 lookup + bpf_redirect)", vec![]),
-        ("known unicast", vec![]),
-        ("flood to 4 local ports", vec![]),
-    ];
-    for _ in 0..5 {
-        rows[0].1.push(ns_of(&|| {
-            run_tc(&bed.ns, prog, bed.ifindex(0), &unicast, REPEAT).per_run
-        }));
-        rows[1].1.push(ns_of(&|| {
-            run_tc(
-                &bed.ns,
-                dp.l2_port_program(),
-                bed.ifindex(0),
-                &unicast,
-                REPEAT,
-            )
-            .per_run
-        }));
-        rows[2].1.push(ns_of(&|| {
-            run_tc(
-                &bed.ns,
-                dp.l2_port_program(),
-                bed.ifindex(0),
-                &flood,
-                REPEAT / 10,
-            )
-            .per_run
-        }));
-    }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        v[v.len() / 2]
+    let p = |dp: &Dataplane, port: u32, f: &[u8], repeat: u32| {
+        ns_per(run_tc(&bed.ns, dp.l2_port_program(), port, f, repeat))
     };
-    let floor_ns = median(&mut rows[0].1.clone());
-    println!(
-        "l2_port_ingress, BPF_PROG_TEST_RUN, FDB {learned} entries, median of 5 interleaved rounds"
-    );
-    println!("{:<36} {:>10} {:>8}", "path", "ns/frame", "x floor");
+    let floor_ns = |f: &[u8]| ns_per(run_tc(&bed.ns, floor_prog, bed.ifindex(0), f, REPEAT));
+
+    let mut out = Vec::new();
+    let ratio_at = |dp: &mut Dataplane, total: usize| {
+        fill(&bed, dp, total);
+        let (mut f, mut u) = (Vec::new(), Vec::new());
+        for _ in 0..ROUNDS {
+            f.push(floor_ns(&unicast));
+            u.push(p(dp, bed.ifindex(0), &unicast, REPEAT));
+        }
+        (median(&mut u), median(&mut f))
+    };
+    let (u10, f10) = ratio_at(&mut dp, 10_000);
+    out.push(Measurement::new(
+        "l2_known_unicast_vs_floor",
+        "ns",
+        u10,
+        ("floor_redirect", f10),
+        "goal <= 1.3x; 10,000 learned MACs",
+    ));
+    let (mut fl, mut fr, mut ff) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        ff.push(floor_ns(&unicast));
+        fl.push(p(&dp, bed.ifindex(0), &flood, REPEAT / 10));
+        fr.push(p(&dp, 59_999, &flood, REPEAT / 10));
+    }
+    let floor_b = median(&mut ff);
+    out.push(Measurement::new(
+        "l2_flood_4_local_vs_floor",
+        "ns",
+        median(&mut fl),
+        ("floor_redirect", floor_b),
+        "3 clones on real veths + 1 redirect",
+    ));
+    out.push(Measurement::new(
+        "l2_flood_2_remote_vs_floor",
+        "ns",
+        median(&mut fr),
+        ("floor_redirect", floor_b),
+        "2 VTEPs: tunnel key + clone to the VXLAN device, last by redirect",
+    ));
+    // Learning a new MAC: every frame a new source (repeat 1 each, kernel-timed).
+    let learn: Vec<f64> = (0..20_000u32)
+        .map(|i| {
+            let b = i.to_be_bytes();
+            p(
+                &dp,
+                bed.ifindex(0),
+                &frames::raw(
+                    pod_mac(1),
+                    [0x02, 0xee, b[0], b[1], b[2], b[3]],
+                    0x88b5,
+                    b"new",
+                ),
+                1,
+            )
+        })
+        .collect();
+    let floor1: Vec<f64> = (0..20_000)
+        .map(|_| ns_per(run_tc(&bed.ns, floor_prog, bed.ifindex(0), &unicast, 1)))
+        .collect();
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    out.push(Measurement::new(
+        "l2_learn_new_mac_vs_floor",
+        "ns",
+        mean(&learn),
+        ("floor_redirect_single_run", mean(&floor1)),
+        "20,000 runs of repeat 1, each a new source MAC",
+    ));
+    let (u100, f100) = ratio_at(&mut dp, 90_000);
+    out.push(Measurement::new(
+        "l2_known_unicast_100k_vs_floor",
+        "ns",
+        u100,
+        ("floor_redirect", f100),
+        "100,000 learned MACs in all (8,192 per segment)",
+    ));
     let insns = |p: &SchedClassifier| {
         p.info()
             .ok()
             .and_then(|i| i.verified_instruction_count())
-            .unwrap_or(0)
+            .unwrap_or(0) as f64
     };
-    println!(
-        "verifier: l2_port_ingress {} instructions processed, floor {}",
+    out.push(Measurement::new(
+        "verifier_l2_port_ingress",
+        "insns",
         insns(dp.l2_port_program()),
-        insns(prog)
-    );
-    for (name, v) in rows.iter_mut() {
-        let m = median(v);
-        println!("{name:<36} {m:>10.1} {:>8.2}", m / floor_ns);
-    }
+        ("reference_l2_egress", 2786.0),
+        "goal: lower",
+    ));
+    out.push(Measurement::new(
+        "verifier_l2_vxlan_ingress",
+        "insns",
+        insns(dp.program("l2_vxlan_ingress")),
+        ("reference_vxlan_ingress", 5282.0),
+        "goal: lower",
+    ));
+    write_part("prog", &out);
 }

@@ -4,6 +4,7 @@
 //!
 //! Every namespace is uniquely named (`jn-<role>-<pid>-<n>`) and deleted by name when
 //! its guard drops, also when a test fails: tests run in parallel and leave nothing.
+pub mod bench;
 pub mod capture;
 pub mod decode;
 pub mod frames;

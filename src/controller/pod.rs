@@ -1,6 +1,9 @@
 //! The Pod controller: one NetworkInterface `<pod>.<iface>` per NIC a Pod asks for,
 //! with its address (IPAM), MTU, VNI and routes; the DNS policy of L2-27.
-use std::{collections::BTreeSet, net::Ipv4Addr};
+use std::{
+    collections::{BTreeSet, HashMap},
+    net::Ipv4Addr,
+};
 
 use super::ipam;
 use crate::{
@@ -33,12 +36,32 @@ pub fn dns_policy(pod: &PodRecord, snap: &Snapshot) -> Option<String> {
     }
 }
 
-fn held_on(snap: &Snapshot, l2: &str) -> BTreeSet<Ipv4Addr> {
-    snap.interfaces
-        .iter()
-        .filter(|n| n.spec.l2_network.as_deref() == Some(l2))
-        .filter_map(|n| n.status.as_ref()?.address.split('/').next()?.parse().ok())
-        .collect()
+fn address_of(n: &NetworkInterface) -> Option<Ipv4Addr> {
+    n.status.as_ref()?.address.split('/').next()?.parse().ok()
+}
+
+/// Per L2Network: the addresses held, and where the first-fit search may start.
+#[derive(Default)]
+struct Pools {
+    held: HashMap<String, (BTreeSet<Ipv4Addr>, Ipv4Addr)>,
+}
+
+impl Pools {
+    fn new(snap: &Snapshot) -> Self {
+        let mut p = Pools::default();
+        for n in &snap.interfaces {
+            if let (Some(l2), Some(a)) = (n.spec.l2_network.as_ref(), address_of(n)) {
+                p.entry(l2).0.insert(a);
+            }
+        }
+        p
+    }
+
+    fn entry(&mut self, l2: &str) -> &mut (BTreeSet<Ipv4Addr>, Ipv4Addr) {
+        self.held
+            .entry(l2.to_owned())
+            .or_insert_with(|| (BTreeSet::new(), Ipv4Addr::UNSPECIFIED))
+    }
 }
 
 fn pending(reason: &str, message: String) -> NetworkInterfaceStatus {
@@ -58,16 +81,29 @@ fn pending(reason: &str, message: String) -> NetworkInterfaceStatus {
 /// allocated first-fit in Pod order.
 pub fn reconcile_all(pods: &[PodRecord], snap: &Snapshot) -> Vec<NetworkInterface> {
     let mut out: Vec<NetworkInterface> = Vec::new();
+    let existing_nics: HashMap<(&str, &str), &NetworkInterface> = snap
+        .interfaces
+        .iter()
+        .map(|n| {
+            (
+                (
+                    n.metadata.namespace.as_deref().unwrap_or(""),
+                    n.metadata.name.as_deref().unwrap_or(""),
+                ),
+                n,
+            )
+        })
+        .collect();
+    let mut pools = Pools::new(snap);
     for pod in pods {
         let Ok(nets) = annotations::parse(&pod.annotations) else {
             continue;
         };
         for req in nets.nics {
             let name = format!("{}.{}", pod.name, req.interface);
-            let existing = snap.interfaces.iter().find(|n| {
-                n.metadata.name.as_deref() == Some(name.as_str())
-                    && n.metadata.namespace.as_deref() == Some(pod.namespace.as_str())
-            });
+            let existing = existing_nics
+                .get(&(pod.namespace.as_str(), name.as_str()))
+                .copied();
             let mut spec = NetworkInterfaceSpec {
                 interface: req.interface.clone(),
                 address: req.address.clone(),
@@ -95,7 +131,7 @@ pub fn reconcile_all(pods: &[PodRecord], snap: &Snapshot) -> Vec<NetworkInterfac
                 }
                 Target::L2Network(l) => {
                     spec.l2_network = Some(l.clone());
-                    l2_status(l, &req, existing, snap, &out)
+                    l2_status(l, &req, existing, snap, &mut pools)
                 }
             };
             let mut nic = NetworkInterface::new(&name, spec);
@@ -112,7 +148,7 @@ fn l2_status(
     req: &annotations::NicRequest,
     existing: Option<&NetworkInterface>,
     snap: &Snapshot,
-    so_far: &[NetworkInterface],
+    pools: &mut Pools,
 ) -> NetworkInterfaceStatus {
     let Some(net) = snap.l2network(l2) else {
         return pending(
@@ -144,28 +180,24 @@ fn l2_status(
     status.address = match kept {
         Some(a) => a,
         None => {
-            let mut held = held_on(snap, l2);
-            held.extend(
-                so_far
-                    .iter()
-                    .filter(|n| n.spec.l2_network.as_deref() == Some(l2))
-                    .filter_map(|n| {
-                        n.status
-                            .as_ref()?
-                            .address
-                            .split('/')
-                            .next()?
-                            .parse::<Ipv4Addr>()
-                            .ok()
-                    }),
-            );
             let gateway = st.gateway.parse().ok();
             let requested = req
                 .address
                 .as_deref()
                 .and_then(|a| a.split('/').next()?.parse().ok());
-            match ipam::allocate(cidr, gateway, &held, requested) {
-                Ok(a) => format!("{a}/{}", cidr.prefix_len()),
+            let (held, cursor) = pools.entry(l2);
+            // A requested address must not move the first-fit cursor.
+            let mut scratch = *cursor;
+            let slot = if requested.is_some() {
+                &mut scratch
+            } else {
+                cursor
+            };
+            match ipam::allocate_from(cidr, gateway, held, requested, slot) {
+                Ok(a) => {
+                    held.insert(a);
+                    format!("{a}/{}", cidr.prefix_len())
+                }
                 Err(e) => return pending("AllocationFailed", e.to_string()),
             }
         }

@@ -423,10 +423,13 @@ impl Agent {
                 let _ = dp.remove_remote(vni, ip);
             }
         }
-        for (k, (vni, ip)) in want {
-            if !have.contains_key(&k) && dp.add_remote(vni, ip).is_ok() {
-                have.insert(k, (vni, ip));
-            }
+        let new: Vec<(String, (u32, Ipv4Addr))> = want
+            .into_iter()
+            .filter(|(k, _)| !have.contains_key(k))
+            .collect();
+        let batch: Vec<(u32, Ipv4Addr)> = new.iter().map(|(_, v)| *v).collect();
+        if dp.add_remotes(&batch).is_ok() {
+            have.extend(new);
         }
     }
 }

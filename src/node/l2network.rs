@@ -249,6 +249,6 @@ mod tests {
         }
         let err = s.add_port(5, 1000, 1).unwrap_err();
         assert_eq!(err, L2Error::TooManyPorts { vni: 5 });
-        assert!(err.to_string().contains("64 NICs"));
+        assert!(err.to_string().contains(&format!("{MAX_FLOOD_PORTS} NICs")));
     }
 }

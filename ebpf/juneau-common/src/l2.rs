@@ -12,8 +12,9 @@ pub const MAX_SEGMENTS: u32 = 1024;
 /// Learned MACs per segment: one LRU table each, so that one tenant that floods source
 /// MACs evicts only its own entries.
 pub const FDB_ENTRIES: u32 = 8192;
-/// Local ports per segment that a broadcast reaches.
-pub const MAX_FLOOD_PORTS: usize = 64;
+/// Local ports per segment that a broadcast reaches (more than the 110 Pods a
+/// Kubernetes Node runs by default).
+pub const MAX_FLOOD_PORTS: usize = 256;
 /// Other Nodes per segment that a broadcast reaches.
 pub const MAX_REMOTE_VTEPS: usize = 256;
 

@@ -1,16 +1,22 @@
-//! The measurement floor: the least a TC forwarding program can do (one hash lookup by
-//! ingress ifindex, one `bpf_redirect`). Benchmarks load it beside the real datapath
-//! and report every path as a ratio to it, measured in the same run.
+//! Measurement baselines, loaded by benchmarks beside the real datapath so every path
+//! is reported as a ratio taken in the same run:
+//! - `floor_redirect`: the least a TC forwarding program can do (one hash lookup by
+//!   ingress ifindex, one `bpf_redirect`);
+//! - `floor_redirect_peer`: the same with `bpf_redirect_peer`, the physical limit of
+//!   delivering into a Pod from its sender's veth;
+//! - `xdp_tx`: the traffic generator (XDP live-frames test runs transmit every frame it
+//!   returns `XDP_TX` for); the benchmarked paths never rewrite frames, so it need not
+//!   rewrite headers on the recycled pages.
 #![no_std]
 #![no_main]
 #![allow(non_upper_case_globals)]
 
 use aya_ebpf::{
-    bindings::TC_ACT_SHOT,
+    bindings::{TC_ACT_SHOT, xdp_action},
     btf_maps::HashMap,
-    helpers::bpf_redirect,
-    macros::{btf_map, classifier},
-    programs::TcContext,
+    helpers::{bpf_redirect, bpf_redirect_peer},
+    macros::{btf_map, classifier, xdp},
+    programs::{TcContext, XdpContext},
 };
 
 #[btf_map]
@@ -25,6 +31,22 @@ pub fn floor_redirect(ctx: TcContext) -> i32 {
         Some(out) => unsafe { bpf_redirect(*out, 0) as i32 },
         None => TC_ACT_SHOT,
     }
+}
+
+#[classifier]
+pub fn floor_redirect_peer(ctx: TcContext) -> i32 {
+    // SAFETY: the context pointer is valid for the program's run.
+    let ifindex = unsafe { (*ctx.skb.skb).ingress_ifindex };
+    match jn_floor_fwd.get_ptr(ifindex) {
+        // SAFETY: plain helper call; the value is copied at once.
+        Some(out) => unsafe { bpf_redirect_peer(*out, 0) as i32 },
+        None => TC_ACT_SHOT,
+    }
+}
+
+#[xdp]
+pub fn xdp_tx(_ctx: XdpContext) -> u32 {
+    xdp_action::XDP_TX
 }
 
 #[cfg(not(test))]

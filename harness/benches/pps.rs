@@ -1,0 +1,209 @@
+//! Packet rate on one Node, 60-byte frames Pod -> Pod, side by side in one run:
+//! Juneau's datapath (`l2_port_ingress`, bpf_redirect_peer), a Linux bridge (what the
+//! Multus bridge CNI does), and a bare `bpf_redirect_peer` program (the physical limit
+//! of this path). The kernel has no pktgen: an XDP live-frames test run in the sender
+//! Pod transmits the frames (XDP_TX on its eth0); delivery is counted by the receiving
+//! Pod's eth0 rx counter, never by the generator.
+use std::time::Instant;
+
+use aya::{
+    Ebpf, EbpfLoader,
+    maps::HashMap,
+    programs::{SchedClassifier, TcAttachType, TestRun, TestRunAttrs, TestRunOptions, Xdp},
+};
+use juneau_harness::{
+    Netns, Node,
+    bench::{Measurement, median, write_part},
+    capture::inject,
+    frames::{self, BROADCAST, fixtures::*},
+};
+
+const FRAMES: u32 = 2_000_000;
+const ROUNDS: usize = 5;
+
+fn ifindex(ns: &Netns, name: &str) -> u32 {
+    ns.run(|| {
+        let c = std::ffi::CString::new(name).unwrap();
+        // SAFETY: a C string we own.
+        unsafe { libc::if_nametoindex(c.as_ptr()) }
+    })
+}
+
+/// Two Pods and whatever joins them; `sender`/`receiver` are the Pod namespaces.
+struct Bed {
+    sender: Netns,
+    receiver: Netns,
+    _keep: Box<dyn std::any::Any>,
+}
+
+fn gro_on(ns: &Netns, dev: &str) {
+    ns.exec(&["ethtool", "-K", dev, "gro", "on"]);
+}
+
+fn juneau_bed() -> Bed {
+    let mut node = Node::new();
+    node.add_pod(0, 1);
+    node.add_pod(1, 1);
+    gro_on(&node.ns, "jp0");
+    // The receiver speaks once, so its MAC is known unicast.
+    inject(
+        &node.pods[1].ns,
+        "eth0",
+        &frames::raw(BROADCAST, pod_mac(1), 0x88b5, b"hi"),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let pods: Vec<_> = node.pods.drain(..).collect();
+    let mut it = pods.into_iter();
+    let (a, b) = (it.next().unwrap(), it.next().unwrap());
+    Bed {
+        sender: a.ns,
+        receiver: b.ns,
+        _keep: Box::new(node),
+    }
+}
+
+/// Node namespace with two veth pairs into two Pod namespaces.
+fn plain_pair() -> (Netns, Netns, Netns) {
+    let node = Netns::new("pps-node");
+    let (a, b) = (Netns::new("pps-pod"), Netns::new("pps-pod"));
+    for (i, pod) in [&a, &b].into_iter().enumerate() {
+        let host = format!("h{i}");
+        node.ip(&[
+            "link",
+            "add",
+            &host,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "eth0",
+            "netns",
+            pod.name(),
+        ]);
+        let mac = pod_mac(i as u8)
+            .iter()
+            .map(|x| format!("{x:02x}"))
+            .collect::<Vec<_>>()
+            .join(":");
+        pod.ip(&["link", "set", "eth0", "address", &mac, "up"]);
+        node.ip(&["link", "set", &host, "up"]);
+    }
+    (node, a, b)
+}
+
+fn bridge_bed() -> Bed {
+    let (node, a, b) = plain_pair();
+    node.ip(&["link", "add", "br0", "type", "bridge"]);
+    node.ip(&["link", "set", "br0", "up"]);
+    node.ip(&["link", "set", "h0", "master", "br0"]);
+    node.ip(&["link", "set", "h1", "master", "br0"]);
+    gro_on(&node, "h0");
+    inject(
+        &b,
+        "eth0",
+        &frames::raw(BROADCAST, pod_mac(1), 0x88b5, b"hi"),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    Bed {
+        sender: a,
+        receiver: b,
+        _keep: Box::new(node),
+    }
+}
+
+fn peer_bed() -> Bed {
+    let (node, a, b) = plain_pair();
+    gro_on(&node, "h0");
+    let mut floor = EbpfLoader::new()
+        .load(juneau::baseline::FLOOR_OBJECT)
+        .unwrap();
+    let (h0, h1) = (ifindex(&node, "h0"), ifindex(&node, "h1"));
+    {
+        let mut fwd: HashMap<_, u32, u32> =
+            HashMap::try_from(floor.map_mut("jn_floor_fwd").unwrap()).unwrap();
+        fwd.insert(h0, h1, 0).unwrap();
+    }
+    let prog: &mut SchedClassifier = floor
+        .program_mut("floor_redirect_peer")
+        .unwrap()
+        .try_into()
+        .unwrap();
+    prog.load().unwrap();
+    node.run(|| prog.attach("h0", TcAttachType::Ingress))
+        .unwrap();
+    Bed {
+        sender: a,
+        receiver: b,
+        _keep: Box::new((floor, node)),
+    }
+}
+
+/// Mpps delivered to the receiver.
+fn blast(bed: &Bed, generator: &Xdp) -> f64 {
+    let frame = frames::raw(pod_mac(1), pod_mac(0), 0x88b5, b"pps");
+    let eth0 = ifindex(&bed.sender, "eth0");
+    // struct xdp_md: data 0, data_end = the frame's length (the kernel insists), then
+    // ingress_ifindex: the interface the frames leave by on XDP_TX.
+    let mut ctx = [0u8; 24];
+    ctx[4..8].copy_from_slice(&(frame.len() as u32).to_ne_bytes());
+    ctx[12..16].copy_from_slice(&eth0.to_ne_bytes());
+    let before = bed.receiver.counter("eth0", "rx_packets");
+    let start = Instant::now();
+    bed.sender
+        .run(|| {
+            generator.test_run(TestRunOptions {
+                data_in: Some(&frame),
+                ctx_in: Some(&ctx),
+                repeat: FRAMES,
+                attrs: TestRunAttrs::new().xdp_live_frames(64),
+                ..Default::default()
+            })
+        })
+        .expect("XDP live frames");
+    let elapsed = start.elapsed().as_secs_f64();
+    let delivered = bed.receiver.counter("eth0", "rx_packets") - before;
+    delivered as f64 / elapsed / 1e6
+}
+
+fn main() {
+    let mut gen_obj: Ebpf = EbpfLoader::new()
+        .load(juneau::baseline::FLOOR_OBJECT)
+        .unwrap();
+    let generator: &mut Xdp = gen_obj.program_mut("xdp_tx").unwrap().try_into().unwrap();
+    generator.load().unwrap();
+    let beds = [
+        ("juneau", juneau_bed()),
+        ("linux bridge", bridge_bed()),
+        ("bpf_redirect_peer", peer_bed()),
+    ];
+    let mut rates = vec![Vec::new(); beds.len()];
+    for _ in 0..ROUNDS {
+        for (i, (_, bed)) in beds.iter().enumerate() {
+            rates[i].push(blast(bed, generator));
+        }
+    }
+    let m: Vec<f64> = rates.iter_mut().map(|r| median(r)).collect();
+    println!(
+        "pps, one Node, {FRAMES} x 60-byte frames per round, median of {ROUNDS} interleaved rounds: {:?}",
+        beds.iter().map(|b| b.0).zip(&m).collect::<Vec<_>>()
+    );
+    write_part(
+        "pps",
+        &[
+            Measurement::new(
+                "pps_one_node_vs_linux_bridge",
+                "Mpps",
+                m[0],
+                ("linux_bridge", m[1]),
+                "goal >= 2.0x; non-IP 0x88b5 frames, so bridge netfilter hooks are not involved",
+            ),
+            Measurement::new(
+                "pps_one_node_vs_redirect_peer",
+                "Mpps",
+                m[0],
+                ("bare_bpf_redirect_peer", m[2]),
+                "goal >= 0.8x",
+            ),
+        ],
+    );
+}
