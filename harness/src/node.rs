@@ -121,9 +121,14 @@ pub use juneau::standalone::topology::{VXLAN_DEV, node_ip};
 
 impl Cluster {
     pub fn new(n: usize) -> Cluster {
+        Self::with_mtu(n, 1500)
+    }
+
+    /// A Cluster whose underlay has `underlay_mtu` (segments up to 50 bytes less).
+    pub fn with_mtu(n: usize, underlay_mtu: u32) -> Cluster {
         let names: Vec<String> = (0..n).map(|i| format!("node{i}")).collect();
-        let topo =
-            topology::Topology::new(&Netns::unique("cl"), &names).expect("build the topology");
+        let topo = topology::Topology::with_mtu(&Netns::unique("cl"), &names, underlay_mtu)
+            .expect("build the topology");
         let mut nodes = Vec::new();
         for (i, t) in topo.nodes.into_iter().enumerate() {
             let mut node = Node {

@@ -54,6 +54,15 @@ fn ip(ns: &Owned, args: &[&str]) -> Result<(), TopologyError> {
 impl Topology {
     /// Creates the underlay and one namespace per Node name (`<prefix>-<node>`).
     pub fn new(prefix: &str, names: &[String]) -> Result<Topology, TopologyError> {
+        Self::with_mtu(prefix, names, 1500)
+    }
+
+    /// As [`Topology::new`] with an underlay MTU (the VXLAN devices get 50 bytes less).
+    pub fn with_mtu(
+        prefix: &str,
+        names: &[String],
+        underlay_mtu: u32,
+    ) -> Result<Topology, TopologyError> {
         let underlay = Owned::create(&format!("{prefix}-underlay"))?;
         ip(&underlay, &["link", "add", "br0", "type", "bridge"])?;
         ip(&underlay, &["link", "set", "br0", "up"])?;
@@ -78,7 +87,29 @@ impl Topology {
                     underlay.name(),
                 ],
             )?;
-            ip(&underlay, &["link", "set", &port, "master", "br0", "up"])?;
+            ip(
+                &underlay,
+                &[
+                    "link",
+                    "set",
+                    &port,
+                    "mtu",
+                    &underlay_mtu.to_string(),
+                    "master",
+                    "br0",
+                    "up",
+                ],
+            )?;
+            ip(
+                &ns,
+                &[
+                    "link",
+                    "set",
+                    UNDERLAY_DEV,
+                    "mtu",
+                    &underlay_mtu.to_string(),
+                ],
+            )?;
             ip(
                 &ns,
                 &[
@@ -110,7 +141,7 @@ impl Topology {
                 name: VXLAN_DEV.into(),
                 underlay: UNDERLAY_DEV.into(),
                 local: node_ip(i),
-                mtu: 1450,
+                mtu: underlay_mtu - 50,
             };
             vxlan::create(Some(ns.path()), &spec)?;
             nodes.push(NodeNs {
