@@ -38,6 +38,7 @@ fn main() -> ExitCode {
         Some("demo") => bootstrap().and_then(|()| demo(&args[1..])),
         Some("test") => bootstrap().and_then(|()| test(&args[1..])),
         Some("lint") => lint(),
+        Some("bench") if args.get(1).is_some_and(|a| a == "--render") => render_saved(),
         Some("bench") => bootstrap().and_then(|()| bench()),
         _ => {
             eprintln!(
@@ -321,6 +322,14 @@ fn bench() -> Result<()> {
         root().join("bench/results.json"),
         serde_json::to_string_pretty(&all)? + "\n",
     )?;
+    render(&all)
+}
+
+/// Re-renders `docs/benchmarks.md` from the saved results (after editing the findings).
+fn render_saved() -> Result<()> {
+    let text = std::fs::read_to_string(root().join("bench/results.json"))
+        .context("no bench/results.json: run cargo xtask bench")?;
+    let all: Vec<serde_json::Value> = serde_json::from_str(&text)?;
     render(&all)
 }
 
