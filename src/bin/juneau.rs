@@ -23,6 +23,9 @@ enum Cmd {
         /// Tear everything down after the checks instead of waiting for Ctrl-C.
         #[arg(long)]
         once: bool,
+        /// Seconds after which a learned MAC without frames expires (L2-30).
+        #[arg(long, default_value_t = 300)]
+        fdb_aging: u64,
     },
     /// Print the CustomResourceDefinitions (what kind/crds.yaml holds).
     Crds,
@@ -30,8 +33,15 @@ enum Cmd {
 
 fn main() -> ExitCode {
     match Cli::parse().command {
-        Cmd::Standalone { scenario, once } => {
-            match juneau::standalone::run(&scenario, once, &mut |line| println!("{line}")) {
+        Cmd::Standalone {
+            scenario,
+            once,
+            fdb_aging,
+        } => {
+            let aging = std::time::Duration::from_secs(fdb_aging);
+            match juneau::standalone::run_with(&scenario, once, aging, &mut |line| {
+                println!("{line}")
+            }) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("juneau standalone: {e}");

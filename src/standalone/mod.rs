@@ -216,6 +216,20 @@ fn background(agent: Arc<Agent>, stop: Arc<AtomicBool>, aging: Duration) {
 /// Runs a scenario; with `once`, tears everything down after the checks, else waits
 /// for Ctrl-C (SIGINT / SIGTERM) first.
 pub fn run(path: &Path, once: bool, out: &mut dyn FnMut(String)) -> Result<(), StandaloneError> {
+    run_with(path, once, DEFAULT_AGING, out)
+}
+
+/// L2-30: a learned entry expires after 300 s without a frame.
+pub const DEFAULT_AGING: Duration = Duration::from_secs(300);
+
+/// [`run`] with the learning tables' aging time (the daemons sweep every tenth of it,
+/// at least once a second).
+pub fn run_with(
+    path: &Path,
+    once: bool,
+    aging: Duration,
+    out: &mut dyn FnMut(String),
+) -> Result<(), StandaloneError> {
     let s = load(path)?;
     if !once {
         // Before any thread starts, so that every thread inherits the mask and the
@@ -256,7 +270,7 @@ pub fn run(path: &Path, once: bool, out: &mut dyn FnMut(String)) -> Result<(), S
             Ok(agent)
         })
         .map_err(|e| StandaloneError::Scenario(e.to_string()))??;
-        background(agent.clone(), stop.clone(), Duration::from_secs(300));
+        background(agent.clone(), stop.clone(), aging);
         out(format!(
             "node {}: namespace {}, VTEP {}, daemon on {}",
             n.name,
