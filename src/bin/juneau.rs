@@ -29,6 +29,13 @@ enum Cmd {
     },
     /// Print the CustomResourceDefinitions (what kind/crds.yaml holds).
     Crds,
+    /// Run the L2Network controller against the cluster in the kubeconfig / service
+    /// account (kube-rs).
+    Controller {
+        /// MTU of L2Networks that do not set one (1500 underlay less 50 of VXLAN).
+        #[arg(long, default_value_t = 1450)]
+        default_l2_mtu: u32,
+    },
 }
 
 fn main() -> ExitCode {
@@ -52,6 +59,22 @@ fn main() -> ExitCode {
         Cmd::Crds => {
             print!("{}", juneau::api::crds_yaml());
             ExitCode::SUCCESS
+        }
+        Cmd::Controller { default_l2_mtu } => {
+            let cfg = juneau::controller::Config { default_l2_mtu };
+            let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
+            rt.block_on(async {
+                match kube::Client::try_default().await {
+                    Ok(client) => {
+                        juneau::controller::kube::run(client, cfg).await;
+                        ExitCode::SUCCESS
+                    }
+                    Err(e) => {
+                        eprintln!("juneau controller: no Kubernetes API reachable ({e}); use `juneau standalone` on a machine without one");
+                        ExitCode::FAILURE
+                    }
+                }
+            })
         }
     }
 }
