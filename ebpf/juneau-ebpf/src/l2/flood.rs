@@ -34,23 +34,34 @@ struct FloodCtx {
     pending_flags: u32,
     /// Pending remote VTEP (0: none).
     pending_vtep: u32,
-    pad: u32,
+    /// Clones sent.
+    sent: u32,
 }
 
 impl FloodCtx {
-    /// Send a clone to the pending target, if any.
+    /// Send a clone to the pending local port, if any.
     #[inline(always)]
-    fn flush(&mut self) {
+    fn flush_local(&mut self) {
         if self.pending_port != 0 {
             // SAFETY: the skb pointer is the program's context.
             if unsafe { bpf_clone_redirect(self.skb, self.pending_port, 0) } != 0 {
                 drop::count(DropReason::CloneFailed);
             }
+            self.sent += 1;
             self.pending_port = 0;
-        } else if self.pending_vtep != 0 {
+        }
+    }
+
+    /// Send a clone to the pending remote VTEP, if any. The pending local port is
+    /// flushed before the remote loop starts, so each loop body carries only its own
+    /// send path (a smaller program for the verifier).
+    #[inline(always)]
+    fn flush_remote(&mut self) {
+        if self.pending_vtep != 0 {
             if let Err(reason) = overlay::send_skb(self.skb, self.vni, self.pending_vtep, true) {
                 drop::count(reason);
             }
+            self.sent += 1;
             self.pending_vtep = 0;
         }
     }
@@ -79,7 +90,7 @@ pub fn flood(
         pending_port: 0,
         pending_flags: 0,
         pending_vtep: 0,
-        pad: 0,
+        sent: 0,
     };
     // SAFETY: array value pointers valid for the program's run; callbacks match
     // bpf_loop's signature and only touch `state`.
@@ -91,8 +102,10 @@ pub fn flood(
             (&mut state as *mut FloodCtx).cast(),
             0,
         );
-        if to_remotes {
-            let n = (*remotes).count.min(MAX_REMOTE_VTEPS as u32);
+        let n = (*remotes).count.min(MAX_REMOTE_VTEPS as u32);
+        if to_remotes && n > 0 {
+            // Every local copy leaves before the first tunnel key is set.
+            state.flush_local();
             bpf_loop(
                 n,
                 remote_one as *mut c_void,
@@ -106,6 +119,10 @@ pub fn flood(
     }
     if state.pending_vtep != 0 {
         return overlay::send(ctx, vni, state.pending_vtep, false);
+    }
+    if state.sent != 0 {
+        // Every copy left as a clone; the original has nowhere else to go.
+        return Ok(aya_ebpf::bindings::TC_ACT_SHOT);
     }
     Err(DropReason::NoOtherPort)
 }
@@ -122,7 +139,7 @@ extern "C" fn local_one(index: u32, ctx: *mut c_void) -> i64 {
     if port.ifindex == 0 || port.ifindex == state.ingress {
         return 0;
     }
-    state.flush();
+    state.flush_local();
     state.pending_port = port.ifindex;
     state.pending_flags = port.flags;
     0
@@ -140,7 +157,7 @@ extern "C" fn remote_one(index: u32, ctx: *mut c_void) -> i64 {
     if vtep == 0 {
         return 0;
     }
-    state.flush();
+    state.flush_remote();
     state.pending_vtep = vtep;
     0
 }
