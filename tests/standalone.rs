@@ -1,8 +1,13 @@
 //! Tier 4: the whole stack from a scenario file, as the README's demo runs it.
-use std::process::Command;
+use std::{process::Command, sync::Mutex};
+
+/// Standalone runs own the Node names of their scenario (sockets, pinned maps): one at
+/// a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 #[test]
 fn l2_28_l2_25_standalone_demo_scenario_runs_end_to_end_and_cleans_up() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let root = env!("CARGO_MANIFEST_DIR");
     let out = Command::new(env!("CARGO_BIN_EXE_juneau"))
         .current_dir(root)
@@ -34,5 +39,53 @@ fn l2_28_l2_25_standalone_demo_scenario_runs_end_to_end_and_cleans_up() {
     assert!(
         !String::from_utf8_lossy(&leftovers.stdout).contains("jn-sa-"),
         "standalone left namespaces behind"
+    );
+}
+
+#[test]
+fn l2_28_standalone_without_once_runs_until_sigint_then_tears_down() {
+    use std::io::{BufRead, BufReader};
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_juneau"))
+        .current_dir(root)
+        .args([
+            "standalone",
+            "--scenario",
+            "scenarios/standalone/l2-demo.yaml",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let running = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .any(|l| l.starts_with("running; Ctrl-C"));
+    assert!(running, "standalone never reached its running state");
+    let ours = |pid: u32| {
+        let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+        String::from_utf8_lossy(&list.stdout).contains(&format!("jn-sa-{pid}-"))
+    };
+    assert!(ours(child.id()), "while running, its namespaces exist");
+    // SIGINT, as Ctrl-C sends it; only to the process this test started.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert!(
+        status.success(),
+        "standalone did not exit cleanly on SIGINT: {status}"
+    );
+    assert!(
+        !ours(child.id()),
+        "standalone left namespaces behind after SIGINT"
+    );
+    assert!(
+        !std::path::Path::new("/run/juneau/node-a").exists(),
+        "the daemon socket folder stayed"
     );
 }

@@ -254,6 +254,14 @@ pub fn run_with(
     }
     let cfg = Config::default();
     while controller::run_once(&store, &cfg) {}
+    for n in &s.nodes {
+        if std::os::unix::net::UnixStream::connect(socket_of(n)).is_ok() {
+            return Err(StandaloneError::Scenario(format!(
+                "another standalone run is serving Node {n:?} ({}); stop it first (Ctrl-C)",
+                socket_of(n).display()
+            )));
+        }
+    }
 
     let prefix = format!("jn-sa-{}", std::process::id());
     let topo = topology::Topology::new(&prefix, &s.nodes)?;
