@@ -43,7 +43,7 @@ fn l2_28_l2_25_standalone_demo_scenario_runs_end_to_end_and_cleans_up() {
 }
 
 #[test]
-fn l2_28_standalone_without_once_runs_until_sigint_then_tears_down() {
+fn l2_28_l2_30_standalone_runs_until_sigint_its_daemons_age_the_tables_then_it_tears_down() {
     use std::io::{BufRead, BufReader};
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let root = env!("CARGO_MANIFEST_DIR");
@@ -51,6 +51,8 @@ fn l2_28_standalone_without_once_runs_until_sigint_then_tears_down() {
         .current_dir(root)
         .args([
             "standalone",
+            "--fdb-aging",
+            "2",
             "--scenario",
             "scenarios/standalone/l2-demo.yaml",
         ])
@@ -58,6 +60,7 @@ fn l2_28_standalone_without_once_runs_until_sigint_then_tears_down() {
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
+    let guard = Interrupt(child.id());
     let mut lines = BufReader::new(stdout).lines();
     let running = lines
         .by_ref()
@@ -69,12 +72,47 @@ fn l2_28_standalone_without_once_runs_until_sigint_then_tears_down() {
         String::from_utf8_lossy(&list.stdout).contains(&format!("jn-sa-{pid}-"))
     };
     assert!(ours(child.id()), "while running, its namespaces exist");
+    // L2-30 on the daemons: what the pings taught node-a's lab-net table (VNI 3) is
+    // visible through kubectl-juneau, and gone once the 2 s aging time has passed.
+    let dump = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_kubectl-juneau"))
+            .args([
+                "bpf",
+                "dump",
+                "l2_fdb",
+                "--node",
+                "node-a",
+                "--inner-key",
+                "vni=3",
+                "-o",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert!(dump() >= 2, "node-a learned nothing from the pings");
+    // The Pods' neighbour probes refresh the entries once or twice after the pings;
+    // after that the table must empty within the aging time plus a sweep.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while dump() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "entries outlived their 2 s aging time by far"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
     // SIGINT, as Ctrl-C sends it; only to the process this test started.
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    drop(guard);
     let status = child.wait().unwrap();
     assert!(
         status.success(),
@@ -88,4 +126,17 @@ fn l2_28_standalone_without_once_runs_until_sigint_then_tears_down() {
         !std::path::Path::new("/run/juneau/node-a").exists(),
         "the daemon socket folder stayed"
     );
+}
+
+/// Sends SIGINT (Ctrl-C) to the standalone run this test started when dropped, also
+/// when an assertion fails first, so a failing test never leaves it running.
+struct Interrupt(u32);
+
+impl Drop for Interrupt {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.0 as i32),
+            nix::sys::signal::Signal::SIGINT,
+        );
+    }
 }
