@@ -138,9 +138,20 @@ fn peer_bed() -> Bed {
     }
 }
 
+/// A 60-byte IPv4/UDP frame from Pod 0 to Pod 1 (a port nobody listens on; the
+/// receiver's ICMP replies are rate-limited by the kernel).
+fn udp_frame() -> Vec<u8> {
+    let b = etherparse::PacketBuilder::ethernet2(pod_mac(0), pod_mac(1))
+        .ipv4(pod_ip(0), pod_ip(1), 64)
+        .udp(9, 9);
+    let payload = [0u8; 18];
+    let mut f = Vec::with_capacity(b.size(payload.len()));
+    b.write(&mut f, &payload).unwrap();
+    f
+}
+
 /// Mpps delivered to the receiver.
-fn blast(bed: &Bed, generator: &Xdp) -> f64 {
-    let frame = frames::raw(pod_mac(1), pod_mac(0), 0x88b5, b"pps");
+fn blast(bed: &Bed, generator: &Xdp, frame: &[u8]) -> f64 {
     let eth0 = ifindex(&bed.sender, "eth0");
     // struct xdp_md: data 0, data_end = the frame's length (the kernel insists), then
     // ingress_ifindex: the interface the frames leave by on XDP_TX.
@@ -152,7 +163,7 @@ fn blast(bed: &Bed, generator: &Xdp) -> f64 {
     bed.sender
         .run(|| {
             generator.test_run(TestRunOptions {
-                data_in: Some(&frame),
+                data_in: Some(frame),
                 ctx_in: Some(&ctx),
                 repeat: FRAMES,
                 attrs: TestRunAttrs::new().xdp_live_frames(64),
@@ -176,13 +187,37 @@ fn main() {
         ("linux bridge", bridge_bed()),
         ("bpf_redirect_peer", peer_bed()),
     ];
+    for b in &beds {
+        // IPv4 on the Pods, so the UDP rounds are delivered to a real stack.
+        b.1.sender
+            .ip(&["addr", "add", "10.0.1.10/24", "dev", "eth0"]);
+        b.1.receiver
+            .ip(&["addr", "add", "10.0.1.11/24", "dev", "eth0"]);
+    }
+    let raw = frames::raw(pod_mac(1), pod_mac(0), 0x88b5, b"pps");
+    let udp = udp_frame();
     let mut rates = vec![Vec::new(); beds.len()];
+    let mut udp_rates = vec![Vec::new(); beds.len()];
     for _ in 0..ROUNDS {
         for (i, (_, bed)) in beds.iter().enumerate() {
-            rates[i].push(blast(bed, generator));
+            rates[i].push(blast(bed, generator, &raw));
+            udp_rates[i].push(blast(bed, generator, &udp));
         }
     }
     let m: Vec<f64> = rates.iter_mut().map(|r| median(r)).collect();
+    let u: Vec<f64> = udp_rates.iter_mut().map(|r| median(r)).collect();
+    // Read in the bridge's own Node namespace, where its netfilter hook would act.
+    let nf = beds[1]
+        .1
+        ._keep
+        .downcast_ref::<Netns>()
+        .and_then(|node| {
+            node.try_exec(&["sysctl", "-n", "net.bridge.bridge-nf-call-iptables"])
+                .ok()
+        })
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
     println!(
         "pps, one Node, {FRAMES} x 60-byte frames per round, median of {ROUNDS} interleaved rounds: {:?}",
         beds.iter().map(|b| b.0).zip(&m).collect::<Vec<_>>()
@@ -203,6 +238,22 @@ fn main() {
                 m[0],
                 ("bare_bpf_redirect_peer", m[2]),
                 "goal >= 0.8x",
+            ),
+            Measurement::new(
+                "pps_one_node_udp_vs_linux_bridge",
+                "Mpps",
+                u[0],
+                ("linux_bridge", u[1]),
+                &format!(
+                    "60-byte IPv4/UDP frames; bridge-nf-call-iptables = {nf:?} in the bridge's Node namespace"
+                ),
+            ),
+            Measurement::new(
+                "pps_one_node_udp_vs_redirect_peer",
+                "Mpps",
+                u[0],
+                ("bare_bpf_redirect_peer", u[2]),
+                "60-byte IPv4/UDP frames",
             ),
         ],
     );
