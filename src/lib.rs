@@ -13,6 +13,14 @@ pub mod standalone;
 pub mod store;
 pub mod webhook;
 
+/// A MAC as `aa:bb:cc:dd:ee:ff`, the one way every output of the project writes it.
+pub fn format_mac(mac: &[u8]) -> String {
+    mac.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
 /// The eBPF object, compiled by `build.rs` (aya-build) and embedded so that the daemon
 /// is one self-contained binary.
 pub static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/juneau"));

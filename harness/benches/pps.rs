@@ -80,11 +80,7 @@ fn plain_pair() -> (Netns, Netns, Netns) {
             "netns",
             pod.name(),
         ]);
-        let mac = pod_mac(i as u8)
-            .iter()
-            .map(|x| format!("{x:02x}"))
-            .collect::<Vec<_>>()
-            .join(":");
+        let mac = juneau::format_mac(&pod_mac(i as u8));
         pod.ip(&["link", "set", "eth0", "address", &mac, "up"]);
         node.ip(&["link", "set", &host, "up"]);
     }

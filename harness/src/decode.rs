@@ -1,12 +1,7 @@
 //! A layer-by-layer text rendering of a frame: the `.txt` beside each golden pcap, and
 //! the unit of the diff printed when a capture differs from its golden.
 
-fn mac(b: &[u8]) -> String {
-    b.iter()
-        .map(|x| format!("{x:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
-}
+use juneau::format_mac as mac;
 
 fn ipv4(b: &[u8]) -> String {
     format!("{}.{}.{}.{}", b[0], b[1], b[2], b[3])

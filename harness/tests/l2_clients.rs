@@ -144,11 +144,7 @@ fn l2_29_mx_01_a_host_behind_a_peer_vm_bridge_reaches_a_pod_on_another_node() {
     vm.ip(&["link", "set", "v0", "master", "br0", "up"]);
     vm.ip(&["link", "set", "br0", "up"]);
     let behind = behind_mac(0, 5);
-    let mac = behind
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":");
+    let mac = juneau::format_mac(&behind);
     host.ip(&["link", "set", "eth0", "address", &mac, "up"]);
     host.ip(&["addr", "add", "10.60.0.5/24", "dev", "eth0"]);
     let pod = &c.pod(1, 0).ns;

@@ -62,12 +62,7 @@ pub fn dump_fdb(dir: &Path, vni: u32) -> Result<Vec<FdbRow>, CliError> {
         .iter()
         .filter_map(|r| r.ok())
         .map(|(k, e)| FdbRow {
-            mac: k
-                .mac
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<Vec<_>>()
-                .join(":"),
+            mac: crate::format_mac(&k.mac),
             ifindex: e.ifindex,
             vtep: if e.vtep == 0 {
                 String::new()

@@ -47,13 +47,6 @@ pub fn nic_mac(container_id: &str, interface: &str) -> [u8; 6] {
     [0x02, b[1], b[2], b[3], b[4], b[5]]
 }
 
-fn mac_str(m: &[u8; 6]) -> String {
-    m.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
-}
-
 /// The host-side veth name: the interface name plus the start of the container id,
 /// within IFNAMSIZ.
 pub fn host_name(container_id: &str, interface: &str) -> String {
@@ -204,13 +197,13 @@ impl Agent {
         made.links.push(host.clone());
         result.interfaces.push(Interface {
             name: host.clone(),
-            mac: mac_str(&spec.host_mac),
+            mac: crate::format_mac(&spec.host_mac),
             mtu: spec.mtu,
             sandbox: None,
         });
         result.interfaces.push(Interface {
             name: iface.clone(),
-            mac: mac_str(&mac),
+            mac: crate::format_mac(&mac),
             mtu: spec.mtu,
             sandbox: Some(req.netns.clone()),
         });
@@ -259,7 +252,7 @@ impl Agent {
                 subnet: nic.spec.subnet.clone(),
                 l2_network: nic.spec.l2_network.clone(),
                 address: status.address.clone(),
-                mac_address: mac_str(&mac),
+                mac_address: crate::format_mac(&mac),
                 node_name: self.node.clone(),
                 node_ip: self.node_ip.to_string(),
             },

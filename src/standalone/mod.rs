@@ -367,6 +367,11 @@ pub fn run_with(
     result
 }
 
+/// Empty fields print as `-`, as kubectl does.
+fn or_dash(s: &str) -> &str {
+    if s.is_empty() { "-" } else { s }
+}
+
 fn print_state(store: &Store, out: &mut dyn FnMut(String)) {
     let (world, _) = store.read();
     out(format!(
@@ -382,16 +387,8 @@ fn print_state(store: &Store, out: &mut dyn FnMut(String)) {
             l.spec.cidr.as_deref().unwrap_or("-"),
             st.mtu,
             st.vni,
-            if st.gateway.is_empty() {
-                "-"
-            } else {
-                &st.gateway
-            },
-            if st.gateway_mac.is_empty() {
-                "-"
-            } else {
-                &st.gateway_mac
-            },
+            or_dash(&st.gateway),
+            or_dash(&st.gateway_mac),
         ));
     }
     out(format!(
@@ -410,11 +407,7 @@ fn print_state(store: &Store, out: &mut dyn FnMut(String)) {
             n.spec.node_name,
             n.spec.subnet.as_deref().unwrap_or("-"),
             n.spec.l2_network.as_deref().unwrap_or("-"),
-            if st.address.is_empty() {
-                "-"
-            } else {
-                &st.address
-            },
+            or_dash(&st.address),
             st.phase,
         ));
     }
@@ -432,11 +425,7 @@ fn print_state(store: &Store, out: &mut dyn FnMut(String)) {
             ),
             e.spec.node_name,
             e.spec.l2_network.as_deref().unwrap_or("-"),
-            if e.spec.address.is_empty() {
-                "-"
-            } else {
-                &e.spec.address
-            },
+            or_dash(&e.spec.address),
             e.spec.mac_address,
         ));
     }

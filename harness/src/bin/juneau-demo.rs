@@ -14,10 +14,7 @@ use juneau_harness::{
 const VNI: u32 = 100;
 
 fn mac(m: &[u8; 6]) -> String {
-    m.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
+    juneau::format_mac(m)
 }
 
 /// Scenarios the demo runs after the one-Node part: the overlay across Nodes.
