@@ -13,7 +13,7 @@ use aya::{
 };
 use juneau_harness::{
     Netns, Node,
-    bench::{Measurement, median, write_part},
+    bench::{Measurement, median, pin_to_cpu, write_part},
     capture::inject,
     frames::{self, BROADCAST, fixtures::*},
 };
@@ -158,6 +158,7 @@ fn blast(bed: &Bed, generator: &Xdp, frame: &[u8]) -> f64 {
     let start = Instant::now();
     bed.sender
         .run(|| {
+            pin_to_cpu(1);
             generator.test_run(TestRunOptions {
                 data_in: Some(frame),
                 ctx_in: Some(&ctx),

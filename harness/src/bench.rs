@@ -58,3 +58,16 @@ pub fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
 }
+
+/// Pins the calling thread to one CPU. A live-frames generator and the softirq work it
+/// triggers (veth NAPI, backlog) then share that CPU, as in the toolchain notes'
+/// one-core figures, instead of migrating between the two vCPUs mid-round.
+pub fn pin_to_cpu(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        let rc = libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        assert_eq!(rc, 0, "sched_setaffinity to CPU {cpu}");
+    }
+}

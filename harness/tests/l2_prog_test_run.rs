@@ -172,7 +172,7 @@ fn l2_28_prog_mac_move_is_followed_at_once_both_ways() {
         "move to port 1 not followed"
     );
     assert_eq!(
-        b.dp.port(b.bed.ifindex(0)).unwrap().cache_ns,
+        b.dp.port(b.bed.ifindex(0)).unwrap().cache_jiffies,
         0,
         "old port's cache kept"
     );

@@ -29,6 +29,12 @@ pub const PORT_PEER: u32 = 1 << 1;
 /// sender does not write its entry on every frame.
 pub const LEARN_REFRESH_NS: u64 = 1_000_000_000;
 
+/// The learning cache of a port is trusted for this many jiffies (0.256 s at HZ=250,
+/// 0.64 s at HZ=100), then the table is looked at again. Jiffies, because the verifier
+/// inlines `bpf_jiffies64` into one load on 64-bit JITs, while any clock helper is a
+/// call: the cache check sits on every frame's path.
+pub const LEARN_CACHE_JIFFIES: u64 = 64;
+
 /// Value of `jn_l2_port[ifindex]`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -42,14 +48,15 @@ pub struct PortConfig {
     /// Segment MTU (L2-21); 0 = no check.
     pub mtu: u32,
     /// One-entry learning cache, written by the datapath only: the last source MAC
-    /// learned on this port and when. A frame from the same MAC within
-    /// [`LEARN_REFRESH_NS`] skips the table lookup entirely.
+    /// learned on this port and when (jiffies). A frame from the same MAC within
+    /// [`LEARN_CACHE_JIFFIES`] skips the table lookup entirely; 0 = empty.
     pub cache_mac: FdbKey,
-    pub cache_ns: u64,
+    pub cache_jiffies: u64,
 }
 
-/// Key of a learning table: a MAC padded to 8 bytes.
-#[repr(C)]
+/// Key of a learning table: a MAC padded to 8 bytes. Aligned to 8 so that the
+/// datapath builds and compares a key as one 64-bit word instead of byte by byte.
+#[repr(C, align(8))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FdbKey {
     pub mac: [u8; 6],

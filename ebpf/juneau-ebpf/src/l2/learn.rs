@@ -1,6 +1,9 @@
 //! Source learning (L2-28, L2-29): the datapath alone writes the tables.
-use aya_ebpf::helpers::bpf_ktime_get_coarse_ns;
-use juneau_common::{DropReason, FdbEntry, FdbKey, PortConfig, l2::LEARN_REFRESH_NS};
+use aya_ebpf::helpers::{bpf_jiffies64, bpf_ktime_get_coarse_ns};
+use juneau_common::{
+    DropReason, FdbEntry, FdbKey, PortConfig,
+    l2::{LEARN_CACHE_JIFFIES, LEARN_REFRESH_NS},
+};
 
 use super::Fdb;
 use crate::{eth, maps};
@@ -14,7 +17,8 @@ fn now() -> u64 {
 }
 
 /// Bind `src` to a local port. The common case (the port's own MAC, seen within the
-/// last second) is answered by the port's one-entry cache without touching the table.
+/// last [`LEARN_CACHE_JIFFIES`]) is answered by the port's one-entry cache without
+/// touching the table or calling a clock helper (jiffies is one inlined load).
 #[inline(always)]
 pub fn learn_local(
     port: &mut PortConfig,
@@ -26,15 +30,16 @@ pub fn learn_local(
         // A group address is never a valid source; forward the frame, learn nothing.
         return Ok(());
     }
-    let now = now();
+    // SAFETY: plain helper call (inlined by the verifier).
+    let jiffies = unsafe { bpf_jiffies64() };
     if eth::bits(&port.cache_mac) == eth::bits(src)
-        && now.wrapping_sub(port.cache_ns) < LEARN_REFRESH_NS
+        && jiffies.wrapping_sub(port.cache_jiffies) < LEARN_CACHE_JIFFIES
     {
         return Ok(());
     }
-    learn(fdb, src, ifindex, 0, port.flags, now)?;
+    learn(fdb, src, ifindex, 0, port.flags, now())?;
     port.cache_mac = *src;
-    port.cache_ns = now;
+    port.cache_jiffies = jiffies;
     Ok(())
 }
 
@@ -74,7 +79,7 @@ fn learn(
         if old_ifindex != 0 {
             if let Some(old_port) = maps::jn_l2_port.get_ptr_mut(old_ifindex) {
                 // SAFETY: array value; only the cache timestamp is written.
-                unsafe { (*old_port).cache_ns = 0 };
+                unsafe { (*old_port).cache_jiffies = 0 };
             }
         }
     }
