@@ -4,16 +4,14 @@
 //! of this path). The kernel has no pktgen: an XDP live-frames test run in the sender
 //! Pod transmits the frames (XDP_TX on its eth0); delivery is counted by the receiving
 //! Pod's eth0 rx counter, never by the generator.
-use std::time::Instant;
-
 use aya::{
-    Ebpf, EbpfLoader,
+    EbpfLoader,
     maps::HashMap,
-    programs::{SchedClassifier, TcAttachType, TestRun, TestRunAttrs, TestRunOptions, Xdp},
+    programs::{SchedClassifier, TcAttachType},
 };
 use juneau_harness::{
     Netns, Node,
-    bench::{Measurement, median, pin_to_cpu, write_part},
+    bench::{LiveFrames, Measurement, median, udp_frame, write_part},
     capture::inject,
     frames::{self, BROADCAST, fixtures::*},
 };
@@ -134,51 +132,8 @@ fn peer_bed() -> Bed {
     }
 }
 
-/// A 60-byte IPv4/UDP frame from Pod 0 to Pod 1 (a port nobody listens on; the
-/// receiver's ICMP replies are rate-limited by the kernel).
-fn udp_frame() -> Vec<u8> {
-    let b = etherparse::PacketBuilder::ethernet2(pod_mac(0), pod_mac(1))
-        .ipv4(pod_ip(0), pod_ip(1), 64)
-        .udp(9, 9);
-    let payload = [0u8; 18];
-    let mut f = Vec::with_capacity(b.size(payload.len()));
-    b.write(&mut f, &payload).unwrap();
-    f
-}
-
-/// Mpps delivered to the receiver.
-fn blast(bed: &Bed, generator: &Xdp, frame: &[u8]) -> f64 {
-    let eth0 = ifindex(&bed.sender, "eth0");
-    // struct xdp_md: data 0, data_end = the frame's length (the kernel insists), then
-    // ingress_ifindex: the interface the frames leave by on XDP_TX.
-    let mut ctx = [0u8; 24];
-    ctx[4..8].copy_from_slice(&(frame.len() as u32).to_ne_bytes());
-    ctx[12..16].copy_from_slice(&eth0.to_ne_bytes());
-    let before = bed.receiver.counter("eth0", "rx_packets");
-    let start = Instant::now();
-    bed.sender
-        .run(|| {
-            pin_to_cpu(1);
-            generator.test_run(TestRunOptions {
-                data_in: Some(frame),
-                ctx_in: Some(&ctx),
-                repeat: FRAMES,
-                attrs: TestRunAttrs::new().xdp_live_frames(64),
-                ..Default::default()
-            })
-        })
-        .expect("XDP live frames");
-    let elapsed = start.elapsed().as_secs_f64();
-    let delivered = bed.receiver.counter("eth0", "rx_packets") - before;
-    delivered as f64 / elapsed / 1e6
-}
-
 fn main() {
-    let mut gen_obj: Ebpf = EbpfLoader::new()
-        .load(juneau::baseline::FLOOR_OBJECT)
-        .unwrap();
-    let generator: &mut Xdp = gen_obj.program_mut("xdp_tx").unwrap().try_into().unwrap();
-    generator.load().unwrap();
+    let generator = LiveFrames::load();
     let beds = [
         ("juneau", juneau_bed()),
         ("linux bridge", bridge_bed()),
@@ -192,13 +147,13 @@ fn main() {
             .ip(&["addr", "add", "10.0.1.11/24", "dev", "eth0"]);
     }
     let raw = frames::raw(pod_mac(1), pod_mac(0), 0x88b5, b"pps");
-    let udp = udp_frame();
+    let udp = udp_frame((pod_mac(0), pod_ip(0)), (pod_mac(1), pod_ip(1)));
     let mut rates = vec![Vec::new(); beds.len()];
     let mut udp_rates = vec![Vec::new(); beds.len()];
     for _ in 0..ROUNDS {
         for (i, (_, bed)) in beds.iter().enumerate() {
-            rates[i].push(blast(bed, generator, &raw));
-            udp_rates[i].push(blast(bed, generator, &udp));
+            rates[i].push(generator.blast(&bed.sender, "eth0", &bed.receiver, &raw, FRAMES));
+            udp_rates[i].push(generator.blast(&bed.sender, "eth0", &bed.receiver, &udp, FRAMES));
         }
     }
     let m: Vec<f64> = rates.iter_mut().map(|r| median(r)).collect();

@@ -7,12 +7,13 @@ use std::process::{Child, Command, Stdio};
 
 use juneau_harness::{
     Netns,
-    bench::{Measurement, median, write_part},
+    bench::{LiveFrames, Measurement, median, udp_frame, write_part},
     node::{Cluster, PodOptions},
 };
 
 const ROUNDS: usize = 5;
 const SECONDS: &str = "3";
+const PPS_FRAMES: u32 = 1_000_000;
 
 fn busy_jiffies() -> (u64, u64) {
     let stat = std::fs::read_to_string("/proc/stat").unwrap();
@@ -199,19 +200,113 @@ fn kernel_vxlan(mtu: u32) -> (Vec<Netns>, Vec<Netns>, Netns) {
     (nodes, pods, underlay)
 }
 
+/// 60-byte IPv4/UDP frames Pod -> Pod across Nodes, from an XDP live-frames generator
+/// in the sending Pod (iperf3 tops out at its own per-packet syscalls long before either
+/// datapath does), Juneau beside the kernel VXLAN bridge, interleaved.
+fn udp_pps(
+    (jnode, jhost): (&Netns, &str),
+    jsend: &Netns,
+    jrecv: &Netns,
+    (knode, khost): (&Netns, &str),
+    ksend: &Netns,
+    krecv: &Netns,
+) -> Measurement {
+    let generator = LiveFrames::load();
+    let frame = |send: &Netns, recv: &Netns| {
+        let mac = |ns: &Netns| {
+            let s = ns.exec(&["cat", "/sys/class/net/eth0/address"]);
+            let b: Vec<u8> = s
+                .trim()
+                .split(':')
+                .map(|x| u8::from_str_radix(x, 16).unwrap())
+                .collect();
+            <[u8; 6]>::try_from(b).unwrap()
+        };
+        // Both sides have spoken (ARP, ICMP), so the destination is known unicast.
+        send.exec(&["ping", "-c", "1", "-W", "2", "10.70.0.2"]);
+        udp_frame((mac(send), [10, 70, 0, 1]), (mac(recv), [10, 70, 0, 2]))
+    };
+    for (ns, dev) in [(jnode, jhost), (knode, khost)] {
+        ns.exec(&["ethtool", "-K", dev, "gro", "on"]);
+    }
+    let (jf, kf) = (frame(jsend, jrecv), frame(ksend, krecv));
+    let (mut j, mut k) = (Vec::new(), Vec::new());
+    let only = std::env::var("JN_TCP_ONLY").unwrap_or_default();
+    for _ in 0..ROUNDS {
+        if only != "kernel" {
+            j.push(generator.blast(jsend, "eth0", jrecv, &jf, PPS_FRAMES));
+        }
+        if only != "juneau" {
+            k.push(generator.blast(ksend, "eth0", krecv, &kf, PPS_FRAMES));
+        }
+    }
+    if !only.is_empty() {
+        println!("udp pps across Nodes: juneau {j:.2?} kernel {k:.2?} Mpps");
+        j.push(0.0);
+        k.push(0.0);
+    }
+    let note = format!(
+        "{PPS_FRAMES} x 60-byte IPv4/UDP frames per round, XDP live-frames generator pinned to CPU 1, {ROUNDS} interleaved rounds; juneau {j:.2?}, kernel VXLAN bridge {k:.2?} Mpps"
+    );
+    Measurement::new(
+        "udp_pps_cross_node_vs_kernel_vxlan",
+        "Mpps",
+        median(&mut j),
+        ("kernel_vxlan_bridge", median(&mut k)),
+        &note,
+    )
+}
+
+/// `JN_TCP_MTUS=1450` (comma list) narrows a run, e.g. under `perf record`.
+fn mtus() -> Vec<u32> {
+    std::env::var("JN_TCP_MTUS")
+        .ok()
+        .map(|v| {
+            v.split(',')
+                .map(|m| m.trim().parse().expect("JN_TCP_MTUS"))
+                .collect()
+        })
+        .unwrap_or_else(|| vec![1450, 9000])
+}
+
 fn main() {
     let mut out = Vec::new();
-    for mtu in [1450u32, 9000] {
+    for mtu in mtus() {
         let (cluster, ip) = juneau(mtu);
-        let (_kn, kpods, _ku) = kernel_vxlan(mtu);
+        let (kn, kpods, _ku) = kernel_vxlan(mtu);
         let (mut jg, mut jc, mut kg, mut kc) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        // `JN_TCP_ONLY=juneau` or `=kernel` runs one side only (to profile it alone);
+        // `JN_TCP_PARTS=udp` (or `tcp`) one of the two measurements.
+        let only = std::env::var("JN_TCP_ONLY").unwrap_or_default();
+        let parts = std::env::var("JN_TCP_PARTS").unwrap_or_else(|_| "tcp,udp".into());
         for _ in 0..ROUNDS {
-            let (g, c) = iperf(&cluster.pod(0, 0).ns, &cluster.pod(1, 0).ns, &ip);
-            jg.push(g);
-            jc.push(c);
-            let (g, c) = iperf(&kpods[0], &kpods[1], "10.70.0.2");
-            kg.push(g);
-            kc.push(c);
+            if !parts.contains("tcp") {
+                break;
+            }
+            if only != "kernel" {
+                let (g, c) = iperf(&cluster.pod(0, 0).ns, &cluster.pod(1, 0).ns, &ip);
+                jg.push(g);
+                jc.push(c);
+            }
+            if only != "juneau" {
+                let (g, c) = iperf(&kpods[0], &kpods[1], "10.70.0.2");
+                kg.push(g);
+                kc.push(c);
+            }
+        }
+        if mtu == 1450 && parts.contains("udp") {
+            out.push(udp_pps(
+                (&cluster.nodes[0].ns, "jp0"),
+                &cluster.pod(0, 0).ns,
+                &cluster.pod(1, 0).ns,
+                (&kn[0], "h0"),
+                &kpods[0],
+                &kpods[1],
+            ));
+        }
+        if !only.is_empty() || !parts.contains("tcp") {
+            println!("MTU {mtu}: juneau {jg:?} Gbit/s {jc:?} CPU-s/GB; kernel {kg:?} {kc:?}");
+            continue;
         }
         let spread = |v: &Vec<f64>| {
             let (lo, hi) = v

@@ -71,3 +71,81 @@ pub fn pin_to_cpu(cpu: usize) {
         assert_eq!(rc, 0, "sched_setaffinity to CPU {cpu}");
     }
 }
+
+/// The kernel has no pktgen: an XDP live-frames test run transmits `count` copies of
+/// `frame` out of `ifname` in the `sender` namespace (the `xdp_tx` program of
+/// [`juneau::baseline::FLOOR_OBJECT`], XDP_TX). The interface's peer needs GRO on, or
+/// the frames are dropped silently. Delivery is counted where it matters, at
+/// `receiver`'s `eth0` rx counter, never by the generator. Returns Mpps delivered.
+pub struct LiveFrames {
+    obj: aya::Ebpf,
+}
+
+impl LiveFrames {
+    pub fn load() -> Self {
+        let mut obj = aya::EbpfLoader::new()
+            .load(juneau::baseline::FLOOR_OBJECT)
+            .expect("load the generator");
+        let prog: &mut aya::programs::Xdp = obj
+            .program_mut("xdp_tx")
+            .expect("xdp_tx")
+            .try_into()
+            .expect("an XDP program");
+        prog.load().expect("load xdp_tx");
+        Self { obj }
+    }
+
+    pub fn blast(
+        &self,
+        sender: &crate::Netns,
+        ifname: &str,
+        receiver: &crate::Netns,
+        frame: &[u8],
+        count: u32,
+    ) -> f64 {
+        use aya::programs::{TestRun, TestRunAttrs, TestRunOptions, Xdp};
+        let generator: &Xdp = self
+            .obj
+            .program("xdp_tx")
+            .expect("xdp_tx")
+            .try_into()
+            .expect("an XDP program");
+        let before = receiver.counter("eth0", "rx_packets");
+        let start = std::time::Instant::now();
+        sender
+            .run(|| {
+                pin_to_cpu(1);
+                let c = std::ffi::CString::new(ifname).unwrap();
+                // SAFETY: a C string we own.
+                let ifindex = unsafe { libc::if_nametoindex(c.as_ptr()) };
+                // struct xdp_md: data 0, data_end = the frame's length (the kernel
+                // insists), then ingress_ifindex: the interface XDP_TX sends by.
+                let mut ctx = [0u8; 24];
+                ctx[4..8].copy_from_slice(&(frame.len() as u32).to_ne_bytes());
+                ctx[12..16].copy_from_slice(&ifindex.to_ne_bytes());
+                generator.test_run(TestRunOptions {
+                    data_in: Some(frame),
+                    ctx_in: Some(&ctx),
+                    repeat: count,
+                    attrs: TestRunAttrs::new().xdp_live_frames(64),
+                    ..Default::default()
+                })
+            })
+            .expect("XDP live frames");
+        let elapsed = start.elapsed().as_secs_f64();
+        let delivered = receiver.counter("eth0", "rx_packets") - before;
+        delivered as f64 / elapsed / 1e6
+    }
+}
+
+/// A 60-byte IPv4/UDP frame (port 9, discard: nobody listens, and the receiver's ICMP
+/// replies are rate-limited by the kernel).
+pub fn udp_frame(src: ([u8; 6], [u8; 4]), dst: ([u8; 6], [u8; 4])) -> Vec<u8> {
+    let b = etherparse::PacketBuilder::ethernet2(src.0, dst.0)
+        .ipv4(src.1, dst.1, 64)
+        .udp(9, 9);
+    let payload = [0u8; 18];
+    let mut f = Vec::with_capacity(b.size(payload.len()));
+    b.write(&mut f, &payload).unwrap();
+    f
+}

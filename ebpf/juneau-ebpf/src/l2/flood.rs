@@ -27,10 +27,13 @@ struct FloodCtx {
     skb: *mut __sk_buff,
     locals: *const FloodList,
     remotes: *const RemoteList,
+    // Zero and non-zero fields alternate on purpose: LLVM turns 16 contiguous zero
+    // bytes into a call to a memset subprogram (one more call per flooded frame, and
+    // one more function for the verifier); 8 become one store.
     ingress: u32,
-    vni: u32,
     /// Pending local port (0: none) and its flags.
     pending_port: u32,
+    vni: u32,
     pending_flags: u32,
     /// Pending remote VTEP (0: none).
     pending_vtep: u32,

@@ -1,6 +1,6 @@
 //! The VXLAN overlay in external (collect_md) mode: the tunnel key carries the VNI and
 //! the remote VTEP, so one device serves every segment and every Node.
-use core::mem::size_of;
+use core::mem::{MaybeUninit, size_of};
 
 use aya_ebpf::{
     bindings::bpf_tunnel_key,
@@ -16,15 +16,23 @@ const TUNNEL_TTL: u8 = 64;
 /// VNI and remote VTEP of a frame received by the VXLAN device.
 #[inline(always)]
 pub fn tunnel_source(ctx: &TcContext) -> Result<(u32, u32), DropReason> {
-    // SAFETY: zeroed plain-data struct filled by the helper.
-    let mut key: bpf_tunnel_key = unsafe { core::mem::zeroed() };
+    // The helper fills the whole key (uninitialized memory is its documented input), so
+    // no zeroing on every received frame.
+    let mut key = MaybeUninit::<bpf_tunnel_key>::uninit();
+    // SAFETY: the helper writes `size` bytes into the key.
     let rc = unsafe {
-        bpf_skb_get_tunnel_key(ctx.skb.skb, &mut key, size_of::<bpf_tunnel_key>() as u32, 0)
+        bpf_skb_get_tunnel_key(
+            ctx.skb.skb,
+            key.as_mut_ptr(),
+            size_of::<bpf_tunnel_key>() as u32,
+            0,
+        )
     };
     if rc != 0 {
         return Err(DropReason::NoTunnelKey);
     }
-    // SAFETY: IPv4 tunnel (no BPF_F_TUNINFO_IPV6 flag asked).
+    // SAFETY: filled by the helper (rc == 0); IPv4 tunnel (no BPF_F_TUNINFO_IPV6 asked).
+    let key = unsafe { key.assume_init() };
     Ok((key.tunnel_id, unsafe { key.__bindgen_anon_1.remote_ipv4 }))
 }
 
@@ -37,6 +45,20 @@ pub fn vxlan_ifindex() -> Result<u32, DropReason> {
     }
 }
 
+/// Zeroes a tunnel key in place, word by word with volatile stores: LLVM merges plain
+/// zero stores, `mem::zeroed` or a by-value copy of a zeroed key into a `memset`, which
+/// the BPF backend emits as a call to a memset subprogram, one BPF-to-BPF call per
+/// frame sent to the overlay (1.1% of a cross-Node packet's CPU time in a profile).
+#[inline(always)]
+fn zero_key(key: &mut MaybeUninit<bpf_tunnel_key>) {
+    const WORDS: usize = size_of::<bpf_tunnel_key>() / 4;
+    let words = key.as_mut_ptr() as *mut u32;
+    for i in 0..WORDS {
+        // SAFETY: inside the key; the struct is 4-aligned and a multiple of 4 bytes.
+        unsafe { core::ptr::write_volatile(words.add(i), 0) };
+    }
+}
+
 /// Set the tunnel key for (`vni`, `vtep`) on `skb`.
 #[inline(always)]
 pub fn set_key(
@@ -44,13 +66,17 @@ pub fn set_key(
     vni: u32,
     vtep: u32,
 ) -> Result<(), DropReason> {
-    // SAFETY: zeroed plain-data struct read by the helper.
-    let mut key: bpf_tunnel_key = unsafe { core::mem::zeroed() };
-    key.tunnel_id = vni;
-    key.__bindgen_anon_1.remote_ipv4 = vtep;
-    key.tunnel_ttl = TUNNEL_TTL;
-    let rc =
-        unsafe { bpf_skb_set_tunnel_key(skb, &mut key, size_of::<bpf_tunnel_key>() as u32, 0) };
+    let mut key = MaybeUninit::<bpf_tunnel_key>::uninit();
+    zero_key(&mut key);
+    let k = key.as_mut_ptr();
+    // SAFETY: the key is zeroed (a valid value) and written in place, never moved, so
+    // no copy of it is made for LLVM to turn into a memset.
+    let rc = unsafe {
+        (*k).tunnel_id = vni;
+        (*k).__bindgen_anon_1.remote_ipv4 = vtep;
+        (*k).tunnel_ttl = TUNNEL_TTL;
+        bpf_skb_set_tunnel_key(skb, k, size_of::<bpf_tunnel_key>() as u32, 0)
+    };
     if rc != 0 {
         return Err(DropReason::NoOverlay);
     }
