@@ -75,7 +75,7 @@ fn mac(i: u8) -> String {
 }
 
 /// Juneau: two Nodes, a Pod each on one segment of `mtu`.
-fn juneau(mtu: u32) -> (Cluster, String) {
+fn juneau(mtu: u32) -> Cluster {
     let mut c = Cluster::with_mtu(2, mtu + 50);
     c.add_pod(0, 0, PodOptions { vni: 100, mtu });
     c.add_pod(1, 1, PodOptions { vni: 100, mtu });
@@ -85,20 +85,28 @@ fn juneau(mtu: u32) -> (Cluster, String) {
     c.pod(1, 0)
         .ns
         .ip(&["addr", "add", "10.70.0.2/24", "dev", "eth0"]);
-    (c, "10.70.0.2".into())
+    c
 }
 
-/// flannel's way: per Node a Linux bridge with the Pod veth and a kernel VXLAN device,
-/// remote Nodes in the VXLAN FDB.
-fn kernel_vxlan(mtu: u32) -> (Vec<Netns>, Vec<Netns>, Netns) {
-    let underlay = Netns::new("kvx-ul");
+/// Two Nodes on an underlay bridge, a Pod each: per Node `ul0` (underlay, `mtu` + 50)
+/// and `h0` (the Pod veth's host side, `mtu`), Pod addresses 10.70.0.1 and .2. The
+/// baselines below join `h0` and `ul0` in their own way.
+struct Plain {
+    nodes: Vec<Netns>,
+    pods: Vec<Netns>,
+    _underlay: Netns,
+}
+
+fn plain(mtu: u32) -> Plain {
+    let underlay = Netns::new("tcp-ul");
     underlay.ip(&["link", "add", "br0", "type", "bridge"]);
     underlay.ip(&["link", "set", "br0", "up"]);
     let (mut nodes, mut pods) = (Vec::new(), Vec::new());
+    let (mtu_s, ul_mtu) = (mtu.to_string(), (mtu + 50).to_string());
     for i in 0..2u8 {
-        let node = Netns::new("kvx-node");
-        let pod = Netns::new("kvx-pod");
-        let ul_mtu = (mtu + 50).to_string();
+        let node = Netns::new("tcp-node");
+        let pod = Netns::new("tcp-pod");
+        let n = format!("n{i}");
         node.ip(&[
             "link",
             "add",
@@ -109,20 +117,11 @@ fn kernel_vxlan(mtu: u32) -> (Vec<Netns>, Vec<Netns>, Netns) {
             "veth",
             "peer",
             "name",
-            &format!("n{i}"),
+            &n,
             "netns",
             underlay.name(),
         ]);
-        underlay.ip(&[
-            "link",
-            "set",
-            &format!("n{i}"),
-            "mtu",
-            &ul_mtu,
-            "master",
-            "br0",
-            "up",
-        ]);
+        underlay.ip(&["link", "set", &n, "mtu", &ul_mtu, "master", "br0", "up"]);
         node.ip(&[
             "addr",
             "add",
@@ -131,6 +130,53 @@ fn kernel_vxlan(mtu: u32) -> (Vec<Netns>, Vec<Netns>, Netns) {
             "ul0",
         ]);
         node.ip(&["link", "set", "ul0", "up"]);
+        node.ip(&[
+            "link",
+            "add",
+            "h0",
+            "mtu",
+            &mtu_s,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "eth0",
+            "netns",
+            pod.name(),
+        ]);
+        node.ip(&["link", "set", "h0", "up"]);
+        pod.ip(&[
+            "link",
+            "set",
+            "eth0",
+            "address",
+            &mac(i),
+            "mtu",
+            &mtu_s,
+            "up",
+        ]);
+        pod.ip(&[
+            "addr",
+            "add",
+            &format!("10.70.0.{}/24", i + 1),
+            "dev",
+            "eth0",
+        ]);
+        nodes.push(node);
+        pods.push(pod);
+    }
+    Plain {
+        nodes,
+        pods,
+        _underlay: underlay,
+    }
+}
+
+/// flannel's way: per Node a Linux bridge with the Pod veth and a kernel VXLAN device,
+/// remote Nodes in the VXLAN FDB.
+fn kernel_vxlan(mtu: u32) -> Plain {
+    let bed = plain(mtu);
+    for (i, node) in bed.nodes.iter().enumerate() {
         node.ip(&[
             "link",
             "add",
@@ -161,100 +207,92 @@ fn kernel_vxlan(mtu: u32) -> (Vec<Netns>, Vec<Netns>, Netns) {
         ]);
         node.ip(&["link", "add", "br0", "type", "bridge"]);
         node.ip(&["link", "set", "vx", "master", "br0", "up"]);
-        node.ip(&[
-            "link",
-            "add",
-            "h0",
-            "mtu",
-            &mtu.to_string(),
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "eth0",
-            "netns",
-            pod.name(),
-        ]);
-        node.ip(&["link", "set", "h0", "master", "br0", "up"]);
+        node.ip(&["link", "set", "h0", "master", "br0"]);
         node.ip(&["link", "set", "br0", "up"]);
-        pod.ip(&[
-            "link",
-            "set",
-            "eth0",
-            "address",
-            &mac(i),
-            "mtu",
-            &mtu.to_string(),
-            "up",
-        ]);
-        pod.ip(&[
-            "addr",
-            "add",
-            &format!("10.70.0.{}/24", i + 1),
-            "dev",
-            "eth0",
-        ]);
-        nodes.push(node);
-        pods.push(pod);
     }
-    (nodes, pods, underlay)
+    bed
+}
+
+/// The ceiling of this topology for any datapath: no encapsulation at all. A one-lookup
+/// program per hook moves frames between `h0` and `ul0` unchanged (`bpf_redirect` out,
+/// `bpf_redirect_peer` in), so the Pods share the underlay's L2. Whatever an overlay
+/// datapath does can only be slower; the gap to the kernel VXLAN bridge is the most a
+/// faster encapsulation could win here.
+fn no_encap(mtu: u32) -> (Plain, Vec<aya::Ebpf>) {
+    use aya::{
+        maps::HashMap,
+        programs::{SchedClassifier, TcAttachType},
+    };
+    let bed = plain(mtu);
+    let mut objs = Vec::new();
+    for node in &bed.nodes {
+        let mut obj = aya::EbpfLoader::new()
+            .load(juneau::baseline::FLOOR_OBJECT)
+            .expect("load the floor programs");
+        let index = |dev: &str| {
+            node.run(|| {
+                let c = std::ffi::CString::new(dev).unwrap();
+                // SAFETY: a C string we own.
+                unsafe { libc::if_nametoindex(c.as_ptr()) }
+            })
+        };
+        let (h0, ul0) = (index("h0"), index("ul0"));
+        {
+            let mut fwd: HashMap<_, u32, u32> =
+                HashMap::try_from(obj.map_mut("jn_floor_fwd").unwrap()).unwrap();
+            fwd.insert(h0, ul0, 0).unwrap();
+            fwd.insert(ul0, h0, 0).unwrap();
+        }
+        for (prog, dev) in [("floor_redirect", "h0"), ("floor_redirect_peer", "ul0")] {
+            let p: &mut SchedClassifier = obj.program_mut(prog).unwrap().try_into().unwrap();
+            p.load().unwrap();
+            node.run(|| p.attach(dev, TcAttachType::Ingress)).unwrap();
+        }
+        objs.push(obj);
+    }
+    (bed, objs)
+}
+
+/// One way of joining two Pods on two Nodes: (name, sending Pod, receiving Pod, the
+/// sending Pod veth's host side as (Node, interface)).
+struct Bed<'a> {
+    name: &'static str,
+    send: &'a Netns,
+    recv: &'a Netns,
+    host: (&'a Netns, &'a str),
 }
 
 /// 60-byte IPv4/UDP frames Pod -> Pod across Nodes, from an XDP live-frames generator
-/// in the sending Pod (iperf3 tops out at its own per-packet syscalls long before either
-/// datapath does), Juneau beside the kernel VXLAN bridge, interleaved.
-fn udp_pps(
-    (jnode, jhost): (&Netns, &str),
-    jsend: &Netns,
-    jrecv: &Netns,
-    (knode, khost): (&Netns, &str),
-    ksend: &Netns,
-    krecv: &Netns,
-) -> Measurement {
+/// in the sending Pod (iperf3 tops out at its own per-packet syscalls long before any
+/// of these datapaths does), every bed interleaved. Mpps per bed, per round.
+fn udp_pps(beds: &[Bed]) -> Vec<Vec<f64>> {
     let generator = LiveFrames::load();
-    let frame = |send: &Netns, recv: &Netns| {
-        let mac = |ns: &Netns| {
-            let s = ns.exec(&["cat", "/sys/class/net/eth0/address"]);
-            let b: Vec<u8> = s
-                .trim()
-                .split(':')
-                .map(|x| u8::from_str_radix(x, 16).unwrap())
-                .collect();
-            <[u8; 6]>::try_from(b).unwrap()
-        };
-        // Both sides have spoken (ARP, ICMP), so the destination is known unicast.
-        send.exec(&["ping", "-c", "1", "-W", "2", "10.70.0.2"]);
-        udp_frame((mac(send), [10, 70, 0, 1]), (mac(recv), [10, 70, 0, 2]))
+    let mac = |ns: &Netns| {
+        let s = ns.exec(&["cat", "/sys/class/net/eth0/address"]);
+        let b: Vec<u8> = s
+            .trim()
+            .split(':')
+            .map(|x| u8::from_str_radix(x, 16).unwrap())
+            .collect();
+        <[u8; 6]>::try_from(b).unwrap()
     };
-    for (ns, dev) in [(jnode, jhost), (knode, khost)] {
-        ns.exec(&["ethtool", "-K", dev, "gro", "on"]);
-    }
-    let (jf, kf) = (frame(jsend, jrecv), frame(ksend, krecv));
-    let (mut j, mut k) = (Vec::new(), Vec::new());
-    let only = std::env::var("JN_TCP_ONLY").unwrap_or_default();
+    let frames: Vec<Vec<u8>> = beds
+        .iter()
+        .map(|b| {
+            // The live frames arrive on the host side by XDP: GRO (NAPI) must be on.
+            b.host.0.exec(&["ethtool", "-K", b.host.1, "gro", "on"]);
+            // Both sides have spoken (ARP, ICMP), so the destination is known unicast.
+            b.send.exec(&["ping", "-c", "1", "-W", "2", "10.70.0.2"]);
+            udp_frame((mac(b.send), [10, 70, 0, 1]), (mac(b.recv), [10, 70, 0, 2]))
+        })
+        .collect();
+    let mut rates = vec![Vec::new(); beds.len()];
     for _ in 0..ROUNDS {
-        if only != "kernel" {
-            j.push(generator.blast(jsend, "eth0", jrecv, &jf, PPS_FRAMES));
-        }
-        if only != "juneau" {
-            k.push(generator.blast(ksend, "eth0", krecv, &kf, PPS_FRAMES));
+        for (i, b) in beds.iter().enumerate() {
+            rates[i].push(generator.blast(b.send, "eth0", b.recv, &frames[i], PPS_FRAMES));
         }
     }
-    if !only.is_empty() {
-        println!("udp pps across Nodes: juneau {j:.2?} kernel {k:.2?} Mpps");
-        j.push(0.0);
-        k.push(0.0);
-    }
-    let note = format!(
-        "{PPS_FRAMES} x 60-byte IPv4/UDP frames per round, XDP live-frames generator pinned to CPU 1, {ROUNDS} interleaved rounds; juneau {j:.2?}, kernel VXLAN bridge {k:.2?} Mpps"
-    );
-    Measurement::new(
-        "udp_pps_cross_node_vs_kernel_vxlan",
-        "Mpps",
-        median(&mut j),
-        ("kernel_vxlan_bridge", median(&mut k)),
-        &note,
-    )
+    rates
 }
 
 /// `JN_TCP_MTUS=1450` (comma list) narrows a run, e.g. under `perf record`.
@@ -269,71 +307,137 @@ fn mtus() -> Vec<u32> {
         .unwrap_or_else(|| vec![1450, 9000])
 }
 
+fn spread(v: &[f64]) -> String {
+    let (lo, hi) = v
+        .iter()
+        .fold((f64::MAX, 0f64), |(l, h), x| (l.min(*x), h.max(*x)));
+    format!("{lo:.2}-{hi:.2}")
+}
+
 fn main() {
+    // `JN_TCP_ONLY=juneau` (or `kernel`, `ceiling`) runs one bed alone, to profile it;
+    // `JN_TCP_PARTS=udp` (or `tcp`) one of the two measurements. Either prints only.
+    let only = std::env::var("JN_TCP_ONLY").unwrap_or_default();
+    let parts = std::env::var("JN_TCP_PARTS").unwrap_or_else(|_| "tcp,udp".into());
+    let print_only = !only.is_empty() || parts != "tcp,udp";
     let mut out = Vec::new();
     for mtu in mtus() {
-        let (cluster, ip) = juneau(mtu);
-        let (kn, kpods, _ku) = kernel_vxlan(mtu);
-        let (mut jg, mut jc, mut kg, mut kc) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        // `JN_TCP_ONLY=juneau` or `=kernel` runs one side only (to profile it alone);
-        // `JN_TCP_PARTS=udp` (or `tcp`) one of the two measurements.
-        let only = std::env::var("JN_TCP_ONLY").unwrap_or_default();
-        let parts = std::env::var("JN_TCP_PARTS").unwrap_or_else(|_| "tcp,udp".into());
-        for _ in 0..ROUNDS {
-            if !parts.contains("tcp") {
-                break;
-            }
-            if only != "kernel" {
-                let (g, c) = iperf(&cluster.pod(0, 0).ns, &cluster.pod(1, 0).ns, &ip);
-                jg.push(g);
-                jc.push(c);
-            }
-            if only != "juneau" {
-                let (g, c) = iperf(&kpods[0], &kpods[1], "10.70.0.2");
-                kg.push(g);
-                kc.push(c);
+        let cluster = juneau(mtu);
+        let kernel = kernel_vxlan(mtu);
+        let (ceiling, _progs) = no_encap(mtu);
+        let beds: Vec<Bed> = [
+            Bed {
+                name: "juneau",
+                send: &cluster.pod(0, 0).ns,
+                recv: &cluster.pod(1, 0).ns,
+                host: (&cluster.nodes[0].ns, "jp0"),
+            },
+            Bed {
+                name: "kernel",
+                send: &kernel.pods[0],
+                recv: &kernel.pods[1],
+                host: (&kernel.nodes[0], "h0"),
+            },
+            Bed {
+                name: "ceiling",
+                send: &ceiling.pods[0],
+                recv: &ceiling.pods[1],
+                host: (&ceiling.nodes[0], "h0"),
+            },
+        ]
+        .into_iter()
+        .filter(|b| only.is_empty() || only == b.name)
+        .collect();
+        let (mut gbps, mut cpu) = (vec![Vec::new(); beds.len()], vec![Vec::new(); beds.len()]);
+        if parts.contains("tcp") {
+            for _ in 0..ROUNDS {
+                for (i, b) in beds.iter().enumerate() {
+                    let (g, c) = iperf(b.send, b.recv, "10.70.0.2");
+                    gbps[i].push(g);
+                    cpu[i].push(c);
+                }
             }
         }
-        if mtu == 1450 && parts.contains("udp") {
-            out.push(udp_pps(
-                (&cluster.nodes[0].ns, "jp0"),
-                &cluster.pod(0, 0).ns,
-                &cluster.pod(1, 0).ns,
-                (&kn[0], "h0"),
-                &kpods[0],
-                &kpods[1],
-            ));
-        }
-        if !only.is_empty() || !parts.contains("tcp") {
-            println!("MTU {mtu}: juneau {jg:?} Gbit/s {jc:?} CPU-s/GB; kernel {kg:?} {kc:?}");
+        let pps = if mtu == 1450 && parts.contains("udp") {
+            udp_pps(&beds)
+        } else {
+            Vec::new()
+        };
+        if print_only {
+            for (i, b) in beds.iter().enumerate() {
+                println!(
+                    "MTU {mtu} {}: {:.2?} Gbit/s, {:.3?} CPU-s/GB, {:.3?} Mpps",
+                    b.name,
+                    gbps[i],
+                    cpu[i],
+                    pps.get(i)
+                );
+            }
             continue;
         }
-        let spread = |v: &Vec<f64>| {
-            let (lo, hi) = v
-                .iter()
-                .fold((f64::MAX, 0f64), |(l, h), x| (l.min(*x), h.max(*x)));
-            format!("{lo:.2}-{hi:.2}")
-        };
         let note = format!(
-            "MTU {mtu}; iperf3 single stream {SECONDS}s, {ROUNDS} interleaved runs each; juneau {} Gbit/s, kernel VXLAN bridge {}",
-            spread(&jg),
-            spread(&kg)
+            "MTU {mtu}; iperf3 single stream {SECONDS}s, {ROUNDS} interleaved runs each; juneau {} Gbit/s, kernel VXLAN bridge {}, no-encapsulation ceiling {}",
+            spread(&gbps[0]),
+            spread(&gbps[1]),
+            spread(&gbps[2])
         );
         let suffix = if mtu == 1450 { "" } else { "_9000" };
+        let m: Vec<f64> = gbps.iter_mut().map(|v| median(v)).collect();
+        let c: Vec<f64> = cpu.iter_mut().map(|v| median(v)).collect();
         out.push(Measurement::new(
             &format!("tcp_cross_node_vs_kernel_vxlan{suffix}"),
             "Gbit/s",
-            median(&mut jg),
-            ("kernel_vxlan_bridge", median(&mut kg)),
+            m[0],
+            ("kernel_vxlan_bridge", m[1]),
             &format!("goal >= 1.1x; {note}"),
         ));
         out.push(Measurement::new(
             &format!("cpu_per_gb_cross_node_vs_kernel_vxlan{suffix}"),
             "CPU-s/GB",
-            median(&mut jc),
-            ("kernel_vxlan_bridge", median(&mut kc)),
+            c[0],
+            ("kernel_vxlan_bridge", c[1]),
             &format!("goal <= 0.9x; whole machine busy time from /proc/stat; {note}"),
         ));
+        out.push(Measurement::new(
+            &format!("tcp_cross_node_no_encap_ceiling_vs_kernel_vxlan{suffix}"),
+            "Gbit/s",
+            m[2],
+            ("kernel_vxlan_bridge", m[1]),
+            &format!(
+                "the topology's ceiling: no encapsulation, one-lookup redirects only; no datapath that encapsulates can beat it; {note}"
+            ),
+        ));
+        out.push(Measurement::new(
+            &format!("cpu_per_gb_cross_node_no_encap_ceiling_vs_kernel_vxlan{suffix}"),
+            "CPU-s/GB",
+            c[2],
+            ("kernel_vxlan_bridge", c[1]),
+            &format!("the topology's ceiling, as above; {note}"),
+        ));
+        if !pps.is_empty() {
+            let note = format!(
+                "{PPS_FRAMES} x 60-byte IPv4/UDP frames per round, XDP live-frames generator pinned to CPU 1, {ROUNDS} interleaved rounds; juneau {:.2?}, kernel VXLAN bridge {:.2?}, no-encapsulation ceiling {:.2?} Mpps",
+                pps[0], pps[1], pps[2]
+            );
+            let mut pps = pps;
+            let p: Vec<f64> = pps.iter_mut().map(|v| median(v)).collect();
+            out.push(Measurement::new(
+                "udp_pps_cross_node_vs_kernel_vxlan",
+                "Mpps",
+                p[0],
+                ("kernel_vxlan_bridge", p[1]),
+                &note,
+            ));
+            out.push(Measurement::new(
+                "udp_pps_cross_node_no_encap_ceiling_vs_kernel_vxlan",
+                "Mpps",
+                p[2],
+                ("kernel_vxlan_bridge", p[1]),
+                &note,
+            ));
+        }
     }
-    write_part("tcp", &out);
+    if !print_only {
+        write_part("tcp", &out);
+    }
 }
