@@ -11,7 +11,7 @@ use aya::{
 };
 use juneau_harness::{
     Netns, Node,
-    bench::{LiveFrames, Measurement, median, udp_frame, write_part},
+    bench::{LiveFrames, Measurement, median, write_part},
     capture::inject,
     frames::{self, BROADCAST, fixtures::*},
 };
@@ -147,7 +147,7 @@ fn main() {
             .ip(&["addr", "add", "10.0.1.11/24", "dev", "eth0"]);
     }
     let raw = frames::raw(pod_mac(1), pod_mac(0), 0x88b5, b"pps");
-    let udp = udp_frame((pod_mac(0), pod_ip(0)), (pod_mac(1), pod_ip(1)));
+    let udp = frames::udp((pod_mac(0), pod_ip(0)), (pod_mac(1), pod_ip(1)), &[0; 18]);
     let mut rates = vec![Vec::new(); beds.len()];
     let mut udp_rates = vec![Vec::new(); beds.len()];
     for _ in 0..ROUNDS {

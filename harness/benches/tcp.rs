@@ -7,7 +7,8 @@ use std::process::{Child, Command, Stdio};
 
 use juneau_harness::{
     Netns,
-    bench::{LiveFrames, Measurement, median, udp_frame, write_part},
+    bench::{LiveFrames, Measurement, median, write_part},
+    frames,
     node::{Cluster, PodOptions},
 };
 
@@ -283,7 +284,11 @@ fn udp_pps(beds: &[Bed]) -> Vec<Vec<f64>> {
             b.host.0.exec(&["ethtool", "-K", b.host.1, "gro", "on"]);
             // Both sides have spoken (ARP, ICMP), so the destination is known unicast.
             b.send.exec(&["ping", "-c", "1", "-W", "2", "10.70.0.2"]);
-            udp_frame((mac(b.send), [10, 70, 0, 1]), (mac(b.recv), [10, 70, 0, 2]))
+            frames::udp(
+                (mac(b.send), [10, 70, 0, 1]),
+                (mac(b.recv), [10, 70, 0, 2]),
+                &[0; 18],
+            )
         })
         .collect();
     let mut rates = vec![Vec::new(); beds.len()];

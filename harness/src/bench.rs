@@ -137,15 +137,3 @@ impl LiveFrames {
         delivered as f64 / elapsed / 1e6
     }
 }
-
-/// A 60-byte IPv4/UDP frame (port 9, discard: nobody listens, and the receiver's ICMP
-/// replies are rate-limited by the kernel).
-pub fn udp_frame(src: ([u8; 6], [u8; 4]), dst: ([u8; 6], [u8; 4])) -> Vec<u8> {
-    let b = etherparse::PacketBuilder::ethernet2(src.0, dst.0)
-        .ipv4(src.1, dst.1, 64)
-        .udp(9, 9);
-    let payload = [0u8; 18];
-    let mut f = Vec::with_capacity(b.size(payload.len()));
-    b.write(&mut f, &payload).unwrap();
-    f
-}

@@ -56,6 +56,17 @@ fn arp(op: u16, dst: [u8; 6], sha: [u8; 6], spa: [u8; 4], tha: [u8; 6], tpa: [u8
 }
 
 /// Who has `tpa`? Tell `spa`.
+/// An IPv4/UDP frame to the discard port (nobody listens; ICMP replies are rate-limited
+/// by the kernel). 18 bytes of payload make a 60-byte frame.
+pub fn udp(src: ([u8; 6], [u8; 4]), dst: ([u8; 6], [u8; 4]), payload: &[u8]) -> Vec<u8> {
+    let b = PacketBuilder::ethernet2(src.0, dst.0)
+        .ipv4(src.1, dst.1, 64)
+        .udp(9, 9);
+    let mut f = Vec::with_capacity(b.size(payload.len()));
+    b.write(&mut f, payload).unwrap();
+    f
+}
+
 pub fn arp_request(sha: [u8; 6], spa: [u8; 4], tpa: [u8; 4]) -> Vec<u8> {
     arp(1, BROADCAST, sha, spa, [0; 6], tpa)
 }

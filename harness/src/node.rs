@@ -117,7 +117,7 @@ pub struct Cluster {
     pub underlay: Netns,
 }
 
-pub use juneau::standalone::topology::{VXLAN_DEV, node_ip};
+pub use juneau::standalone::topology::{UNDERLAY_DEV, VXLAN_DEV, node_ip};
 
 impl Cluster {
     pub fn new(n: usize) -> Cluster {
@@ -139,7 +139,10 @@ impl Cluster {
             };
             let dataplane = &mut node.dataplane;
             node.ns
-                .run(|| dataplane.attach_overlay(VXLAN_DEV, node_ip(i)))
+                .run(|| {
+                    dataplane.attach_overlay(VXLAN_DEV, node_ip(i))?;
+                    dataplane.attach_underlay(UNDERLAY_DEV)
+                })
                 .expect("attach overlay");
             nodes.push(node);
         }

@@ -54,6 +54,8 @@ pub enum DataplaneError {
     Segment(#[from] L2Error),
     #[error(transparent)]
     Link(#[from] NetlinkError),
+    #[error("the underlay can be attached only after the overlay (attach_overlay first)")]
+    NoOverlay,
 }
 
 fn map_err(name: &str) -> impl FnOnce(MapError) -> DataplaneError + '_ {
@@ -78,7 +80,11 @@ pub struct PortSpec {
     pub peer: bool,
 }
 
-const PROGRAMS: [&str; 2] = [prog_names::L2_PORT_INGRESS, prog_names::L2_VXLAN_INGRESS];
+const PROGRAMS: [&str; 3] = [
+    prog_names::L2_PORT_INGRESS,
+    prog_names::L2_VXLAN_INGRESS,
+    prog_names::L2_UNDERLAY_INGRESS,
+];
 
 pub struct Dataplane {
     ebpf: Ebpf,
@@ -187,6 +193,7 @@ impl Dataplane {
         let config = NodeConfig {
             vxlan_ifindex: ifindex,
             local_vtep: local_vtep.to_bits(),
+            ..Default::default()
         };
         let written = Array::try_from(self.map_mut(map_names::NODE)?)
             .and_then(|mut node: Array<_, NodeConfig>| node.set(0, config, 0))
@@ -197,6 +204,41 @@ impl Dataplane {
         }
         self.links
             .insert(ifindex, (prog_names::L2_VXLAN_INGRESS, link));
+        Ok(ifindex)
+    }
+
+    /// Attaches the decapsulation program to the underlay NIC the VXLAN device sends by
+    /// and turns on the datapath's own VXLAN encapsulation for known unicast IPv4 (see
+    /// the eBPF `l2::encap`). Call after [`Dataplane::attach_overlay`]; without it every
+    /// frame between Nodes goes through the VXLAN device. The program passes everything
+    /// but VXLAN frames for local Pods to the stack untouched.
+    pub fn attach_underlay(&mut self, ifname: &str) -> Result<u32, DataplaneError> {
+        let ifindex = netlink::ifindex(ifname)?;
+        let node: Array<_, NodeConfig> =
+            Array::try_from(self.map(map_names::NODE)?).map_err(map_err(map_names::NODE))?;
+        let config = node.get(&0, 0).map_err(map_err(map_names::NODE))?;
+        if config.vxlan_ifindex == 0 {
+            return Err(DataplaneError::NoOverlay);
+        }
+        let link = self.attach(prog_names::L2_UNDERLAY_INGRESS, ifname)?;
+        let written = Array::try_from(self.map_mut(map_names::NODE)?)
+            .and_then(|mut node: Array<_, NodeConfig>| {
+                node.set(
+                    0,
+                    NodeConfig {
+                        underlay_ifindex: ifindex,
+                        ..config
+                    },
+                    0,
+                )
+            })
+            .map_err(map_err(map_names::NODE));
+        if let Err(e) = written {
+            let _ = self.detach(prog_names::L2_UNDERLAY_INGRESS, link);
+            return Err(e);
+        }
+        self.links
+            .insert(ifindex, (prog_names::L2_UNDERLAY_INGRESS, link));
         Ok(ifindex)
     }
 

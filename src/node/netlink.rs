@@ -217,6 +217,16 @@ pub fn addresses(ns: &Path, ifname: &str) -> Result<Vec<String>, NetlinkError> {
 
 /// The ifindex of `name` in the calling thread's namespace, if Juneau made it (its
 /// alias starts with `alias`).
+/// The index of `name` in the calling thread's namespace.
+pub fn ifindex(name: &str) -> Result<u32, NetlinkError> {
+    let c = std::ffi::CString::new(name).map_err(|_| NetlinkError::NoSuchLink(name.into()))?;
+    // SAFETY: a C string we own.
+    match unsafe { libc::if_nametoindex(c.as_ptr()) } {
+        0 => Err(NetlinkError::NoSuchLink(name.into())),
+        i => Ok(i),
+    }
+}
+
 pub fn owned_ifindex(name: &str, alias: &'static str) -> Result<u32, NetlinkError> {
     with_netlink(None, async |handle| {
         let link = link_by_name(&handle, name).await?;

@@ -273,6 +273,7 @@ pub fn run_with(
         let agent = netns::run_in(n.ns.path(), || -> Result<Arc<Agent>, StandaloneError> {
             let mut dp = Dataplane::load(Some(&pin))?;
             dp.attach_overlay(topology::VXLAN_DEV, n.ip)?;
+            dp.attach_underlay(topology::UNDERLAY_DEV)?;
             let agent = Arc::new(Agent::new(&n.name, n.ip, store.clone(), dp));
             server::listen(agent.clone(), &socket_of(&n.name))?;
             Ok(agent)

@@ -32,6 +32,11 @@ pub enum DropReason {
     /// The destination was learned behind a remote VTEP but this Node's overlay is not
     /// attached, or setting the tunnel key failed.
     NoOverlay = 10,
+    /// `bpf_skb_adjust_room` refused to make room for the VXLAN headers of a frame
+    /// encapsulated by the datapath.
+    EncapFailed = 11,
+    /// `bpf_skb_adjust_room` refused to remove the VXLAN headers of a received frame.
+    DecapFailed = 12,
 }
 
 impl DropReason {
@@ -39,7 +44,7 @@ impl DropReason {
     /// changing the map's layout.
     pub const SLOTS: u32 = 16;
 
-    pub const ALL: [DropReason; 11] = [
+    pub const ALL: [DropReason; 13] = [
         DropReason::NotAPort,
         DropReason::NoSegment,
         DropReason::ShortFrame,
@@ -51,6 +56,8 @@ impl DropReason {
         DropReason::NoTunnelKey,
         DropReason::UnknownVni,
         DropReason::NoOverlay,
+        DropReason::EncapFailed,
+        DropReason::DecapFailed,
     ];
 
     /// The name shown by the CLI and used in test assertions.
@@ -67,6 +74,8 @@ impl DropReason {
             DropReason::NoTunnelKey => "NO_TUNNEL_KEY",
             DropReason::UnknownVni => "UNKNOWN_VNI",
             DropReason::NoOverlay => "NO_OVERLAY",
+            DropReason::EncapFailed => "ENCAP_FAILED",
+            DropReason::DecapFailed => "DECAP_FAILED",
         }
     }
 }

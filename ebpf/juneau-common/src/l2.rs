@@ -143,7 +143,18 @@ pub struct NodeConfig {
     pub vxlan_ifindex: u32,
     /// This Node's VTEP address (host order).
     pub local_vtep: u32,
+    /// The underlay NIC the VXLAN device sends by. When set, known unicast IPv4 frames
+    /// between Nodes are encapsulated and decapsulated by the datapath itself (no trip
+    /// through the VXLAN device and the Node's UDP stack); 0 leaves every frame to the
+    /// device.
+    pub underlay_ifindex: u32,
+    pub pad: u32,
 }
+
+/// UDP port of the overlay (IANA VXLAN).
+pub const VXLAN_PORT: u16 = 4789;
+/// Outer Ethernet + IPv4 + UDP + VXLAN headers.
+pub const VXLAN_OVERHEAD: u32 = 50;
 
 // The layouts are part of the kernel ABI of our maps: no implicit padding allowed.
 const _: () = assert!(core::mem::size_of::<PortConfig>() == 32);
@@ -152,4 +163,4 @@ const _: () = assert!(core::mem::size_of::<FdbEntry>() == 24);
 const _: () = assert!(core::mem::size_of::<FloodPort>() == 8);
 const _: () = assert!(core::mem::size_of::<FloodList>() == 8 + 8 * MAX_FLOOD_PORTS);
 const _: () = assert!(core::mem::size_of::<RemoteList>() == 8 + 4 * MAX_REMOTE_VTEPS);
-const _: () = assert!(core::mem::size_of::<NodeConfig>() == 8);
+const _: () = assert!(core::mem::size_of::<NodeConfig>() == 16);

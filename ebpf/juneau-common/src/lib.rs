@@ -29,6 +29,7 @@ pub mod map_names {
 pub mod prog_names {
     pub const L2_PORT_INGRESS: &str = "l2_port_ingress";
     pub const L2_VXLAN_INGRESS: &str = "l2_vxlan_ingress";
+    pub const L2_UNDERLAY_INGRESS: &str = "l2_underlay_ingress";
 }
 
 #[cfg(feature = "user")]

@@ -47,9 +47,19 @@ pub unsafe fn load<T: Copy>(addr: usize) -> T {
     unsafe { core::ptr::read(addr as *const T) }
 }
 
+/// One packet store of a whole word (see `load`).
+///
+/// # Safety
+/// `addr..addr + size_of::<T>()` must be inside the packet (checked against data_end).
+#[inline(always)]
+pub unsafe fn store<T: Copy>(addr: usize, value: T) {
+    // SAFETY: in bounds per the caller; alignment as for `load`.
+    unsafe { core::ptr::write(addr as *mut T, value) }
+}
+
 /// An 8-byte key from a MAC held in the low 48 bits (little endian, as in memory).
 #[inline(always)]
-fn from_bits(bits: u64) -> FdbKey {
+pub fn from_bits(bits: u64) -> FdbKey {
     // SAFETY: FdbKey is 8 plain bytes.
     unsafe { core::mem::transmute::<u64, FdbKey>(bits) }
 }

@@ -36,6 +36,13 @@ pub fn l2_vxlan_ingress(ctx: TcContext) -> i32 {
     verdict(l2::vxlan_ingress(&ctx))
 }
 
+/// TCX ingress of the Node's underlay NIC: VXLAN frames for local Pods, decapsulated
+/// by the datapath; everything else passes to the stack untouched.
+#[classifier]
+pub fn l2_underlay_ingress(ctx: TcContext) -> i32 {
+    verdict(l2::underlay_ingress(&ctx))
+}
+
 #[cfg(not(test))]
 #[panic_handler]
 fn panic(_info: &core::panic::PanicInfo) -> ! {

@@ -1,9 +1,13 @@
 //! L2Network switching: learn the source, forward by destination MAC only (L2-01,
 //! L2-28). Nothing above the Ethernet header is read (but the EtherType of an oversize
 //! frame), so every protocol passes.
+mod decap;
+mod encap;
 mod flood;
 mod learn;
 mod overlay;
+
+pub use decap::underlay_ingress;
 
 use aya_ebpf::{
     btf_maps::LruHashMap,
@@ -42,7 +46,7 @@ pub fn port_ingress(ctx: &TcContext) -> Result<i32, DropReason> {
     let vni = port.vni;
     let fdb = maps::jn_l2_fdb.get(segment).ok_or(DropReason::NoSegment)?;
     learn::learn_local(port, ifindex, fdb, &addrs.src)?;
-    forward(ctx, fdb, segment, vni, ifindex, &addrs.dst, false)
+    forward(ctx, fdb, segment, vni, ifindex, &addrs, false)
 }
 
 /// Frames of a segment arriving from another Node. Split horizon: they go to local
@@ -57,7 +61,7 @@ pub fn vxlan_ingress(ctx: &TcContext) -> Result<i32, DropReason> {
     let addrs = eth::addrs(ctx).ok_or(DropReason::ShortFrame)?;
     let fdb = maps::jn_l2_fdb.get(segment).ok_or(DropReason::NoSegment)?;
     learn::learn_remote(fdb, &addrs.src, vtep)?;
-    forward(ctx, fdb, segment, vni, 0, &addrs.dst, true)
+    forward(ctx, fdb, segment, vni, 0, &addrs, true)
 }
 
 /// Known unicast to its one port (or Node); anything else flooded.
@@ -68,16 +72,17 @@ fn forward(
     segment: u32,
     vni: u32,
     ingress: u32,
-    dst: &FdbKey,
+    addrs: &eth::Addrs,
     from_overlay: bool,
 ) -> Result<i32, DropReason> {
+    let dst = &addrs.dst;
     if !eth::is_group(dst) {
         if let Some(entry) = fdb.get_ptr(dst) {
             // SAFETY: copied out at once; an LRU entry may be reused after this point.
             let entry: FdbEntry = unsafe { *entry };
             if entry.vtep != 0 {
                 if !from_overlay {
-                    return overlay::send(ctx, vni, entry.vtep, false);
+                    return overlay::unicast(ctx, vni, entry.vtep, addrs);
                 }
                 // Learned on another Node but arrived from the overlay: flood locally
                 // instead of relaying (no second overlay crossing).

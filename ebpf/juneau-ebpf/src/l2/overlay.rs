@@ -9,6 +9,7 @@ use aya_ebpf::{
 };
 use juneau_common::DropReason;
 
+use super::encap;
 use crate::maps;
 
 const TUNNEL_TTL: u8 = 64;
@@ -89,6 +90,23 @@ pub fn set_key(
         return Err(DropReason::NoOverlay);
     }
     Ok(())
+}
+
+/// Known unicast to another Node: encapsulated by the datapath when the frame allows
+/// it (`encap`), else by the VXLAN device.
+#[inline(always)]
+pub fn unicast(
+    ctx: &TcContext,
+    vni: u32,
+    vtep: u32,
+    addrs: &crate::eth::Addrs,
+) -> Result<i32, DropReason> {
+    if let Some(node) = maps::jn_node.get(0) {
+        if encap::applies(ctx, node) {
+            return encap::send(ctx, node, vni, vtep, &addrs.dst, &addrs.src);
+        }
+    }
+    send(ctx, vni, vtep, false)
 }
 
 /// Send the frame (or, with `clone`, a copy of it) to another Node.

@@ -1,0 +1,126 @@
+//! VXLAN decapsulation by the datapath, on the underlay NIC's ingress: the receiving
+//! half of `encap`. A frame for a Pod on this Node (known unicast, IPv4 payload) loses
+//! its 50 bytes of headers here and enters the Pod's namespace at once, without the
+//! Node's IP and UDP receive, the VXLAN device, its metadata dst and its GRO cell.
+//!
+//! Anything else passes untouched (`TC_ACT_OK`): underlay traffic that is not VXLAN to
+//! this Node, frames with an outer UDP checksum (the stack verifies those), any other
+//! payload, broadcasts and unknown destinations (flooded by `l2_vxlan_ingress` behind
+//! the device), so the two receive paths together see every frame exactly once.
+use aya_ebpf::{
+    bindings::{BPF_F_ADJ_ROOM_FIXED_GSO, TC_ACT_OK, bpf_adj_room_mode::BPF_ADJ_ROOM_MAC},
+    helpers::bpf_skb_adjust_room,
+    programs::TcContext,
+};
+use juneau_common::{
+    DropReason, FdbEntry,
+    l2::{VXLAN_OVERHEAD, VXLAN_PORT},
+};
+
+use super::{deliver, learn};
+use crate::{
+    eth::{self, ETH_HLEN, load, store},
+    maps,
+};
+
+const ETH_P_IP: u16 = 0x0800;
+const IPPROTO_UDP: u8 = 17;
+/// The inner frame starts after the 50 bytes of outer headers.
+const INNER_ETH: usize = VXLAN_OVERHEAD as usize;
+
+#[inline(always)]
+pub fn underlay_ingress(ctx: &TcContext) -> Result<i32, DropReason> {
+    let (start, end) = (ctx.data(), ctx.data_end());
+    if start + INNER_ETH + ETH_HLEN > end {
+        return Ok(TC_ACT_OK);
+    }
+    // SAFETY (every load below): inside [start, start + INNER_ETH + ETH_HLEN), checked.
+    let (ethertype, ver_ihl, frag, proto, saddr, daddr) = unsafe {
+        (
+            u16::from_be(load::<u16>(start + 12)),
+            load::<u8>(start + 14),
+            u16::from_be(load::<u16>(start + 20)),
+            load::<u8>(start + 23),
+            u32::from_be(load::<u32>(start + 26)),
+            u32::from_be(load::<u32>(start + 30)),
+        )
+    };
+    // IPv4 without options and not a fragment, UDP.
+    if ethertype != ETH_P_IP || ver_ihl != 0x45 || frag & 0x3fff != 0 || proto != IPPROTO_UDP {
+        return Ok(TC_ACT_OK);
+    }
+    match maps::jn_node.get(0) {
+        Some(node) if node.underlay_ifindex != 0 && node.local_vtep == daddr => {}
+        _ => return Ok(TC_ACT_OK),
+    }
+    // SAFETY: as above.
+    let (dport, udp_csum, vxlan_flags, vni_word, inner_type) = unsafe {
+        (
+            u16::from_be(load::<u16>(start + 36)),
+            load::<u16>(start + 40),
+            load::<u8>(start + 42),
+            u32::from_be(load::<u32>(start + 46)),
+            u16::from_be(load::<u16>(start + INNER_ETH + 12)),
+        )
+    };
+    if dport != VXLAN_PORT || udp_csum != 0 || vxlan_flags != 0x08 || inner_type != ETH_P_IP {
+        return Ok(TC_ACT_OK);
+    }
+    let vni = vni_word >> 8;
+    // SAFETY: the value is copied at once.
+    let Some(segment) = (unsafe { maps::jn_l2_vni.get(vni) }).copied() else {
+        return Ok(TC_ACT_OK);
+    };
+    // SAFETY: as above.
+    let (d0, d1, s0, s1) = unsafe {
+        (
+            load::<u16>(start + INNER_ETH),
+            load::<u32>(start + INNER_ETH + 2),
+            load::<u32>(start + INNER_ETH + 6),
+            load::<u16>(start + INNER_ETH + 10),
+        )
+    };
+    let dst = eth::from_bits(d0 as u64 | (d1 as u64) << 16);
+    let src = eth::from_bits(s0 as u64 | (s1 as u64) << 32);
+    if eth::is_group(&dst) {
+        return Ok(TC_ACT_OK);
+    }
+    let Some(fdb) = maps::jn_l2_fdb.get(segment) else {
+        return Ok(TC_ACT_OK);
+    };
+    let entry: FdbEntry = match fdb.get_ptr(&dst) {
+        // SAFETY: copied out at once; an LRU entry may be reused after this point.
+        Some(entry) => unsafe { *entry },
+        None => return Ok(TC_ACT_OK),
+    };
+    if entry.vtep != 0 || entry.ifindex == 0 {
+        // Not a local port: the device path floods it locally (split horizon).
+        return Ok(TC_ACT_OK);
+    }
+    learn::learn_remote(fdb, &src, saddr)?;
+    // SAFETY: plain helper call on the program's context.
+    if unsafe {
+        bpf_skb_adjust_room(
+            ctx.skb.skb,
+            -(VXLAN_OVERHEAD as i32),
+            BPF_ADJ_ROOM_MAC,
+            BPF_F_ADJ_ROOM_FIXED_GSO as u64,
+        )
+    } != 0
+    {
+        return Err(DropReason::DecapFailed);
+    }
+    // The outer Ethernet header stayed; the inner one takes its place.
+    let (start, end) = (ctx.data(), ctx.data_end());
+    if start + ETH_HLEN > end {
+        return Err(DropReason::DecapFailed);
+    }
+    // SAFETY: inside [start, start + ETH_HLEN), checked; dst first (its 8-byte store
+    // spills into src, written next).
+    unsafe {
+        store::<u64>(start, eth::bits(&dst));
+        store::<u32>(start + 6, s0);
+        store::<u16>(start + 10, s1);
+    }
+    Ok(deliver(entry.ifindex, entry.flags))
+}
