@@ -76,8 +76,15 @@ fn mac(i: u8) -> String {
 }
 
 /// Juneau: two Nodes, a Pod each on one segment of `mtu`.
-fn juneau(mtu: u32) -> Cluster {
+/// With `device_only`, the datapath's own encapsulation is off: every frame between
+/// Nodes goes by the VXLAN device (what the datapath did before it encapsulated).
+fn juneau(mtu: u32, device_only: bool) -> Cluster {
     let mut c = Cluster::with_mtu(2, mtu + 50);
+    if device_only {
+        for node in &mut c.nodes {
+            node.dataplane.detach_underlay().expect("detach underlay");
+        }
+    }
     c.add_pod(0, 0, PodOptions { vni: 100, mtu });
     c.add_pod(1, 1, PodOptions { vni: 100, mtu });
     c.pod(0, 0)
@@ -320,14 +327,15 @@ fn spread(v: &[f64]) -> String {
 }
 
 fn main() {
-    // `JN_TCP_ONLY=juneau` (or `kernel`, `ceiling`) runs one bed alone, to profile it;
+    // `JN_TCP_ONLY=juneau` (or `kernel`, `device`, `ceiling`) runs one bed alone, to profile it;
     // `JN_TCP_PARTS=udp` (or `tcp`) one of the two measurements. Either prints only.
     let only = std::env::var("JN_TCP_ONLY").unwrap_or_default();
     let parts = std::env::var("JN_TCP_PARTS").unwrap_or_else(|_| "tcp,udp".into());
     let print_only = !only.is_empty() || parts != "tcp,udp";
     let mut out = Vec::new();
     for mtu in mtus() {
-        let cluster = juneau(mtu);
+        let cluster = juneau(mtu, false);
+        let device = juneau(mtu, true);
         let kernel = kernel_vxlan(mtu);
         let (ceiling, _progs) = no_encap(mtu);
         let beds: Vec<Bed> = [
@@ -342,6 +350,12 @@ fn main() {
                 send: &kernel.pods[0],
                 recv: &kernel.pods[1],
                 host: (&kernel.nodes[0], "h0"),
+            },
+            Bed {
+                name: "device",
+                send: &device.pod(0, 0).ns,
+                recv: &device.pod(1, 0).ns,
+                host: (&device.nodes[0].ns, "jp0"),
             },
             Bed {
                 name: "ceiling",
@@ -381,10 +395,11 @@ fn main() {
             continue;
         }
         let note = format!(
-            "MTU {mtu}; iperf3 single stream {SECONDS}s, {ROUNDS} interleaved runs each; juneau {} Gbit/s, kernel VXLAN bridge {}, no-encapsulation ceiling {}",
+            "MTU {mtu}; iperf3 single stream {SECONDS}s, {ROUNDS} interleaved runs each; juneau {} Gbit/s, kernel VXLAN bridge {}, juneau by the VXLAN device only {}, no-encapsulation ceiling {}",
             spread(&gbps[0]),
             spread(&gbps[1]),
-            spread(&gbps[2])
+            spread(&gbps[2]),
+            spread(&gbps[3])
         );
         let suffix = if mtu == 1450 { "" } else { "_9000" };
         let m: Vec<f64> = gbps.iter_mut().map(|v| median(v)).collect();
@@ -404,9 +419,25 @@ fn main() {
             &format!("goal <= 0.9x; whole machine busy time from /proc/stat; {note}"),
         ));
         out.push(Measurement::new(
-            &format!("tcp_cross_node_no_encap_ceiling_vs_kernel_vxlan{suffix}"),
+            &format!("tcp_cross_node_device_only_vs_kernel_vxlan{suffix}"),
             "Gbit/s",
             m[2],
+            ("kernel_vxlan_bridge", m[1]),
+            &format!(
+                "Juneau with its own encapsulation off (every frame by the VXLAN device, as before it encapsulated); {note}"
+            ),
+        ));
+        out.push(Measurement::new(
+            &format!("cpu_per_gb_cross_node_device_only_vs_kernel_vxlan{suffix}"),
+            "CPU-s/GB",
+            c[2],
+            ("kernel_vxlan_bridge", c[1]),
+            &format!("as above; {note}"),
+        ));
+        out.push(Measurement::new(
+            &format!("tcp_cross_node_no_encap_ceiling_vs_kernel_vxlan{suffix}"),
+            "Gbit/s",
+            m[3],
             ("kernel_vxlan_bridge", m[1]),
             &format!(
                 "the topology's ceiling: no encapsulation, one-lookup redirects only; no datapath that encapsulates can beat it; {note}"
@@ -415,14 +446,14 @@ fn main() {
         out.push(Measurement::new(
             &format!("cpu_per_gb_cross_node_no_encap_ceiling_vs_kernel_vxlan{suffix}"),
             "CPU-s/GB",
-            c[2],
+            c[3],
             ("kernel_vxlan_bridge", c[1]),
             &format!("the topology's ceiling, as above; {note}"),
         ));
         if !pps.is_empty() {
             let note = format!(
-                "{PPS_FRAMES} x 60-byte IPv4/UDP frames per round, XDP live-frames generator pinned to CPU 1, {ROUNDS} interleaved rounds; juneau {:.2?}, kernel VXLAN bridge {:.2?}, no-encapsulation ceiling {:.2?} Mpps",
-                pps[0], pps[1], pps[2]
+                "{PPS_FRAMES} x 60-byte IPv4/UDP frames per round, XDP live-frames generator pinned to CPU 1, {ROUNDS} interleaved rounds; juneau {:.2?}, kernel VXLAN bridge {:.2?}, juneau by the VXLAN device only {:.2?}, no-encapsulation ceiling {:.2?} Mpps",
+                pps[0], pps[1], pps[2], pps[3]
             );
             let mut pps = pps;
             let p: Vec<f64> = pps.iter_mut().map(|v| median(v)).collect();
@@ -434,9 +465,16 @@ fn main() {
                 &note,
             ));
             out.push(Measurement::new(
-                "udp_pps_cross_node_no_encap_ceiling_vs_kernel_vxlan",
+                "udp_pps_cross_node_device_only_vs_kernel_vxlan",
                 "Mpps",
                 p[2],
+                ("kernel_vxlan_bridge", p[1]),
+                &note,
+            ));
+            out.push(Measurement::new(
+                "udp_pps_cross_node_no_encap_ceiling_vs_kernel_vxlan",
+                "Mpps",
+                p[3],
                 ("kernel_vxlan_bridge", p[1]),
                 &note,
             ));

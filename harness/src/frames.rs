@@ -67,6 +67,28 @@ pub fn udp(src: ([u8; 6], [u8; 4]), dst: ([u8; 6], [u8; 4]), payload: &[u8]) -> 
     f
 }
 
+/// `inner` as another Node sends it over the overlay: outer Ethernet, IPv4 (`src` ->
+/// `dst`), UDP to 4789 with a zero checksum (as the kernel VXLAN device and Juneau send
+/// it), the VXLAN header with `vni`.
+pub fn vxlan(
+    macs: ([u8; 6], [u8; 6]),
+    src: [u8; 4],
+    dst: [u8; 4],
+    vni: u32,
+    inner: &[u8],
+) -> Vec<u8> {
+    let mut payload = vec![0x08, 0, 0, 0];
+    payload.extend_from_slice(&(vni << 8).to_be_bytes());
+    payload.extend_from_slice(inner);
+    let b = PacketBuilder::ethernet2(macs.0, macs.1)
+        .ipv4(src, dst, 64)
+        .udp(49152, 4789);
+    let mut f = Vec::with_capacity(b.size(payload.len()));
+    b.write(&mut f, &payload).unwrap();
+    f[40..42].fill(0);
+    f
+}
+
 pub fn arp_request(sha: [u8; 6], spa: [u8; 4], tpa: [u8; 4]) -> Vec<u8> {
     arp(1, BROADCAST, sha, spa, [0; 6], tpa)
 }

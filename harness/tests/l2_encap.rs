@@ -181,3 +181,24 @@ fn l2_28_a_tcp_stream_crosses_nodes_byte_for_byte_through_the_datapath_encapsula
         "only {by_underlay} packets on the underlay"
     );
 }
+
+#[test]
+fn l2_28_with_the_datapath_encapsulation_off_ipv4_unicast_goes_by_the_device() {
+    let mut c = two_pods();
+    for node in &mut c.nodes {
+        node.dataplane.detach_underlay().expect("detach underlay");
+        node.dataplane.detach_underlay().expect("idempotent");
+    }
+    let mut s = Scene::new(c);
+    s.send(0, 0, &frames::arp_request(pod_mac(0), pod_ip(0), pod_ip(1)));
+    s.send(
+        1,
+        0,
+        &frames::arp_reply(pod_mac(1), pod_ip(1), pod_mac(0), pod_ip(0)),
+    );
+    let tx0 = vxlan_counter(&s.cluster, 0, "tx_packets");
+    let udp = frames::udp((pod_mac(0), pod_ip(0)), (pod_mac(1), pod_ip(1)), b"device");
+    let seen = s.send(0, 0, &udp);
+    assert_eq!(s.frames(&seen, "node1-pod0"), &vec![udp]);
+    assert_eq!(vxlan_counter(&s.cluster, 0, "tx_packets"), tx0 + 1);
+}

@@ -242,6 +242,33 @@ impl Dataplane {
         Ok(ifindex)
     }
 
+    /// Turns the datapath's own encapsulation off again (every frame between Nodes by
+    /// the VXLAN device) and detaches the underlay program. Idempotent.
+    pub fn detach_underlay(&mut self) -> Result<(), DataplaneError> {
+        let node: Array<_, NodeConfig> =
+            Array::try_from(self.map(map_names::NODE)?).map_err(map_err(map_names::NODE))?;
+        let config = node.get(&0, 0).map_err(map_err(map_names::NODE))?;
+        if config.underlay_ifindex == 0 {
+            return Ok(());
+        }
+        Array::try_from(self.map_mut(map_names::NODE)?)
+            .and_then(|mut node: Array<_, NodeConfig>| {
+                node.set(
+                    0,
+                    NodeConfig {
+                        underlay_ifindex: 0,
+                        ..config
+                    },
+                    0,
+                )
+            })
+            .map_err(map_err(map_names::NODE))?;
+        if let Some((prog, link)) = self.links.remove(&config.underlay_ifindex) {
+            let _ = self.detach(prog, link);
+        }
+        Ok(())
+    }
+
     /// Writes a port's configuration (no attachment): the segment's table and lists
     /// first, the port entry last.
     pub fn configure_port(&mut self, spec: PortSpec) -> Result<(), DataplaneError> {
