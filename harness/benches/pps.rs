@@ -150,6 +150,20 @@ fn main() {
     let udp = frames::udp((pod_mac(0), pod_ip(0)), (pod_mac(1), pod_ip(1)), &[0; 18]);
     let mut rates = vec![Vec::new(); beds.len()];
     let mut udp_rates = vec![Vec::new(); beds.len()];
+    // `JN_PPS_ONLY=juneau` (or `linux bridge`, `bpf_redirect_peer`) blasts one bed
+    // only and prints, to profile it alone (`perf record -C 1`).
+    let only = std::env::var("JN_PPS_ONLY").unwrap_or_default();
+    if !only.is_empty() {
+        let (_, bed) = beds
+            .iter()
+            .find(|b| b.0 == only)
+            .expect("JN_PPS_ONLY: no such bed");
+        for _ in 0..ROUNDS {
+            let r = generator.blast(&bed.sender, "eth0", &bed.receiver, &raw, FRAMES);
+            println!("{only}: {r:.2} Mpps");
+        }
+        return;
+    }
     for _ in 0..ROUNDS {
         for (i, (_, bed)) in beds.iter().enumerate() {
             rates[i].push(generator.blast(&bed.sender, "eth0", &bed.receiver, &raw, FRAMES));

@@ -416,7 +416,13 @@ fn main() {
             "CPU-s/GB",
             c[0],
             ("kernel_vxlan_bridge", c[1]),
-            &format!("goal <= 0.9x; whole machine busy time from /proc/stat; {note}"),
+            &format!(
+                "goal <= 0.9x; whole machine busy time from /proc/stat; juneau {} CPU-s/GB, kernel VXLAN bridge {}, device only {}, ceiling {}; {note}",
+                spread(&cpu[0]),
+                spread(&cpu[1]),
+                spread(&cpu[2]),
+                spread(&cpu[3])
+            ),
         ));
         out.push(Measurement::new(
             &format!("tcp_cross_node_device_only_vs_kernel_vxlan{suffix}"),
@@ -440,7 +446,7 @@ fn main() {
             m[3],
             ("kernel_vxlan_bridge", m[1]),
             &format!(
-                "the topology's ceiling: no encapsulation, one-lookup redirects only; no datapath that encapsulates can beat it; {note}"
+                "the topology's ceiling: no encapsulation, one-lookup redirects only, what the underlay hops alone cost; an encapsulating datapath can match it only within run-to-run noise; {note}"
             ),
         ));
         out.push(Measurement::new(
