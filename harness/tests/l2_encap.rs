@@ -116,6 +116,35 @@ fn l2_28_ipv4_unicast_between_nodes_is_encapsulated_by_the_datapath() {
 }
 
 #[test]
+fn l2_01_a_tagged_ipv4_frame_to_a_known_mac_on_another_node_keeps_its_tag() {
+    // The receive path moves an 802.1Q tag into skb metadata before TC sees the frame,
+    // so the data shows IPv4; the tag must still cross (by the device, which puts it
+    // back inside the VXLAN payload).
+    let mut s = Scene::new(two_pods());
+    s.send(0, 0, &frames::arp_request(pod_mac(0), pod_ip(0), pod_ip(1)));
+    s.send(
+        1,
+        0,
+        &frames::arp_reply(pod_mac(1), pod_ip(1), pod_mac(0), pod_ip(0)),
+    );
+    let udp = frames::udp((pod_mac(0), pod_ip(0)), (pod_mac(1), pod_ip(1)), b"tagged");
+    let mut tagged = udp[..12].to_vec();
+    tagged.extend_from_slice(&[0x81, 0x00, 0x60, 0x07]);
+    tagged.extend_from_slice(&udp[12..]);
+    let seen = s.send(0, 0, &tagged);
+    assert_eq!(
+        s.frames(&seen, "node1-pod0"),
+        &vec![tagged.clone()],
+        "the tagged frame changed or was lost"
+    );
+    // On the underlay the tag is inside the VXLAN payload, never on the outer frame.
+    let wire = s.frames(&seen, "underlay-node0");
+    assert_eq!(wire.len(), 1);
+    assert_eq!(&wire[0][12..14], &[0x08, 0x00], "outer frame tagged");
+    assert_eq!(&wire[0][50..], &tagged[..], "inner frame");
+}
+
+#[test]
 fn l2_28_broadcast_and_unknown_ipv4_still_flood_through_the_device() {
     let mut s = Scene::new(two_pods());
     // Nothing learned yet: an IPv4 frame to an unknown MAC is flooded, by the device.

@@ -32,10 +32,13 @@ pub enum DropReason {
     /// The destination was learned behind a remote VTEP but this Node's overlay is not
     /// attached, or setting the tunnel key failed.
     NoOverlay = 10,
-    /// `bpf_skb_adjust_room` refused to make room for the VXLAN headers of a frame
-    /// encapsulated by the datapath.
+    /// Room was made for the VXLAN headers of a frame the datapath encapsulates, but
+    /// they are not in its linear data; the frame has changed, so it cannot fall back
+    /// to the VXLAN device. (A refusal to make room falls back instead.)
     EncapFailed = 11,
-    /// `bpf_skb_adjust_room` refused to remove the VXLAN headers of a received frame.
+    /// The VXLAN headers of a received frame were removed, but the inner Ethernet
+    /// header is not in its linear data. (A refusal to remove them passes the frame to
+    /// the VXLAN device instead.)
     DecapFailed = 12,
 }
 

@@ -31,7 +31,9 @@ const INNER_ETH: usize = VXLAN_OVERHEAD as usize;
 #[inline(always)]
 pub fn underlay_ingress(ctx: &TcContext) -> Result<i32, DropReason> {
     let (start, end) = (ctx.data(), ctx.data_end());
-    if start + INNER_ETH + ETH_HLEN > end {
+    // SAFETY: the context pointer is valid for the program's run.
+    if start + INNER_ETH + ETH_HLEN > end || unsafe { (*ctx.skb.skb).vlan_present } != 0 {
+        // Short, or an underlay VLAN tag in metadata that must not reach the Pod.
         return Ok(TC_ACT_OK);
     }
     // SAFETY (every load below): inside [start, start + INNER_ETH + ETH_HLEN), checked.
@@ -108,7 +110,9 @@ pub fn underlay_ingress(ctx: &TcContext) -> Result<i32, DropReason> {
         )
     } != 0
     {
-        return Err(DropReason::DecapFailed);
+        // Refused before any change (a GSO type it cannot shrink): the device path
+        // takes the frame as it is.
+        return Ok(TC_ACT_OK);
     }
     // The outer Ethernet header stayed; the inner one takes its place.
     let (start, end) = (ctx.data(), ctx.data_end());

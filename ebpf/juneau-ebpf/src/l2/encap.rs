@@ -48,6 +48,12 @@ pub fn applies(ctx: &TcContext, node: &NodeConfig) -> bool {
     if node.underlay_ifindex == 0 {
         return false;
     }
+    // SAFETY: the context pointer is valid for the program's run.
+    if unsafe { (*ctx.skb.skb).vlan_present } != 0 {
+        // The receive path moved an 802.1Q tag into metadata: written out as it is, it
+        // would tag the outer frame. The device puts it back inside the payload.
+        return false;
+    }
     let start = ctx.data();
     if start + ETH_HLEN > ctx.data_end() {
         return false;
@@ -57,7 +63,9 @@ pub fn applies(ctx: &TcContext, node: &NodeConfig) -> bool {
 }
 
 /// Encapsulate the frame for (`vni`, `vtep`) and send it by the underlay. `dst`/`src`
-/// are the frame's MACs, copied out before the headers move.
+/// are the frame's MACs, copied out before the headers move. `Ok(None)`: the kernel
+/// refused to make room (a GSO type it cannot re-segment as a tunnel packet) and the
+/// frame is untouched, for the device path to carry.
 #[inline(always)]
 pub fn send(
     ctx: &TcContext,
@@ -66,7 +74,7 @@ pub fn send(
     vtep: u32,
     dst: &FdbKey,
     src: &FdbKey,
-) -> Result<i32, DropReason> {
+) -> Result<Option<i32>, DropReason> {
     let skb = ctx.skb.skb;
     // The inner IPv4 header's ECN bits go to the outer header (RFC 6040).
     let start = ctx.data();
@@ -91,7 +99,7 @@ pub fn send(
     // segment fits the underlay as it is.
     // SAFETY: plain helper call on the program's context.
     if unsafe { bpf_skb_adjust_room(skb, VXLAN_OVERHEAD as i32, BPF_ADJ_ROOM_MAC, flags) } != 0 {
-        return Err(DropReason::EncapFailed);
+        return Ok(None);
     }
     let (start, end) = (ctx.data(), ctx.data_end());
     if start + INNER_ETH + ETH_HLEN > end {
@@ -142,7 +150,9 @@ pub fn send(
     // The outer Ethernet header is replaced by the neighbour's; FIB lookup on the outer
     // destination (no next hop given), so routed underlays work too.
     // SAFETY: plain helper call; a null params pointer asks for the FIB lookup.
-    Ok(unsafe { bpf_redirect_neigh(node.underlay_ifindex, core::ptr::null_mut(), 0, 0) } as i32)
+    Ok(Some(
+        unsafe { bpf_redirect_neigh(node.underlay_ifindex, core::ptr::null_mut(), 0, 0) } as i32,
+    ))
 }
 
 /// The IPv4 header checksum of ten 16-bit words (host order).

@@ -103,7 +103,9 @@ pub fn unicast(
 ) -> Result<i32, DropReason> {
     if let Some(node) = maps::jn_node.get(0) {
         if encap::applies(ctx, node) {
-            return encap::send(ctx, node, vni, vtep, &addrs.dst, &addrs.src);
+            if let Some(verdict) = encap::send(ctx, node, vni, vtep, &addrs.dst, &addrs.src)? {
+                return Ok(verdict);
+            }
         }
     }
     send(ctx, vni, vtep, false)
