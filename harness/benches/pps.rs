@@ -16,7 +16,7 @@ use juneau_harness::{
     frames::{self, BROADCAST, fixtures::*},
 };
 
-const FRAMES: u32 = 2_000_000;
+const FRAMES: u32 = 1_000_000;
 const ROUNDS: usize = 5;
 
 fn ifindex(ns: &Netns, name: &str) -> u32 {
