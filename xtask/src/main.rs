@@ -369,8 +369,8 @@ fn render(all: &[serde_json::Value]) -> Result<()> {
     let dat_path = root().join("target/bench-ratios.dat");
     std::fs::write(&dat_path, dat)?;
     let script = format!(
-        "set terminal png size 1100,600\nset termoption noenhanced\nset output '{}'\nset style fill solid\nset boxwidth 0.7\n\
-         set xtics rotate by -40 font ',8'\nset logscale y\nset ylabel 'ratio to baseline (log)'\nset grid y\n\
+        "set terminal png size 1400,820\nset termoption noenhanced\nset output '{}'\nset style fill solid\nset boxwidth 0.7\n\
+         set bmargin 27\nset rmargin 3\nset xtics rotate by 90 right font ',9'\nset logscale y\nset ylabel 'ratio to baseline (log)'\nset grid y\n\
          plot '{}' using 1:3:xtic(2) with boxes notitle, 1 with lines lc rgb 'red' title 'ratio 1'\n",
         docs.join("benchmarks.png").display(),
         dat_path.display()
