@@ -189,22 +189,12 @@ impl Dataplane {
         local_vtep: Ipv4Addr,
     ) -> Result<u32, DataplaneError> {
         let ifindex = netlink::owned_ifindex(ifname, vxlan::OWNER_ALIAS)?;
-        let link = self.attach(prog_names::L2_VXLAN_INGRESS, ifname)?;
         let config = NodeConfig {
             vxlan_ifindex: ifindex,
             local_vtep: local_vtep.to_bits(),
             ..Default::default()
         };
-        let written = Array::try_from(self.map_mut(map_names::NODE)?)
-            .and_then(|mut node: Array<_, NodeConfig>| node.set(0, config, 0))
-            .map_err(map_err(map_names::NODE));
-        if let Err(e) = written {
-            let _ = self.detach(prog_names::L2_VXLAN_INGRESS, link);
-            return Err(e);
-        }
-        self.links
-            .insert(ifindex, (prog_names::L2_VXLAN_INGRESS, link));
-        Ok(ifindex)
+        self.attach_node_program(prog_names::L2_VXLAN_INGRESS, ifname, ifindex, config)
     }
 
     /// Attaches the decapsulation program to the underlay NIC the VXLAN device sends by
@@ -214,59 +204,62 @@ impl Dataplane {
     /// but VXLAN frames for local Pods to the stack untouched.
     pub fn attach_underlay(&mut self, ifname: &str) -> Result<u32, DataplaneError> {
         let ifindex = netlink::ifindex(ifname)?;
-        let node: Array<_, NodeConfig> =
-            Array::try_from(self.map(map_names::NODE)?).map_err(map_err(map_names::NODE))?;
-        let config = node.get(&0, 0).map_err(map_err(map_names::NODE))?;
+        let config = self.node_config()?;
         if config.vxlan_ifindex == 0 {
             return Err(DataplaneError::NoOverlay);
         }
-        let link = self.attach(prog_names::L2_UNDERLAY_INGRESS, ifname)?;
-        let written = Array::try_from(self.map_mut(map_names::NODE)?)
-            .and_then(|mut node: Array<_, NodeConfig>| {
-                node.set(
-                    0,
-                    NodeConfig {
-                        underlay_ifindex: ifindex,
-                        ..config
-                    },
-                    0,
-                )
-            })
-            .map_err(map_err(map_names::NODE));
-        if let Err(e) = written {
-            let _ = self.detach(prog_names::L2_UNDERLAY_INGRESS, link);
-            return Err(e);
-        }
-        self.links
-            .insert(ifindex, (prog_names::L2_UNDERLAY_INGRESS, link));
-        Ok(ifindex)
+        let config = NodeConfig {
+            underlay_ifindex: ifindex,
+            ..config
+        };
+        self.attach_node_program(prog_names::L2_UNDERLAY_INGRESS, ifname, ifindex, config)
     }
 
     /// Turns the datapath's own encapsulation off again (every frame between Nodes by
     /// the VXLAN device) and detaches the underlay program. Idempotent.
     pub fn detach_underlay(&mut self) -> Result<(), DataplaneError> {
-        let node: Array<_, NodeConfig> =
-            Array::try_from(self.map(map_names::NODE)?).map_err(map_err(map_names::NODE))?;
-        let config = node.get(&0, 0).map_err(map_err(map_names::NODE))?;
+        let config = self.node_config()?;
         if config.underlay_ifindex == 0 {
             return Ok(());
         }
-        Array::try_from(self.map_mut(map_names::NODE)?)
-            .and_then(|mut node: Array<_, NodeConfig>| {
-                node.set(
-                    0,
-                    NodeConfig {
-                        underlay_ifindex: 0,
-                        ..config
-                    },
-                    0,
-                )
-            })
-            .map_err(map_err(map_names::NODE))?;
+        self.set_node_config(NodeConfig {
+            underlay_ifindex: 0,
+            ..config
+        })?;
         if let Some((prog, link)) = self.links.remove(&config.underlay_ifindex) {
             let _ = self.detach(prog, link);
         }
         Ok(())
+    }
+
+    /// Attaches `prog` to a Node-level interface and writes `config` to `jn_node`; on
+    /// failure the program is detached again, so nothing is half-applied.
+    fn attach_node_program(
+        &mut self,
+        prog: &'static str,
+        ifname: &str,
+        ifindex: u32,
+        config: NodeConfig,
+    ) -> Result<u32, DataplaneError> {
+        let link = self.attach(prog, ifname)?;
+        if let Err(e) = self.set_node_config(config) {
+            let _ = self.detach(prog, link);
+            return Err(e);
+        }
+        self.links.insert(ifindex, (prog, link));
+        Ok(ifindex)
+    }
+
+    fn node_config(&self) -> Result<NodeConfig, DataplaneError> {
+        Array::try_from(self.map(map_names::NODE)?)
+            .and_then(|node: Array<_, NodeConfig>| node.get(&0, 0))
+            .map_err(map_err(map_names::NODE))
+    }
+
+    fn set_node_config(&mut self, config: NodeConfig) -> Result<(), DataplaneError> {
+        Array::try_from(self.map_mut(map_names::NODE)?)
+            .and_then(|mut node: Array<_, NodeConfig>| node.set(0, config, 0))
+            .map_err(map_err(map_names::NODE))
     }
 
     /// Writes a port's configuration (no attachment): the segment's table and lists

@@ -3,6 +3,8 @@ use aya_ebpf::programs::TcContext;
 use juneau_common::FdbKey;
 
 pub const ETH_HLEN: usize = 14;
+pub const ETH_P_IP: u16 = 0x0800;
+pub const IPPROTO_UDP: u8 = 17;
 
 /// The two addresses of a frame, copied out of the packet so that they stay valid after
 /// helpers that invalidate packet pointers (`bpf_clone_redirect`).

@@ -19,12 +19,10 @@ use juneau_common::{
 
 use super::{deliver, learn};
 use crate::{
-    eth::{self, ETH_HLEN, load, store},
+    eth::{self, ETH_HLEN, ETH_P_IP, IPPROTO_UDP, load, store},
     maps,
 };
 
-const ETH_P_IP: u16 = 0x0800;
-const IPPROTO_UDP: u8 = 17;
 /// The inner frame starts after the 50 bytes of outer headers.
 const INNER_ETH: usize = VXLAN_OVERHEAD as usize;
 

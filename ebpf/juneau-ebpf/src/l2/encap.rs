@@ -25,10 +25,8 @@ use juneau_common::{
     l2::{VXLAN_OVERHEAD, VXLAN_PORT},
 };
 
-use crate::eth::{self, ETH_HLEN, load, store};
+use crate::eth::{self, ETH_HLEN, ETH_P_IP, IPPROTO_UDP, load, store};
 
-const ETH_P_IP: u16 = 0x0800;
-const IPPROTO_UDP: u8 = 17;
 const TTL: u8 = 64;
 /// VXLAN flags word: the I bit (a valid VNI follows).
 const VXLAN_FLAGS: u32 = 0x0800_0000;
