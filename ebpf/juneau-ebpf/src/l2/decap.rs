@@ -4,9 +4,12 @@
 //! Node's IP and UDP receive, the VXLAN device, its metadata dst and its GRO cell.
 //!
 //! Anything else passes untouched (`TC_ACT_OK`): underlay traffic that is not VXLAN to
-//! this Node, frames with an outer UDP checksum (the stack verifies those), any other
-//! payload, broadcasts and unknown destinations (flooded by `l2_vxlan_ingress` behind
-//! the device), so the two receive paths together see every frame exactly once.
+//! this Node, frames with an outer UDP checksum (the stack verifies those) or an outer
+//! CE mark, any other payload, broadcasts and unknown destinations (flooded by
+//! `l2_vxlan_ingress` behind the device), so the two receive paths together see every
+//! frame exactly once. GSO packets (TCP bulk data) are decapsulated here only on
+//! kernels whose `bpf_skb_adjust_room` knows `BPF_F_ADJ_ROOM_DECAP_L4_UDP` (newer than
+//! 6.18); elsewhere they take the device path, which clears their tunnel GSO state.
 use aya_ebpf::{
     bindings::{BPF_F_ADJ_ROOM_FIXED_GSO, TC_ACT_OK, bpf_adj_room_mode::BPF_ADJ_ROOM_MAC},
     helpers::bpf_skb_adjust_room,
@@ -23,6 +26,9 @@ use crate::{
     maps,
 };
 
+/// `bpf_skb_adjust_room`: clear the UDP-tunnel GSO state on decapsulation (uapi value;
+/// the aya bindings predate it).
+const BPF_F_ADJ_ROOM_DECAP_L4_UDP: u64 = 1 << 10;
 /// The inner frame starts after the 50 bytes of outer headers.
 const INNER_ETH: usize = VXLAN_OVERHEAD as usize;
 
@@ -35,18 +41,25 @@ pub fn underlay_ingress(ctx: &TcContext) -> Result<i32, DropReason> {
         return Ok(TC_ACT_OK);
     }
     // SAFETY (every load below): inside [start, start + INNER_ETH + ETH_HLEN), checked.
-    let (ethertype, ver_ihl, frag, proto, saddr, daddr) = unsafe {
+    let (ethertype, ver_ihl, tos, frag, proto, saddr, daddr) = unsafe {
         (
             u16::from_be(load::<u16>(start + 12)),
             load::<u8>(start + 14),
+            load::<u8>(start + 15),
             u16::from_be(load::<u16>(start + 20)),
             load::<u8>(start + 23),
             u32::from_be(load::<u32>(start + 26)),
             u32::from_be(load::<u32>(start + 30)),
         )
     };
-    // IPv4 without options and not a fragment, UDP.
-    if ethertype != ETH_P_IP || ver_ihl != 0x45 || frag & 0x3fff != 0 || proto != IPPROTO_UDP {
+    // IPv4 without options and not a fragment, UDP. An outer CE mark must reach the
+    // inner header (RFC 6040): rare, so the device path does it.
+    if ethertype != ETH_P_IP
+        || ver_ihl != 0x45
+        || frag & 0x3fff != 0
+        || proto != IPPROTO_UDP
+        || tos & 0x3 == 0x3
+    {
         return Ok(TC_ACT_OK);
     }
     match maps::jn_node.get(0) {
@@ -98,13 +111,23 @@ pub fn underlay_ingress(ctx: &TcContext) -> Result<i32, DropReason> {
         return Ok(TC_ACT_OK);
     }
     learn::learn_remote(fdb, &src, saddr)?;
+    // A GSO packet (unsegmented from a veth underlay, or GRO-merged by a NIC) carries
+    // UDP-tunnel GSO state: left on the inner packet it would mislead segmentation or
+    // a NIC's tunnel offload if the Pod forwarded it. Only the DECAP_L4_UDP flag
+    // (newer than 6.18) makes the helper clear it; a kernel without it refuses the
+    // flag, and the frame then takes the device path, which clears it itself.
+    let mut flags = BPF_F_ADJ_ROOM_FIXED_GSO as u64;
+    // SAFETY: the context pointer is valid for the program's run.
+    if unsafe { (*ctx.skb.skb).gso_size } != 0 {
+        flags |= BPF_F_ADJ_ROOM_DECAP_L4_UDP;
+    }
     // SAFETY: plain helper call on the program's context.
     if unsafe {
         bpf_skb_adjust_room(
             ctx.skb.skb,
             -(VXLAN_OVERHEAD as i32),
             BPF_ADJ_ROOM_MAC,
-            BPF_F_ADJ_ROOM_FIXED_GSO as u64,
+            flags,
         )
     } != 0
     {

@@ -12,12 +12,17 @@
 //! Only IPv4 payloads take this path: `bpf_skb_adjust_room` refuses any other protocol.
 //! Everything else (ARP, IPv6, any EtherType, floods) still goes through the device, and
 //! the receiving side accepts both.
+use core::ffi::c_void;
+
 use aya_ebpf::{
     bindings::{
         BPF_ADJ_ROOM_ENCAP_L2_SHIFT, BPF_F_ADJ_ROOM_ENCAP_L2_ETH, BPF_F_ADJ_ROOM_ENCAP_L3_IPV4,
         BPF_F_ADJ_ROOM_ENCAP_L4_UDP, BPF_F_ADJ_ROOM_FIXED_GSO, bpf_adj_room_mode::BPF_ADJ_ROOM_MAC,
     },
-    helpers::{bpf_get_hash_recalc, bpf_redirect_neigh, bpf_skb_adjust_room},
+    helpers::{
+        bpf_check_mtu, bpf_get_hash_recalc, bpf_get_prandom_u32, bpf_redirect_neigh,
+        bpf_skb_adjust_room,
+    },
     programs::TcContext,
 };
 use juneau_common::{
@@ -61,9 +66,9 @@ pub fn applies(ctx: &TcContext, node: &NodeConfig) -> bool {
 }
 
 /// Encapsulate the frame for (`vni`, `vtep`) and send it by the underlay. `dst`/`src`
-/// are the frame's MACs, copied out before the headers move. `Ok(None)`: the kernel
-/// refused to make room (a GSO type it cannot re-segment as a tunnel packet) and the
-/// frame is untouched, for the device path to carry.
+/// are the frame's MACs, copied out before the headers move. `Ok(None)`: the frame is
+/// untouched, for the device path to carry: it would not fit the underlay MTU, or the
+/// kernel refused to make room (a GSO type it cannot re-segment as a tunnel packet).
 #[inline(always)]
 pub fn send(
     ctx: &TcContext,
@@ -85,8 +90,32 @@ pub fn send(
         3 => 2,
         ecn => ecn,
     };
+    // Too big for the underlay (or for a 16-bit IPv4 length) once encapsulated: the
+    // device path fragments what does not fit (DF clear), so leave it to the device.
+    // For a GSO packet the helper checks its segments.
+    if ctx.len() + VXLAN_OVERHEAD - ETH_HLEN as u32 > 0xffff {
+        return Ok(None);
+    }
+    let mut mtu = 0u32;
+    // SAFETY: plain helper call on the program's context.
+    if unsafe {
+        bpf_check_mtu(
+            skb as *mut c_void,
+            node.underlay_ifindex,
+            &mut mtu,
+            VXLAN_OVERHEAD as i32,
+            0,
+        )
+    } != 0
+    {
+        return Ok(None);
+    }
     // SAFETY: plain helper call; TCP sockets set the hash, so this rarely dissects.
     let hash = unsafe { bpf_get_hash_recalc(skb) };
+    // DF stays clear (as the device sends it), so the ID must vary for reassembly on a
+    // routed underlay; segmentation numbers GSO segments on from it.
+    // SAFETY: plain helper call.
+    let id = unsafe { bpf_get_prandom_u32() } as u16;
     let sport = SPORT_MIN + ((hash as u64 * SPORT_RANGE as u64) >> 32) as u32;
     let flags = BPF_F_ADJ_ROOM_FIXED_GSO
         | BPF_F_ADJ_ROOM_ENCAP_L3_IPV4
@@ -113,7 +142,7 @@ pub fn send(
     let csum = ip_checksum(&[
         tos_ttl_proto[0],
         ip_len as u16,
-        0,
+        id,
         0,
         tos_ttl_proto[1],
         0,
@@ -124,10 +153,11 @@ pub fn send(
     ]);
     // SAFETY: every store below is inside [start, start + INNER_ETH + ETH_HLEN), checked.
     unsafe {
-        // Outer IPv4: no options, ID 0 and DF clear as the kernel device sends them.
+        // Outer IPv4: no options, DF clear as the kernel device sends them.
         store::<u16>(start + OUTER_IP, tos_ttl_proto[0].to_be());
         store::<u16>(start + OUTER_IP + 2, (ip_len as u16).to_be());
-        store::<u32>(start + OUTER_IP + 4, 0);
+        store::<u16>(start + OUTER_IP + 4, id.to_be());
+        store::<u16>(start + OUTER_IP + 6, 0);
         store::<u16>(start + OUTER_IP + 8, tos_ttl_proto[1].to_be());
         store::<u16>(start + OUTER_IP + 10, csum.to_be());
         store::<u32>(start + OUTER_IP + 12, saddr.to_be());
