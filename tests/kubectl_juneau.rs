@@ -38,17 +38,13 @@ fn l2_30_bpf_dump_l2_fdb_shows_what_the_datapath_learned() {
             .output()
             .unwrap()
     };
-    let out = dump(&[
-        "bpf",
-        "dump",
-        "l2_fdb",
-        "--node",
-        &node,
-        "--inner-key",
-        "vni=777",
-        "-o",
-        "json",
-    ]);
+    // `kubectl-juneau bpf dump l2_fdb --node <node>` and `rest`.
+    let fdb = |rest: &[&str]| {
+        let mut args = vec!["bpf", "dump", "l2_fdb", "--node", &node];
+        args.extend(rest);
+        dump(&args)
+    };
+    let out = fdb(&["--inner-key", "vni=777", "-o", "json"]);
     assert!(
         out.status.success(),
         "{}",
@@ -59,15 +55,7 @@ fn l2_30_bpf_dump_l2_fdb_shows_what_the_datapath_learned() {
     assert_eq!(rows[0]["mac"], "02:00:00:00:aa:01");
     assert_eq!(rows[0]["ifindex"], 40);
     assert_eq!(rows[0]["vtep"], "");
-    let table = dump(&[
-        "bpf",
-        "dump",
-        "l2_fdb",
-        "--node",
-        &node,
-        "--inner-key",
-        "vni=777",
-    ]);
+    let table = fdb(&["--inner-key", "vni=777"]);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(text.starts_with("MAC"), "{text}");
     let row: Vec<&str> = text
@@ -77,33 +65,15 @@ fn l2_30_bpf_dump_l2_fdb_shows_what_the_datapath_learned() {
         .split_whitespace()
         .collect();
     assert_eq!(row[..3], ["02:00:00:00:aa:01", "40", "-"], "{text}");
-    let other = dump(&[
-        "bpf",
-        "dump",
-        "l2_fdb",
-        "--node",
-        &node,
-        "--inner-key",
-        "vni=888",
-        "-o",
-        "json",
-    ]);
+    let other = fdb(&["--inner-key", "vni=888", "-o", "json"]);
     assert_eq!(
         String::from_utf8_lossy(&other.stdout).trim(),
         "[]",
         "another segment's table is its own"
     );
-    let missing = dump(&["bpf", "dump", "l2_fdb", "--node", &node]);
+    let missing = fdb(&[]);
     assert!(String::from_utf8_lossy(&missing.stderr).contains("add --inner-key vni=<VNI>"));
-    let unknown = dump(&[
-        "bpf",
-        "dump",
-        "l2_fdb",
-        "--node",
-        &node,
-        "--inner-key",
-        "vni=999",
-    ]);
+    let unknown = fdb(&["--inner-key", "vni=999"]);
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no segment with VNI 999"));
     drop(dp);
     let _ = std::fs::remove_dir_all(dir);

@@ -5,11 +5,7 @@
 //! rest sit in other segments), so lookups do not run on a near-empty, cache-hot table.
 use std::net::Ipv4Addr;
 
-use aya::{
-    EbpfLoader,
-    maps::HashMap,
-    programs::{SchedClassifier, TestRun, TestRunOptions},
-};
+use aya::{EbpfLoader, maps::HashMap, programs::SchedClassifier};
 use juneau::node::{
     Dataplane,
     dataplane::PortSpec,
@@ -18,7 +14,7 @@ use juneau::node::{
 use juneau_harness::{
     bench::{Measurement, median, write_part},
     frames::{self, BROADCAST, fixtures::*},
-    testrun::{PortBed, run_tc},
+    testrun::{PortBed, TC_ACT_REDIRECT, run_tc, run_tc_each},
 };
 
 const VNI: u32 = 7;
@@ -57,22 +53,13 @@ fn fill(bed: &PortBed, dp: &mut Dataplane, n: usize) {
             peer: true,
         })
         .unwrap();
-        let prog = dp.l2_port_program();
-        let mut ctx = [0u8; 40];
-        ctx[36..].copy_from_slice(&port.to_ne_bytes());
         let chunk = left.min(8000);
-        bed.ns.run(|| {
-            for _ in 0..chunk {
-                let f = frames::raw(BROADCAST, next(), 0x88b5, b"fill");
-                prog.test_run(TestRunOptions {
-                    data_in: Some(&f),
-                    ctx_in: Some(&ctx),
-                    repeat: 1,
-                    ..Default::default()
-                })
-                .unwrap();
-            }
-        });
+        run_tc_each(
+            &bed.ns,
+            dp.l2_port_program(),
+            port,
+            &mut (0..chunk).map(|_| frames::raw(BROADCAST, next(), 0x88b5, b"fill")),
+        );
         left -= chunk;
         port += 1;
     }
@@ -261,7 +248,10 @@ fn main() {
     // Measure the paths meant, not an early exit: both must redirect (TC_ACT_REDIRECT),
     // the decapsulated frame being the inner one.
     let first = run_tc(&bed.ns, underlay, bed.ifindex(0), &from_remote, 1);
-    assert_eq!(first.verdict, 7, "decapsulation did not redirect");
+    assert_eq!(
+        first.verdict, TC_ACT_REDIRECT,
+        "decapsulation did not redirect"
+    );
     assert_eq!(first.data, from_remote[50..], "decapsulated frame");
     const SINGLE: usize = 5_000;
     let decap: Vec<f64> = (0..SINGLE)
@@ -269,7 +259,10 @@ fn main() {
         .collect();
     let to_remote = frames::udp((pod_mac(0), pod_ip(0)), (behind, [10, 0, 1, 99]), &[0; 18]);
     let first = run_tc(&bed.ns, dp.l2_port_program(), bed.ifindex(0), &to_remote, 1);
-    assert_eq!(first.verdict, 7, "encapsulation did not redirect");
+    assert_eq!(
+        first.verdict, TC_ACT_REDIRECT,
+        "encapsulation did not redirect"
+    );
     assert_eq!(first.data.len(), to_remote.len() + 50, "encapsulated frame");
     let encap: Vec<f64> = (0..SINGLE)
         .map(|_| p(&dp, bed.ifindex(0), &to_remote, 1))

@@ -66,18 +66,7 @@ fn plain_pair() -> (Netns, Netns, Netns) {
     let (a, b) = (Netns::new("pps-pod"), Netns::new("pps-pod"));
     for (i, pod) in [&a, &b].into_iter().enumerate() {
         let host = format!("h{i}");
-        node.ip(&[
-            "link",
-            "add",
-            &host,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "eth0",
-            "netns",
-            pod.name(),
-        ]);
+        node.add_veth(&host, pod, "eth0", None);
         let mac = juneau::format_mac(&pod_mac(i as u8));
         pod.ip(&["link", "set", "eth0", "address", &mac, "up"]);
         node.ip(&["link", "set", &host, "up"]);

@@ -110,26 +110,13 @@ fn plain(mtu: u32) -> Plain {
     underlay.ip(&["link", "add", "br0", "type", "bridge"]);
     underlay.ip(&["link", "set", "br0", "up"]);
     let (mut nodes, mut pods) = (Vec::new(), Vec::new());
-    let (mtu_s, ul_mtu) = (mtu.to_string(), (mtu + 50).to_string());
+    let mtu_s = mtu.to_string();
     for i in 0..2u8 {
         let node = Netns::new("tcp-node");
         let pod = Netns::new("tcp-pod");
         let n = format!("n{i}");
-        node.ip(&[
-            "link",
-            "add",
-            "ul0",
-            "mtu",
-            &ul_mtu,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            &n,
-            "netns",
-            underlay.name(),
-        ]);
-        underlay.ip(&["link", "set", &n, "mtu", &ul_mtu, "master", "br0", "up"]);
+        node.add_veth("ul0", &underlay, &n, Some(mtu + 50));
+        underlay.ip(&["link", "set", &n, "master", "br0", "up"]);
         node.ip(&[
             "addr",
             "add",
@@ -138,20 +125,7 @@ fn plain(mtu: u32) -> Plain {
             "ul0",
         ]);
         node.ip(&["link", "set", "ul0", "up"]);
-        node.ip(&[
-            "link",
-            "add",
-            "h0",
-            "mtu",
-            &mtu_s,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "eth0",
-            "netns",
-            pod.name(),
-        ]);
+        node.add_veth("h0", &pod, "eth0", Some(mtu));
         node.ip(&["link", "set", "h0", "up"]);
         pod.ip(&[
             "link",

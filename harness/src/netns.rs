@@ -53,6 +53,22 @@ impl Netns {
         run(Command::new("ip").arg("-n").arg(self.name()).args(args)).unwrap()
     }
 
+    /// A veth pair: `name` here, `peer_name` in `peer`, both with `mtu` when given
+    /// (left down: callers set addresses and bring them up).
+    pub fn add_veth(&self, name: &str, peer: &Netns, peer_name: &str, mtu: Option<u32>) {
+        let mtu = mtu.map(|m| m.to_string());
+        let mut args = vec!["link", "add", name];
+        if let Some(m) = &mtu {
+            args.extend(["mtu", m]);
+        }
+        args.extend(["type", "veth", "peer", "name", peer_name]);
+        if let Some(m) = &mtu {
+            args.extend(["mtu", m]);
+        }
+        args.extend(["netns", peer.name()]);
+        self.ip(&args);
+    }
+
     /// Runs a program inside the namespace and returns its stdout; panics on failure.
     pub fn exec(&self, argv: &[&str]) -> String {
         self.try_exec(argv).unwrap()

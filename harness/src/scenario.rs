@@ -216,18 +216,7 @@ pub fn run(path: &Path, say: &mut dyn FnMut(String)) -> Result<(), String> {
         for (h, host) in p.bridge_hosts.iter().enumerate() {
             let ns = Netns::new("host");
             let v = format!("v{h}");
-            pod.ns.ip(&[
-                "link",
-                "add",
-                &v,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                "eth0",
-                "netns",
-                ns.name(),
-            ]);
+            pod.ns.add_veth(&v, &ns, "eth0", None);
             pod.ns.ip(&["link", "set", &v, "master", "br0", "up"]);
             let hmac = parse_mac(&host.mac).map_err(|e| format!("host {}: mac: {e}", host.name))?;
             ns.ip(&["link", "set", "eth0", "address", &host.mac, "up"]);

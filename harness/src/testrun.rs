@@ -22,11 +22,39 @@ pub struct Run {
     pub per_run: Duration,
 }
 
+/// The `__sk_buff` context of a frame arriving on `ingress`.
+fn ctx_for(ingress: u32) -> [u8; INGRESS_IFINDEX_OFFSET + 4] {
+    let mut ctx = [0u8; INGRESS_IFINDEX_OFFSET + 4];
+    ctx[INGRESS_IFINDEX_OFFSET..].copy_from_slice(&ingress.to_ne_bytes());
+    ctx
+}
+
+/// Runs `prog` once on each frame, all arriving on `ingress`, on one thread inside
+/// `ns` (a thread per run would dominate when teaching a table many MACs).
+pub fn run_tc_each(
+    ns: &Netns,
+    prog: &SchedClassifier,
+    ingress: u32,
+    frames: &mut (dyn Iterator<Item = Vec<u8>> + Send),
+) {
+    let ctx = ctx_for(ingress);
+    ns.run(|| {
+        for f in frames {
+            prog.test_run(TestRunOptions {
+                data_in: Some(&f),
+                ctx_in: Some(&ctx),
+                repeat: 1,
+                ..Default::default()
+            })
+            .expect("BPF_PROG_TEST_RUN");
+        }
+    })
+}
+
 /// Runs `prog` `repeat` times on `frame` arriving on `ingress`, inside `ns` (helpers
 /// that look interfaces up resolve them there).
 pub fn run_tc(ns: &Netns, prog: &SchedClassifier, ingress: u32, frame: &[u8], repeat: u32) -> Run {
-    let mut ctx = [0u8; INGRESS_IFINDEX_OFFSET + 4];
-    ctx[INGRESS_IFINDEX_OFFSET..].copy_from_slice(&ingress.to_ne_bytes());
+    let ctx = ctx_for(ingress);
     let mut out = vec![0u8; frame.len() + 256];
     let result = ns.run(|| {
         prog.test_run(TestRunOptions {

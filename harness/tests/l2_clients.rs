@@ -129,18 +129,7 @@ fn l2_29_mx_01_a_host_behind_a_peer_vm_bridge_reaches_a_pod_on_another_node() {
     let host = Netns::new("host");
     vm.ip(&["link", "add", "br0", "type", "bridge"]);
     vm.ip(&["link", "set", "eth0", "master", "br0"]);
-    vm.ip(&[
-        "link",
-        "add",
-        "v0",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        "eth0",
-        "netns",
-        host.name(),
-    ]);
+    vm.add_veth("v0", &host, "eth0", None);
     vm.ip(&["link", "set", "v0", "master", "br0", "up"]);
     vm.ip(&["link", "set", "br0", "up"]);
     let behind = behind_mac(0, 5);

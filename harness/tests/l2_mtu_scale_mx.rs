@@ -1,6 +1,6 @@
 //! Segment MTU (L2-21), per-segment table isolation under a MAC flood (L2-31), and
 //! attachment only to Juneau's own interfaces (MX-02).
-use aya::programs::{SchedClassifier, TcAttachType, TestRun, TestRunOptions};
+use aya::programs::{SchedClassifier, TcAttachType};
 use juneau::node::{Dataplane, dataplane::PortSpec};
 use juneau_common::l2::FDB_ENTRIES;
 use juneau_harness::{
@@ -8,7 +8,7 @@ use juneau_harness::{
     capture::inject,
     frames::{self, BROADCAST, fixtures::*},
     node::{Cluster, PodOptions},
-    testrun::{PortBed, TC_ACT_SHOT, run_tc},
+    testrun::{PortBed, TC_ACT_SHOT, run_tc, run_tc_each},
 };
 
 const MTU: u32 = 1450;
@@ -116,20 +116,12 @@ fn l2_31_a_pod_sending_100000_source_macs_does_not_evict_another_segments_entrie
     .unwrap();
     let prog: &SchedClassifier = dp.l2_port_program();
     let send_many = |ingress: u32, macs: &mut (dyn Iterator<Item = [u8; 6]> + Send)| {
-        let mut ctx = [0u8; 40];
-        ctx[36..].copy_from_slice(&ingress.to_ne_bytes());
-        bed.ns.run(|| {
-            for mac in macs {
-                let f = frames::raw(BROADCAST, mac, 0x88b5, b"flood");
-                prog.test_run(TestRunOptions {
-                    data_in: Some(&f),
-                    ctx_in: Some(&ctx),
-                    repeat: 1,
-                    ..Default::default()
-                })
-                .unwrap();
-            }
-        })
+        run_tc_each(
+            &bed.ns,
+            prog,
+            ingress,
+            &mut macs.map(|mac| frames::raw(BROADCAST, mac, 0x88b5, b"flood")),
+        )
     };
     // Segment 200 has 50 hosts learned.
     send_many(bed.ifindex(1), &mut (0..50u8).map(|i| behind_mac(200, i)));

@@ -369,6 +369,15 @@ pub fn run_with(
 }
 
 /// Empty fields print as `-`, as kubectl does.
+/// `namespace/name`, as the tables print namespaced objects.
+fn qualified(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
+    format!(
+        "{}/{}",
+        meta.namespace.as_deref().unwrap_or(""),
+        meta.name.as_deref().unwrap_or("")
+    )
+}
+
 fn or_dash(s: &str) -> &str {
     if s.is_empty() { "-" } else { s }
 }
@@ -400,11 +409,7 @@ fn print_state(store: &Store, out: &mut dyn FnMut(String)) {
         let st = n.status.clone().unwrap_or_default();
         out(format!(
             "{:<24} {:<8} {:<8} {:<12} {:<18} {:<9}",
-            format!(
-                "{}/{}",
-                n.metadata.namespace.as_deref().unwrap_or(""),
-                n.metadata.name.as_deref().unwrap_or("")
-            ),
+            qualified(&n.metadata),
             n.spec.node_name,
             n.spec.subnet.as_deref().unwrap_or("-"),
             n.spec.l2_network.as_deref().unwrap_or("-"),
@@ -419,11 +424,7 @@ fn print_state(store: &Store, out: &mut dyn FnMut(String)) {
     for e in &world.endpoints {
         out(format!(
             "{:<24} {:<8} {:<12} {:<18} {:<17}",
-            format!(
-                "{}/{}",
-                e.metadata.namespace.as_deref().unwrap_or(""),
-                e.metadata.name.as_deref().unwrap_or("")
-            ),
+            qualified(&e.metadata),
             e.spec.node_name,
             e.spec.l2_network.as_deref().unwrap_or("-"),
             or_dash(&e.spec.address),

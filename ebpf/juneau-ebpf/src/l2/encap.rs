@@ -45,30 +45,13 @@ const INNER_ETH: usize = VXLAN + 8;
 const SPORT_MIN: u32 = 32768;
 const SPORT_RANGE: u32 = 61000 - 32768;
 
-/// Whether a frame can be encapsulated here: an IPv4 payload and an underlay to send by.
-#[inline(always)]
-pub fn applies(ctx: &TcContext, node: &NodeConfig) -> bool {
-    if node.underlay_ifindex == 0 {
-        return false;
-    }
-    // SAFETY: the context pointer is valid for the program's run.
-    if unsafe { (*ctx.skb.skb).vlan_present } != 0 {
-        // The receive path moved an 802.1Q tag into metadata: written out as it is, it
-        // would tag the outer frame. The device puts it back inside the payload.
-        return false;
-    }
-    let start = ctx.data();
-    if start + ETH_HLEN > ctx.data_end() {
-        return false;
-    }
-    // SAFETY: bounds checked above.
-    u16::from_be(unsafe { load::<u16>(start + 12) }) == ETH_P_IP
-}
-
 /// Encapsulate the frame for (`vni`, `vtep`) and send it by the underlay. `dst`/`src`
 /// are the frame's MACs, copied out before the headers move. `Ok(None)`: the frame is
-/// untouched, for the device path to carry: it would not fit the underlay MTU, or the
-/// kernel refused to make room (a GSO type it cannot re-segment as a tunnel packet).
+/// untouched, for the device path to carry: no underlay attached, not IPv4, an 802.1Q
+/// tag in skb metadata (written out as it is, it would tag the outer frame; the device
+/// puts it back inside the payload), too big for the underlay once encapsulated, or
+/// the kernel refused to make room (a GSO type it cannot re-segment as a tunnel
+/// packet).
 #[inline(always)]
 pub fn send(
     ctx: &TcContext,
@@ -79,12 +62,19 @@ pub fn send(
     src: &FdbKey,
 ) -> Result<Option<i32>, DropReason> {
     let skb = ctx.skb.skb;
-    // The inner IPv4 header's ECN bits go to the outer header (RFC 6040).
     let start = ctx.data();
-    if start + ETH_HLEN + 2 > ctx.data_end() {
-        return Err(DropReason::ShortFrame);
+    // SAFETY: the context pointer is valid for the program's run.
+    if node.underlay_ifindex == 0
+        || unsafe { (*skb).vlan_present } != 0
+        || start + ETH_HLEN + 2 > ctx.data_end()
+    {
+        return Ok(None);
     }
-    // SAFETY: bounds checked above.
+    // SAFETY (both loads): bounds checked above.
+    if u16::from_be(unsafe { load::<u16>(start + 12) }) != ETH_P_IP {
+        return Ok(None);
+    }
+    // The inner IPv4 header's ECN bits go to the outer header (RFC 6040).
     let ecn = match unsafe { load::<u8>(start + ETH_HLEN + 1) } & 0x3 {
         // CE is not copied out: the outer header says ECT(0), as INET_ECN_encapsulate.
         3 => 2,
@@ -92,7 +82,8 @@ pub fn send(
     };
     // Too big for the underlay (or for a 16-bit IPv4 length) once encapsulated: the
     // device path fragments what does not fit (DF clear), so leave it to the device.
-    // For a GSO packet the helper checks its segments.
+    // For a GSO packet the kernel checks its segments without the 50 bytes: the segment
+    // MTU must leave room for them (the L2Network default, 1450, does).
     if ctx.len() + VXLAN_OVERHEAD - ETH_HLEN as u32 > 0xffff {
         return Ok(None);
     }

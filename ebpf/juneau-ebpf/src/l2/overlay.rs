@@ -102,10 +102,8 @@ pub fn unicast(
     addrs: &crate::eth::Addrs,
 ) -> Result<i32, DropReason> {
     if let Some(node) = maps::jn_node.get(0) {
-        if encap::applies(ctx, node) {
-            if let Some(verdict) = encap::send(ctx, node, vni, vtep, &addrs.dst, &addrs.src)? {
-                return Ok(verdict);
-            }
+        if let Some(verdict) = encap::send(ctx, node, vni, vtep, &addrs.dst, &addrs.src)? {
+            return Ok(verdict);
         }
     }
     send(ctx, vni, vtep, false)
