@@ -3,14 +3,17 @@
 //! The crate holds every userspace part as a module; the binaries in `src/bin` are thin.
 //! The eBPF object built from `ebpf/juneau-ebpf` is embedded here ([`EBPF_OBJECT`]).
 
+pub mod admission;
 pub mod api;
 pub mod cli;
+pub mod cluster;
 pub mod cni;
 pub mod controller;
 pub mod netns;
 pub mod node;
 pub mod standalone;
 pub mod store;
+pub mod unixsock;
 pub mod webhook;
 
 /// A MAC as `aa:bb:cc:dd:ee:ff`, the one way every output of the project writes it.

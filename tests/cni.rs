@@ -14,11 +14,7 @@ use std::{
 use juneau::{
     controller::{self, Config},
     netns::{self, Owned},
-    node::{
-        Dataplane,
-        agent::{self, Agent},
-        netlink, server,
-    },
+    node::{Dataplane, agent::Agent, netlink, server, veth},
     store::{Object, PodRecord, Store},
 };
 
@@ -40,7 +36,7 @@ fn uniq(role: &str) -> String {
 }
 
 fn yaml(s: &str) -> Object {
-    Object::from_value(serde_yaml::from_str(s).unwrap()).unwrap()
+    Object::from_value(serde_yaml_ng::from_str(s).unwrap()).unwrap()
 }
 
 fn bed(pods: &[(&str, &str)]) -> Bed {
@@ -71,7 +67,7 @@ fn bed(pods: &[(&str, &str)]) -> Bed {
             })
             .unwrap();
     }
-    while controller::run_once(&store, &Config::default()) {}
+    while controller::run_once(&store, &Config::default()).unwrap() {}
     let node = Owned::create(&uniq("node")).unwrap();
     let socket = std::env::temp_dir().join(format!("{}.sock", node.name()));
     let agent = netns::run_in(node.path(), || {
@@ -79,7 +75,7 @@ fn bed(pods: &[(&str, &str)]) -> Bed {
         let agent = Arc::new(Agent::new(
             "n1",
             "10.99.9.1".parse().unwrap(),
-            store.clone(),
+            Arc::new(store.clone()),
             dp,
         ));
         server::listen(agent.clone(), &socket).unwrap();
@@ -251,7 +247,7 @@ fn l2_15_l2_21_l2_25_mx_01_add_check_del_and_del_again() {
             .unwrap()
             .contains("mtu 1400")
     );
-    let host1 = agent::host_name(cid, "eth1");
+    let host1 = veth::host_name(cid, "eth1");
     assert!(
         bed.node
             .exec(&["ip", "link", "show", "dev", &host1])
@@ -289,7 +285,7 @@ fn mx_01_an_add_that_fails_midway_is_rolled_back() {
     let pod = Owned::create(&uniq("pod")).unwrap();
     let cid = "feedbeef00112233";
     // Something else already uses the name eth1's host veth needs.
-    let taken = agent::host_name(cid, "eth1");
+    let taken = veth::host_name(cid, "eth1");
     bed.node
         .exec(&[
             "ip", "link", "add", &taken, "type", "veth", "peer", "name", "squatter",
@@ -338,10 +334,7 @@ fn mx_01_gc_removes_attachments_not_in_the_valid_list() {
         serde_json::json!([{"containerID": "keep0001", "ifname": "eth0"}]);
     let (ok, v) = cni(&bed.socket, &[("CNI_COMMAND", "GC")], gc);
     assert!(ok, "GC failed: {v}");
-    assert_eq!(
-        owned_links(&bed),
-        vec![agent::host_name("keep0001", "eth0")]
-    );
+    assert_eq!(owned_links(&bed), vec![veth::host_name("keep0001", "eth0")]);
     let (ok, _) = cni(&bed.socket, &[("CNI_COMMAND", "STATUS")], conf());
     assert!(ok, "STATUS of a running daemon");
 }
@@ -350,4 +343,57 @@ impl Drop for Bed {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.socket);
     }
+}
+
+#[test]
+fn mx_01_the_cni_socket_is_0600_whatever_the_umask_and_only_root_is_served() {
+    use std::os::unix::{fs::PermissionsExt, process::CommandExt};
+    // SAFETY: umask only changes this process's file creation mask.
+    let old = unsafe { libc::umask(0) };
+    let b = bed(&[]);
+    // SAFETY: as above.
+    unsafe { libc::umask(old) };
+    let mode = std::fs::metadata(&b.socket).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the socket must not inherit umask 0");
+    let as_nobody = || {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_juneau-cni"))
+            .env_clear()
+            .env("CNI_COMMAND", "STATUS")
+            .uid(65534)
+            .gid(65534)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut conf = conf();
+        conf["socket"] = serde_json::json!(b.socket);
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(conf.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    // Root is served.
+    let env = [("CNI_COMMAND", "STATUS")];
+    assert!(cni(&b.socket, &env, conf()).0, "root may ask for STATUS");
+    // Another user: the file mode keeps it out...
+    let (ok, out) = as_nobody();
+    assert!(
+        !ok && out.contains("cannot reach the node daemon") && out.contains("Permission denied"),
+        "{out}"
+    );
+    // ...and were the file opened up, the daemon itself refuses it (SO_PEERCRED).
+    std::fs::set_permissions(&b.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let (ok, out) = as_nobody();
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("uid 65534") && out.contains("only root may use this socket"),
+        "{out}"
+    );
 }

@@ -7,8 +7,8 @@ use juneau::node::{Dataplane, dataplane::PortSpec};
 #[test]
 fn l2_30_bpf_dump_l2_fdb_shows_what_the_datapath_learned() {
     let node = format!("jn-clitest-{}", std::process::id());
-    let dir = juneau::cli::node_dir(&node);
-    let mut dp = Dataplane::load(Some(&dir)).unwrap();
+    let root = juneau::standalone::pin_dir_of(&node);
+    let mut dp = Dataplane::load(Some(&root)).unwrap();
     for (ifindex, vni) in [(40, 777), (41, 777), (42, 888)] {
         dp.configure_port(PortSpec {
             ifindex,
@@ -64,7 +64,11 @@ fn l2_30_bpf_dump_l2_fdb_shows_what_the_datapath_learned() {
         .unwrap_or("")
         .split_whitespace()
         .collect();
-    assert_eq!(row[..3], ["02:00:00:00:aa:01", "40", "-"], "{text}");
+    assert_eq!(
+        row[..4],
+        ["02:00:00:00:aa:01", "40", "-", "-"],
+        "MAC, ifindex, port (no daemon namespace to name it), VTEP: {text}"
+    );
     let other = fdb(&["--inner-key", "vni=888", "-o", "json"]);
     assert_eq!(
         String::from_utf8_lossy(&other.stdout).trim(),
@@ -76,5 +80,64 @@ fn l2_30_bpf_dump_l2_fdb_shows_what_the_datapath_learned() {
     let unknown = fdb(&["--inner-key", "vni=999"]);
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no segment with VNI 999"));
     drop(dp);
-    let _ = std::fs::remove_dir_all(dir);
+    let _ = std::fs::remove_dir_all(root);
+}
+
+#[test]
+fn mx_03_bpf_dump_drops_counts_each_drop_under_its_reason() {
+    let node = format!("jn-clidrops-{}", std::process::id());
+    let root = juneau::standalone::pin_dir_of(&node);
+    let dp = Dataplane::load(Some(&root)).unwrap();
+    let drops = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_kubectl-juneau"))
+            .args(["bpf", "dump", "drops", "--node", &node, "-o", "json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let rows: Vec<(String, u64)> = serde_json::from_slice(&out.stdout).unwrap();
+        rows.into_iter()
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let before = drops();
+    assert!(
+        before.contains_key("NOT_A_PORT") && before.contains_key("HAIRPIN"),
+        "{before:?}"
+    );
+    // Three frames from an interface that is no port (ifindex 77).
+    let mut frame = vec![0xff; 6];
+    frame.extend_from_slice(&[0x02, 0, 0, 0, 0xaa, 0x02, 0x88, 0xb5]);
+    frame.resize(60, 0);
+    let mut ctx = [0u8; 40];
+    ctx[36..].copy_from_slice(&77u32.to_ne_bytes());
+    dp.l2_port_program()
+        .test_run(TestRunOptions {
+            data_in: Some(&frame),
+            ctx_in: Some(&ctx),
+            repeat: 3,
+            ..Default::default()
+        })
+        .unwrap();
+    let after = drops();
+    assert_eq!(after["NOT_A_PORT"], before["NOT_A_PORT"] + 3, "{after:?}");
+    assert_eq!(
+        after["HAIRPIN"], before["HAIRPIN"],
+        "other reasons unchanged"
+    );
+    let table = Command::new(env!("CARGO_BIN_EXE_kubectl-juneau"))
+        .args(["bpf", "dump", "drops", "--node", &node])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>()
+                == ["NOT_A_PORT", &after["NOT_A_PORT"].to_string()]),
+        "{text}"
+    );
+    drop(dp);
+    let _ = std::fs::remove_dir_all(root);
 }

@@ -140,3 +140,89 @@ impl Drop for Interrupt {
         );
     }
 }
+
+/// Processes whose command line mentions `needle` (the daemons of one run).
+fn processes_with(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            cmd.contains(needle).then_some(pid)
+        })
+        .collect()
+}
+
+#[test]
+fn mx_03_a_run_killed_with_sigkill_leaves_nothing_the_next_one_trips_on() {
+    use std::io::{BufRead, BufReader};
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_juneau"))
+        .current_dir(root)
+        .args([
+            "standalone",
+            "--scenario",
+            "scenarios/standalone/l2-demo.yaml",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let guard = Interrupt(pid);
+    let running = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        .any(|l| l.starts_with("running; Ctrl-C"));
+    assert!(running, "standalone never reached its running state");
+    let store = format!("/run/juneau/sa-{pid}-0/store.sock");
+    assert_eq!(processes_with(&store).len(), 2, "one juneau node per Node");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    child.wait().unwrap();
+    std::mem::forget(guard);
+    // Its daemons follow it (they were started with a parent-death signal).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !processes_with(&store).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "daemons outlived their run"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let netns = || {
+        let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+        String::from_utf8_lossy(&list.stdout).contains(&format!("jn-sa-{pid}-"))
+    };
+    assert!(
+        netns(),
+        "a killed run leaves its namespaces (what cleanup is for)"
+    );
+    assert!(std::path::Path::new("/sys/fs/bpf/juneau/node-a").exists());
+    let out = Command::new(env!("CARGO_BIN_EXE_juneau"))
+        .args(["standalone", "--cleanup"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("run {pid} (killed) cleaned")),
+        "{text}"
+    );
+    assert!(!netns(), "cleanup left namespaces: {text}");
+    assert!(
+        !std::path::Path::new("/sys/fs/bpf/juneau/node-a").exists(),
+        "{text}"
+    );
+    assert!(
+        !std::path::Path::new("/run/juneau/node-a").exists(),
+        "{text}"
+    );
+    assert!(!std::path::Path::new(&format!("/run/juneau/sa-{pid}-0")).exists());
+    assert!(!std::path::Path::new(&format!("/run/juneau/standalone/{pid}-0.json")).exists());
+}

@@ -4,11 +4,11 @@ use std::{process::Command, sync::Arc};
 
 use juneau::{
     store::{Object, Store},
-    webhook::{self, SnapshotSource},
+    webhook::{self, Source},
 };
 
 fn yaml(s: &str) -> Object {
-    Object::from_value(serde_yaml::from_str(s).unwrap()).unwrap()
+    Object::from_value(serde_yaml_ng::from_str(s).unwrap()).unwrap()
 }
 
 fn review(
@@ -65,7 +65,7 @@ fn l2_04_l2_07_l2_19_l2_32_admission_reviews_over_https() {
         .build()
         .unwrap();
     let handle = axum_server::Handle::new();
-    let source: Arc<dyn SnapshotSource> = Arc::new(store.clone());
+    let source: Source = Arc::new(store.clone());
     rt.spawn(webhook::serve(
         "127.0.0.1:0".parse().unwrap(),
         cert.cert.pem().into_bytes(),

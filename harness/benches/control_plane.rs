@@ -14,11 +14,11 @@ use std::{
 
 use criterion::Criterion;
 use juneau::{
+    admission::validate::{self, Snapshot},
     api::{
         L2Network, Subnet, Vpc, annotations,
         l2network::{L2Gateway, L2NetworkSpec},
         subnet::SubnetSpec,
-        validate::{self, Snapshot},
         vpc::VpcSpec,
     },
     controller::{self, Config},
@@ -220,7 +220,7 @@ fn endpoints_part(out: &mut Vec<Measurement>) {
 }
 
 fn yaml(s: &str) -> Object {
-    Object::from_value(serde_yaml::from_str(s).unwrap()).unwrap()
+    Object::from_value(serde_yaml_ng::from_str(s).unwrap()).unwrap()
 }
 
 fn cni_part(out: &mut Vec<Measurement>) {
@@ -257,14 +257,14 @@ fn cni_part(out: &mut Vec<Measurement>) {
         }
         w.objects.l2networks[0].spec.gateway = Some(L2Gateway::default());
     });
-    while controller::run_once(&store, &Config::default()) {}
+    while controller::run_once(&store, &Config::default()).unwrap() {}
     let node = Owned::create(&format!("jn-bench-cni-{}", std::process::id())).unwrap();
     let socket = std::env::temp_dir().join(format!("{}.sock", node.name()));
     let _agent = netns::run_in(node.path(), || {
         let agent = Arc::new(Agent::new(
             "n1",
             "10.99.9.1".parse().unwrap(),
-            store.clone(),
+            Arc::new(store.clone()),
             Dataplane::load(None).unwrap(),
         ));
         server::listen(agent.clone(), &socket).unwrap();

@@ -1,4 +1,4 @@
-//! ns/frame of each `l2_port_ingress` path by BPF_PROG_TEST_RUN (repeat 1,000,000),
+//! ns/frame of each `port_ingress` path by BPF_PROG_TEST_RUN (repeat 1,000,000),
 //! beside the one-lookup `bpf_redirect` floor loaded in the same run, interleaved,
 //! median of 5 rounds. The learning tables are filled by the datapath itself with
 //! random source MACs (10,000 and 100,000 in all; one segment holds at most 8,192, so the
@@ -8,8 +8,8 @@ use std::net::Ipv4Addr;
 use aya::{EbpfLoader, maps::HashMap, programs::SchedClassifier};
 use juneau::node::{
     Dataplane,
+    daemon::{self, NodeSetup},
     dataplane::PortSpec,
-    vxlan::{self, VxlanSpec},
 };
 use juneau_harness::{
     bench::{Measurement, median, write_part},
@@ -93,20 +93,14 @@ fn main() {
             "permanent",
         ]);
     }
-    let spec = VxlanSpec {
-        name: "jnvx".into(),
+    let setup = NodeSetup {
         underlay: "ul0".into(),
-        local: Ipv4Addr::new(10, 99, 0, 1),
-        mtu: 1450,
+        vtep: Ipv4Addr::new(10, 99, 0, 1),
+        vxlan_mtu: 1450,
+        pin_root: None,
+        datapath_encap: true,
     };
-    vxlan::create(Some(bed.ns.path()), &spec).unwrap();
-    let mut dp = Dataplane::load(None).expect("load");
-    bed.ns
-        .run(|| {
-            dp.attach_overlay("jnvx", spec.local)?;
-            dp.attach_underlay("ul0")
-        })
-        .unwrap();
+    let mut dp = bed.ns.run(|| daemon::bring_up(&setup)).expect("bring up");
     for i in 0..5 {
         dp.configure_port(PortSpec {
             ifindex: bed.ifindex(i),
@@ -236,7 +230,7 @@ fn main() {
     // one (BPF_PROG_TEST_RUN repeats on the same skb): mean of single runs beside the
     // floor's single runs. Decapsulation first: it also teaches the segment a MAC
     // behind 10.99.0.2, the destination of the encapsulation run.
-    let underlay = dp.program("l2_underlay_ingress");
+    let underlay = dp.program("underlay_ingress");
     let behind = [0x02, 0xdd, 0, 0, 0, 2];
     let from_remote = frames::vxlan(
         ([0x02, 0, 0, 0x99, 0, 1], [0x02, 0, 0, 0x99, 0, 2]),
@@ -289,30 +283,30 @@ fn main() {
             .unwrap_or(0) as f64
     };
     out.push(Measurement::new(
-        "verifier_l2_port_ingress",
+        "verifier_port_ingress",
         "insns",
         insns(dp.l2_port_program()),
         ("reference_l2_egress", 2786.0),
         "goal: lower",
     ));
     out.push(Measurement::new(
-        "verifier_l2_vxlan_ingress",
+        "verifier_overlay_ingress",
         "insns",
-        insns(dp.program("l2_vxlan_ingress")),
+        insns(dp.program("overlay_ingress")),
         ("reference_vxlan_ingress", 5282.0),
         "goal: lower",
     ));
     let (vx, ul) = (
-        insns(dp.program("l2_vxlan_ingress")),
-        insns(dp.program("l2_underlay_ingress")),
+        insns(dp.program("overlay_ingress")),
+        insns(dp.program("underlay_ingress")),
     );
     out.push(Measurement::new(
-        "verifier_l2_underlay_ingress",
+        "verifier_underlay_ingress",
         "insns",
         ul,
         ("reference_vxlan_ingress", 5282.0),
         &format!(
-            "goal: lower; the receive job is split between this program and l2_vxlan_ingress, together {}",
+            "goal: lower; the receive job is split between this program and overlay_ingress, together {}",
             vx + ul
         ),
     ));

@@ -1,5 +1,5 @@
 //! Packet rate on one Node, 60-byte frames Pod -> Pod, side by side in one run:
-//! Juneau's datapath (`l2_port_ingress`, bpf_redirect_peer), a Linux bridge (what the
+//! Juneau's datapath (`port_ingress`, bpf_redirect_peer), a Linux bridge (what the
 //! Multus bridge CNI does), and a bare `bpf_redirect_peer` program (the physical limit
 //! of this path). The kernel has no pktgen: an XDP live-frames test run in the sender
 //! Pod transmits the frames (XDP_TX on its eth0); delivery is counted by the receiving

@@ -5,6 +5,7 @@ use std::net::Ipv4Addr;
 use juneau::{
     node::{
         Dataplane,
+        daemon::{self, NodeSetup},
         dataplane::PortSpec,
         veth::{self, VethSpec},
     },
@@ -130,21 +131,24 @@ impl Cluster {
         let topo = topology::Topology::with_mtu(&Netns::unique("cl"), &names, underlay_mtu)
             .expect("build the topology");
         let mut nodes = Vec::new();
-        for (i, t) in topo.nodes.into_iter().enumerate() {
-            let mut node = Node {
-                dataplane: Dataplane::load(None).expect("load datapath"),
-                pods: Vec::new(),
-                ns: Netns::from(t.ns),
-                ip: Some(t.ip),
+        for t in topo.nodes {
+            let ns = Netns::from(t.ns);
+            let setup = NodeSetup {
+                underlay: UNDERLAY_DEV.into(),
+                vtep: t.ip,
+                vxlan_mtu: underlay_mtu - 50,
+                pin_root: None,
+                datapath_encap: true,
             };
-            let dataplane = &mut node.dataplane;
-            node.ns
-                .run(|| {
-                    dataplane.attach_overlay(VXLAN_DEV, node_ip(i))?;
-                    dataplane.attach_underlay(UNDERLAY_DEV)
-                })
-                .expect("attach overlay");
-            nodes.push(node);
+            let dataplane = ns
+                .run(|| daemon::bring_up(&setup))
+                .expect("bring up the Node");
+            nodes.push(Node {
+                dataplane,
+                pods: Vec::new(),
+                ns,
+                ip: Some(t.ip),
+            });
         }
         Cluster {
             nodes,

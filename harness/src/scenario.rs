@@ -28,7 +28,7 @@ pub struct Scenario {
     pub segments: BTreeMap<String, SegmentDef>,
     pub pods: Vec<PodDef>,
     /// Each step is a map with one key, the step's kind (`send: {...}`).
-    #[serde(with = "serde_yaml::with::singleton_map_recursive")]
+    #[serde(with = "serde_yaml_ng::with::singleton_map_recursive")]
     pub steps: Vec<Step>,
 }
 
@@ -119,7 +119,7 @@ fn parse_mac(s: &str) -> Result<[u8; 6], String> {
 pub fn load(path: &Path) -> Result<Scenario, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let s: Scenario =
-        serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        serde_yaml_ng::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     for p in &s.pods {
         if p.node >= s.nodes {
             return Err(format!(

@@ -204,7 +204,7 @@ fn mx_02_an_unmanaged_node_nic_gets_no_program_and_its_traffic_is_untouched() {
     );
     assert_eq!(
         progs("jp0"),
-        vec!["l2_port_ingress".to_owned()],
+        vec!["port_ingress".to_owned()],
         "Juneau's own port"
     );
     other.exec(&["ping", "-c", "2", "-i", "0.2", "-W", "2", "10.77.0.1"]);

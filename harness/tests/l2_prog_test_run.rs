@@ -1,4 +1,4 @@
-//! BPF_PROG_TEST_RUN tests of each path of `l2_port_ingress`: verdict, bytes out, map
+//! BPF_PROG_TEST_RUN tests of each path of `port_ingress`: verdict, bytes out, map
 //! contents and drop counters. Ports are real veths of a fresh namespace, so flooded
 //! copies are counted by the interfaces that send them.
 use juneau::node::{Dataplane, dataplane::PortSpec};

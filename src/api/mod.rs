@@ -1,6 +1,6 @@
 //! Juneau's API (`juneau.loutres.me/v1alpha1`): one file per resource, spec and status
-//! beside each other, plus the Pod annotations. Validation rules live in `validate`,
-//! as pure functions over a snapshot of these objects.
+//! beside each other, plus the Pod annotations and the Pod record. Admission (validation and mutation)
+//! lives in `crate::admission`, as pure functions over a snapshot of these objects.
 pub mod allocationpool;
 pub mod annotations;
 pub mod condition;
@@ -8,10 +8,10 @@ pub mod l2network;
 pub mod networkacl;
 pub mod networkendpoint;
 pub mod networkinterface;
+pub mod pod;
 pub mod routetable;
 pub mod securitygroup;
 pub mod subnet;
-pub mod validate;
 pub mod vpc;
 
 pub use allocationpool::AllocationPool;
@@ -19,6 +19,7 @@ pub use l2network::L2Network;
 pub use networkacl::NetworkACL;
 pub use networkendpoint::NetworkEndpoint;
 pub use networkinterface::NetworkInterface;
+pub use pod::PodRecord;
 pub use routetable::RouteTable;
 pub use securitygroup::SecurityGroup;
 pub use subnet::Subnet;
@@ -55,7 +56,7 @@ pub fn crds()
 pub fn crds_yaml() -> String {
     crds()
         .iter()
-        .map(|c| serde_yaml::to_string(c).expect("CRDs serialize"))
+        .map(|c| serde_yaml_ng::to_string(c).expect("CRDs serialize"))
         .collect::<Vec<_>>()
         .join("---\n")
 }

@@ -1,7 +1,9 @@
-//! `juneau`: the standalone mode and the tools around the API.
-use std::{path::PathBuf, process::ExitCode};
+//! `juneau`: the Node daemon, the controller, the standalone mode and the tools around
+//! the API.
+use std::{net::Ipv4Addr, path::PathBuf, process::ExitCode};
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
+use juneau::node::daemon::{self, DaemonConfig};
 
 #[derive(Parser)]
 #[command(
@@ -13,19 +15,142 @@ struct Cli {
     command: Cmd,
 }
 
+/// `juneau node` flags (or `--config FILE` holding the same keys in YAML).
+#[derive(Args)]
+struct NodeArgs {
+    /// YAML file with the settings below (kebab-case keys, e.g. `node-name: n1`);
+    /// flags given as well win.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// This Node's name, as the cluster knows it (NetworkInterface.spec.nodeName).
+    #[arg(long, env = "JUNEAU_NODE_NAME")]
+    node_name: Option<String>,
+    /// The underlay NIC the overlay uses: a name (`eth0`) or a pattern with `*` and `?`
+    /// that must match exactly one interface (`enp*`). Besides its own interfaces, the
+    /// daemon attaches to this one only (MX-02).
+    #[arg(long)]
+    underlay: Option<String>,
+    /// This Node's VTEP address [default: the underlay's first IPv4 address].
+    #[arg(long)]
+    vtep: Option<Ipv4Addr>,
+    /// Pin root on bpffs; maps and links live under `v<layout>/` inside
+    /// [default: /sys/fs/bpf/juneau/<node-name>].
+    #[arg(long)]
+    pin_dir: Option<PathBuf>,
+    /// The unix socket the CNI plugin calls (created 0600, root only)
+    /// [default: /run/juneau/<node-name>/cni.sock].
+    #[arg(long)]
+    cni_socket: Option<PathBuf>,
+    /// A standalone run's store socket: the cluster this daemon reads. (The Kubernetes
+    /// API backend comes with the in-cluster mode.)
+    #[arg(long)]
+    store_socket: Option<PathBuf>,
+    /// Seconds without a frame after which a learned MAC expires (L2-30) [default: 300].
+    #[arg(long)]
+    fdb_aging: Option<u64>,
+    /// Address of `/metrics` and `/healthz`, or `off` [default: 0.0.0.0:9464].
+    #[arg(long)]
+    metrics_addr: Option<String>,
+    /// Turn the kernel's per-program run statistics on while the daemon runs
+    /// (juneau_program_runs_total; costs a few ns per packet).
+    #[arg(long)]
+    bpf_stats: bool,
+    /// Leave every frame between Nodes to the VXLAN device (no encapsulation in the
+    /// datapath).
+    #[arg(long)]
+    no_datapath_encap: bool,
+}
+
+impl NodeArgs {
+    fn config(self) -> Result<DaemonConfig, String> {
+        let mut file: serde_json::Map<String, serde_json::Value> = match &self.config {
+            Some(p) => {
+                let text = std::fs::read_to_string(p)
+                    .map_err(|e| format!("--config {}: {e}", p.display()))?;
+                serde_yaml_ng::from_str(&text)
+                    .map_err(|e| format!("--config {}: {e}", p.display()))?
+            }
+            None => Default::default(),
+        };
+        let mut set = |k: &str, v: Option<serde_json::Value>| {
+            if let Some(v) = v {
+                file.insert(k.into(), v);
+            }
+        };
+        set("node-name", self.node_name.map(Into::into));
+        set("underlay", self.underlay.map(Into::into));
+        set("vtep", self.vtep.map(|v| v.to_string().into()));
+        set(
+            "pin-dir",
+            self.pin_dir.map(|p| p.display().to_string().into()),
+        );
+        set(
+            "cni-socket",
+            self.cni_socket.map(|p| p.display().to_string().into()),
+        );
+        set(
+            "store-socket",
+            self.store_socket.map(|p| p.display().to_string().into()),
+        );
+        set("fdb-aging", self.fdb_aging.map(Into::into));
+        if self.bpf_stats {
+            set("bpf-stats", Some(true.into()));
+        }
+        if self.no_datapath_encap {
+            set("datapath-encap", Some(false.into()));
+        }
+        let metrics = self
+            .metrics_addr
+            .or_else(|| {
+                file.get("metrics-addr")
+                    .and_then(|v| v.as_str())
+                    .map(String::from)
+            })
+            .unwrap_or_else(|| "0.0.0.0:9464".into());
+        if metrics == "off" {
+            file.remove("metrics-addr");
+        } else {
+            file.insert("metrics-addr".into(), metrics.into());
+        }
+        let node = file
+            .get("node-name")
+            .and_then(|v| v.as_str())
+            .ok_or("--node-name is required (or JUNEAU_NODE_NAME, or node-name in --config)")?
+            .to_owned();
+        if !file.contains_key("underlay") {
+            return Err("--underlay is required: the NIC (or a pattern matching one) that carries the overlay".into());
+        }
+        file.entry("pin-dir")
+            .or_insert_with(|| format!("{}/{node}", daemon::PIN_BASE).into());
+        file.entry("cni-socket")
+            .or_insert_with(|| format!("{}/{node}/cni.sock", daemon::RUN_BASE).into());
+        file.entry("fdb-aging").or_insert_with(|| 300.into());
+        serde_json::from_value(file.into()).map_err(|e| format!("node settings: {e}"))
+    }
+}
+
 #[derive(Subcommand)]
 enum Cmd {
+    /// The Node daemon (what the DaemonSet runs): loads and pins the datapath, adopts a
+    /// previous daemon's, serves the CNI plugin, writes NetworkEndpoints, ages the
+    /// learning tables, serves /metrics. Runs in the Node's network namespace until
+    /// SIGTERM; the datapath stays attached after it exits.
+    Node(Box<NodeArgs>),
     /// Run the whole stack on this machine (embedded store, one daemon per Node
     /// namespace, the real CNI binary per Pod) from a scenario file.
     Standalone {
-        #[arg(long)]
-        scenario: PathBuf,
+        #[arg(long, required_unless_present = "cleanup")]
+        scenario: Option<PathBuf>,
         /// Tear everything down after the checks instead of waiting for Ctrl-C.
         #[arg(long)]
         once: bool,
         /// Seconds after which a learned MAC without frames expires (L2-30).
         #[arg(long, default_value_t = 300)]
         fdb_aging: u64,
+        /// Only remove what runs killed before they could tear down left behind
+        /// (their namespaces, sockets and pins, by name), then exit.
+        #[arg(long)]
+        cleanup: bool,
     },
     /// Print the CustomResourceDefinitions (what kind/crds.yaml holds).
     Crds,
@@ -38,13 +163,51 @@ enum Cmd {
     },
 }
 
+/// Logs to stderr; `JUNEAU_LOG` (an EnvFilter, e.g. `debug` or `juneau::node=debug`)
+/// overrides the command's default level.
+fn init_logs(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("JUNEAU_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}
+
 fn main() -> ExitCode {
     match Cli::parse().command {
+        Cmd::Node(args) => {
+            init_logs("info");
+            let cfg = match args.config() {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("juneau node: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match daemon::run(cfg) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    tracing::error!(error = %e, "juneau node failed");
+                    eprintln!("juneau node: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Cmd::Standalone {
             scenario,
             once,
             fdb_aging,
+            cleanup,
         } => {
+            init_logs("warn");
+            if cleanup {
+                let removed = juneau::standalone::cleanup::dead_runs(&mut |l| println!("{l}"));
+                println!("cleanup: {removed} dead run(s) removed");
+                return ExitCode::SUCCESS;
+            }
+            let scenario = scenario.expect("clap requires --scenario without --cleanup");
             let aging = std::time::Duration::from_secs(fdb_aging);
             match juneau::standalone::run_with(&scenario, once, aging, &mut |line| {
                 println!("{line}")
@@ -61,6 +224,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Cmd::Controller { default_l2_mtu } => {
+            init_logs("info");
             let cfg = juneau::controller::Config { default_l2_mtu };
             let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
             rt.block_on(async {

@@ -18,6 +18,18 @@ enum Cmd {
         #[command(subcommand)]
         command: BpfCmd,
     },
+    /// Programs attached to each interface of a Node, as the kernel reports them (TCX
+    /// queries), with the NIC or device each interface belongs to (MX-03).
+    Attachments {
+        /// The Node (its daemon's network namespace is found through its pid file).
+        #[arg(long, required_unless_present = "netns")]
+        node: Option<String>,
+        /// A network namespace path instead of --node.
+        #[arg(long)]
+        netns: Option<std::path::PathBuf>,
+        #[arg(short, long, value_enum, default_value_t = Output::Table)]
+        output: Output,
+    },
 }
 
 #[derive(Subcommand)]
@@ -42,16 +54,64 @@ enum Output {
     Json,
 }
 
+fn json<T: serde::Serialize>(rows: &T) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(rows).expect("rows serialize")
+    );
+}
+
+fn attachments(
+    node: Option<String>,
+    netns: Option<std::path::PathBuf>,
+    output: Output,
+) -> Result<(), cli::CliError> {
+    let ns = match (netns, node) {
+        (Some(ns), _) => ns,
+        (None, Some(node)) => cli::node_netns(&node)?,
+        (None, None) => unreachable!("clap requires one"),
+    };
+    let rows = cli::attachments(&ns)?;
+    match output {
+        Output::Json => json(&rows),
+        Output::Table => {
+            println!(
+                "{:<16} {:>7} {:<12} {:<17} {:>6} OWNER",
+                "INTERFACE", "IFINDEX", "HOOK", "PROGRAM", "ID"
+            );
+            for r in rows {
+                println!(
+                    "{:<16} {:>7} {:<12} {:<17} {:>6} {}",
+                    r.interface,
+                    r.ifindex,
+                    r.hook,
+                    r.program,
+                    r.program_id,
+                    if r.owner.is_empty() { "-" } else { &r.owner }
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 fn run() -> Result<(), cli::CliError> {
-    let Cmd::Bpf {
-        command:
-            BpfCmd::Dump {
-                map,
-                node,
-                inner_key,
-                output,
-            },
-    } = Cli::parse().command;
+    let (map, node, inner_key, output) = match Cli::parse().command {
+        Cmd::Attachments {
+            node,
+            netns,
+            output,
+        } => return attachments(node, netns, output),
+        Cmd::Bpf {
+            command:
+                BpfCmd::Dump {
+                    map,
+                    node,
+                    inner_key,
+                    output,
+                },
+        } => (map, node, inner_key, output),
+    };
     let dir = cli::node_dir(&node);
     match map.trim_start_matches("jn_") {
         "l2_fdb" => {
@@ -60,19 +120,29 @@ fn run() -> Result<(), cli::CliError> {
                     "l2_fdb holds one table per segment: add --inner-key vni=<VNI>".into(),
                 )
             })?;
-            let rows = cli::dump_fdb(&dir, cli::parse_inner_key(&key)?)?;
+            let mut rows = cli::dump_fdb(&dir, cli::parse_inner_key(&key)?)?;
+            // The NIC behind each local port, when the Node's namespace can be found.
+            let names = cli::node_netns(&node)
+                .and_then(|ns| cli::port_names(&ns))
+                .unwrap_or_default();
+            for r in &mut rows {
+                if let Some(n) = names.get(&r.ifindex) {
+                    r.port.clone_from(n);
+                }
+            }
             match output {
-                Output::Json => println!(
-                    "{}",
-                    serde_json::to_string_pretty(&rows).expect("rows serialize")
-                ),
+                Output::Json => json(&rows),
                 Output::Table => {
-                    println!("{:<18} {:>8} {:<16} {:>4}", "MAC", "IFINDEX", "VTEP", "AGE");
+                    println!(
+                        "{:<18} {:>8} {:<32} {:<16} {:>4}",
+                        "MAC", "IFINDEX", "PORT", "VTEP", "AGE"
+                    );
                     for r in rows {
                         println!(
-                            "{:<18} {:>8} {:<16} {:>3}s",
+                            "{:<18} {:>8} {:<32} {:<16} {:>3}s",
                             r.mac,
                             r.ifindex,
+                            if r.port.is_empty() { "-" } else { &r.port },
                             if r.vtep.is_empty() { "-" } else { &r.vtep },
                             r.age_seconds
                         );
@@ -83,10 +153,7 @@ fn run() -> Result<(), cli::CliError> {
         "drops" => {
             let rows = cli::dump_drops(&dir)?;
             match output {
-                Output::Json => println!(
-                    "{}",
-                    serde_json::to_string_pretty(&rows).expect("rows serialize")
-                ),
+                Output::Json => json(&rows),
                 Output::Table => {
                     println!("{:<16} {:>10}", "REASON", "COUNT");
                     for (r, n) in rows {

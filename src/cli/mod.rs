@@ -1,10 +1,14 @@
-//! `kubectl-juneau`: what the datapath holds, read from a Node's pinned maps (MX-03,
-//! L2-30).
+//! `kubectl-juneau`: what a Node's datapath holds and where it is attached, read from
+//! the kernel (pinned maps, TCX queries in the Node's network namespace), never from
+//! the daemon's own records (MX-03).
+mod attachments;
+mod maps;
+
 use std::path::{Path, PathBuf};
 
-use aya::maps::{ArrayOfMaps, HashMap, Map, MapData, PerCpuArray};
-use juneau_common::{DropReason, FdbEntry, FdbKey, map_names};
-use serde::Serialize;
+pub use attachments::{AttachmentRow, attachments, port_names};
+use aya::maps::MapData;
+pub use maps::{FdbRow, dump_drops, dump_fdb, parse_inner_key};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
@@ -19,82 +23,39 @@ pub enum CliError {
     Map(&'static str, aya::maps::MapError),
     #[error("this Node has no segment with VNI {0}")]
     NoSuchVni(u32),
+    #[error(
+        "cannot find the network namespace of node {node}: {why}; is its daemon running? (or pass --netns)"
+    )]
+    NoNetns { node: String, why: String },
+    #[error("cannot query {what}: {why}")]
+    Query { what: String, why: String },
     #[error("{0}")]
     Usage(String),
 }
 
-/// The pin folder of a Node's datapath.
+/// The folder of a Node's pinned maps (this build's layout version).
 pub fn node_dir(node: &str) -> PathBuf {
-    crate::standalone::pin_dir_of(node)
+    crate::node::dataplane::PinLayout::new(&crate::standalone::pin_dir_of(node)).maps_dir()
+}
+
+/// The network namespace a Node's daemon runs in, from its pid file.
+pub fn node_netns(node: &str) -> Result<PathBuf, CliError> {
+    let pid_file = crate::node::daemon::pid_file_of(&crate::standalone::socket_of(node));
+    let fail = |why: String| CliError::NoNetns {
+        node: node.to_owned(),
+        why,
+    };
+    let pid = std::fs::read_to_string(&pid_file)
+        .map_err(|e| fail(format!("{}: {e}", pid_file.display())))?;
+    let ns = PathBuf::from(format!("/proc/{}/ns/net", pid.trim()));
+    if ns.exists() {
+        Ok(ns)
+    } else {
+        Err(fail(format!("process {} is gone", pid.trim())))
+    }
 }
 
 fn open(dir: &Path, name: &'static str) -> Result<MapData, CliError> {
     let path = dir.join(name);
     MapData::from_pin(&path).map_err(|source| CliError::Open { path, source })
-}
-
-/// One learned entry, as the dump shows it.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
-pub struct FdbRow {
-    pub mac: String,
-    pub ifindex: u32,
-    /// Remote VTEP, empty for a local port.
-    pub vtep: String,
-    /// Seconds since the entry was last refreshed.
-    pub age_seconds: u64,
-}
-
-/// The learned table of segment `vni` (L2-30).
-pub fn dump_fdb(dir: &Path, vni: u32) -> Result<Vec<FdbRow>, CliError> {
-    let vnis: HashMap<_, u32, u32> = HashMap::try_from(Map::HashMap(open(dir, map_names::L2_VNI)?))
-        .map_err(|e| CliError::Map(map_names::L2_VNI, e))?;
-    let slot = vnis.get(&vni, 0).map_err(|_| CliError::NoSuchVni(vni))?;
-    let outer: ArrayOfMaps<MapData, MapData> =
-        ArrayOfMaps::try_from(Map::ArrayOfMaps(open(dir, map_names::L2_FDB)?))
-            .map_err(|e| CliError::Map(map_names::L2_FDB, e))?;
-    let inner = outer
-        .get(&slot, 0)
-        .map_err(|e| CliError::Map(map_names::L2_FDB, e))?;
-    let table: HashMap<_, FdbKey, FdbEntry> = HashMap::try_from(Map::LruHashMap(inner))
-        .map_err(|e| CliError::Map(map_names::L2_FDB, e))?;
-    let now = crate::node::dataplane::monotonic_coarse_ns();
-    let mut rows: Vec<FdbRow> = table
-        .iter()
-        .filter_map(|r| r.ok())
-        .map(|(k, e)| FdbRow {
-            mac: crate::format_mac(&k.mac),
-            ifindex: e.ifindex,
-            vtep: if e.vtep == 0 {
-                String::new()
-            } else {
-                std::net::Ipv4Addr::from(e.vtep).to_string()
-            },
-            age_seconds: now.saturating_sub(e.last_seen_ns) / 1_000_000_000,
-        })
-        .collect();
-    rows.sort_by(|a, b| a.mac.cmp(&b.mac));
-    Ok(rows)
-}
-
-/// Drop counters by reason, summed over CPUs.
-pub fn dump_drops(dir: &Path) -> Result<Vec<(String, u64)>, CliError> {
-    let counters: PerCpuArray<_, u64> =
-        PerCpuArray::try_from(Map::PerCpuArray(open(dir, map_names::DROPS)?))
-            .map_err(|e| CliError::Map(map_names::DROPS, e))?;
-    DropReason::ALL
-        .iter()
-        .map(|r| {
-            let v = counters
-                .get(&(*r as u32), 0)
-                .map_err(|e| CliError::Map(map_names::DROPS, e))?;
-            Ok((r.name().to_owned(), v.iter().sum()))
-        })
-        .collect()
-}
-
-/// Parses `vni=<N>`.
-pub fn parse_inner_key(s: &str) -> Result<u32, CliError> {
-    s.strip_prefix("vni=")
-        .and_then(|v| v.parse().ok())
-        .ok_or_else(|| CliError::Usage(format!("--inner-key {s:?}: write vni=<number>")))
 }

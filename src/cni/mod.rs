@@ -156,10 +156,7 @@ pub fn call(socket: &Path, req: &Request) -> Result<Option<CniResult>, CniError>
     let unavailable = |e: std::io::Error| {
         CniError::new(
             code::TRY_AGAIN_LATER,
-            format!(
-                "cannot reach the Juneau node daemon at {}",
-                socket.display()
-            ),
+            format!("cannot reach the node daemon at {}", socket.display()),
         )
         .details(format!("{e}; is the juneau daemon running on this Node?"))
     };

@@ -10,7 +10,10 @@ use kube::{
 };
 
 use super::{Config, l2network};
-use crate::api::{L2Network, Subnet, validate::Snapshot};
+use crate::{
+    admission::Snapshot,
+    api::{L2Network, Subnet},
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum KubeError {

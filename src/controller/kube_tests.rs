@@ -128,7 +128,7 @@ async fn l2_23_reconcile_of_an_up_to_date_status_sends_no_patch() {
     let mut current = lab();
     current.status = Some(
         crate::controller::l2network::reconcile_all(
-            &crate::api::validate::Snapshot {
+            &crate::admission::Snapshot {
                 l2networks: vec![lab()],
                 subnets: vec![crate::api::Subnet::new(
                     "web",

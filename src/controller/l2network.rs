@@ -3,11 +3,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::Config;
-use crate::api::{
-    AllocationPool, L2Network,
-    condition::Condition,
-    l2network::{AclRef, L2NetworkStatus},
-    validate::{Snapshot, first_host, parse_cidr},
+use crate::{
+    admission::validate::{Snapshot, first_host, parse_cidr},
+    api::{
+        AllocationPool, L2Network,
+        condition::Condition,
+        l2network::{AclRef, L2NetworkStatus},
+    },
 };
 
 /// VNIs held by any Subnet or L2Network.

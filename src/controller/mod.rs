@@ -1,6 +1,6 @@
 //! The controller: reconcilers are pure functions from a snapshot of the objects to
 //! their desired state. `kube.rs` drives them from the Kubernetes API; standalone mode
-//! drives them from the embedded store with [`run_once`].
+//! drives them through the [`Cluster`] interface with [`run_once`] / [`run_loop`].
 pub mod ipam;
 pub mod kube;
 pub mod l2network;
@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 
 use crate::{
     api::{NetworkInterface, RouteTable, l2network::L2NetworkStatus},
-    store::{Store, World},
+    cluster::{Cluster, ClusterError},
+    store::World,
 };
 
 /// Controller flags.
@@ -30,7 +31,7 @@ impl Default for Config {
 }
 
 /// What the objects should look like.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Desired {
     pub l2_status: BTreeMap<String, L2NetworkStatus>,
     pub route_tables: Vec<RouteTable>,
@@ -56,32 +57,26 @@ pub fn reconcile(world: &World, cfg: &Config) -> Desired {
     }
 }
 
-/// One pass over the embedded store; true when anything changed.
-pub fn run_once(store: &Store, cfg: &Config) -> bool {
-    let (world, _) = store.read();
-    let desired = reconcile(&world, cfg);
-    let mut changed = false;
-    for l in &world.objects.l2networks {
-        let want = desired
-            .l2_status
-            .get(l.metadata.name.as_deref().unwrap_or(""));
-        changed |= l.status.as_ref() != want;
+/// One pass: read, reconcile, write what differs. True when anything changed.
+pub fn run_once(cluster: &dyn Cluster, cfg: &Config) -> Result<bool, ClusterError> {
+    let (world, _) = cluster.read()?;
+    cluster.apply(&reconcile(&world, cfg))
+}
+
+/// Reconciles until `stop` is set: a pass after every change of the cluster (the
+/// standalone run's controller loop).
+pub fn run_loop(cluster: &dyn Cluster, cfg: &Config, stop: &std::sync::atomic::AtomicBool) {
+    let mut seen = 0;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        match run_once(cluster, cfg) {
+            Ok(true) => continue,
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %e, "controller pass failed; retrying"),
+        }
+        seen = cluster
+            .wait(seen, std::time::Duration::from_millis(500))
+            .unwrap_or(seen);
     }
-    changed |= world.objects.route_tables != desired.route_tables;
-    changed |= world.objects.interfaces != desired.interfaces;
-    if changed {
-        store.write(|w| {
-            for l in &mut w.objects.l2networks {
-                l.status = desired
-                    .l2_status
-                    .get(l.metadata.name.as_deref().unwrap_or(""))
-                    .cloned();
-            }
-            w.objects.route_tables = desired.route_tables;
-            w.objects.interfaces = desired.interfaces;
-        });
-    }
-    changed
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! The Pod controller: one NetworkInterface `<pod>.<iface>` per NIC a Pod asks for,
-//! with its address (IPAM), MTU, VNI and routes; the DNS policy of L2-27.
+//! with its address (IPAM), MTU, VNI and routes.
 use std::{
     collections::{BTreeSet, HashMap},
     net::Ipv4Addr,
@@ -7,34 +7,14 @@ use std::{
 
 use super::ipam;
 use crate::{
+    admission::validate::{Snapshot, parse_cidr},
     api::{
-        NetworkInterface,
+        NetworkInterface, PodRecord,
         annotations::{self, Target},
         condition::Condition,
         networkinterface::{NetworkInterfaceSpec, NetworkInterfaceStatus, NicRoute, PodRef},
-        validate::{Snapshot, parse_cidr},
     },
-    store::PodRecord,
 };
-
-/// L2-27: a Pod whose eth0 is on an L2Network resolves with the Node's DNS (`Default`):
-/// no cluster DNS sits on the segment. `Default` and `None` stay;
-/// `dns-inject-skip: "true"` turns the rewrite off.
-pub fn dns_policy(pod: &PodRecord, snap: &Snapshot) -> Option<String> {
-    let nets = annotations::parse(&pod.annotations).ok()?;
-    if nets.dns_inject_skip {
-        return None;
-    }
-    let eth0 = nets.nics.iter().find(|n| n.interface == "eth0")?;
-    match &eth0.target {
-        Target::L2Network(l) if snap.l2network(l).is_some() => matches!(
-            pod.dns_policy.as_str(),
-            "" | "ClusterFirst" | "ClusterFirstWithHostNet"
-        )
-        .then(|| "Default".to_owned()),
-        _ => None,
-    }
-}
 
 fn address_of(n: &NetworkInterface) -> Option<Ipv4Addr> {
     n.status.as_ref()?.address.split('/').next()?.parse().ok()
@@ -214,6 +194,7 @@ fn l2_status(
 
 #[cfg(test)]
 mod tests {
+    use crate::admission::dns_policy;
     use std::collections::BTreeMap;
 
     use super::*;

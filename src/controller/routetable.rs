@@ -1,9 +1,11 @@
 //! L2-14: an L2Network with a gateway puts a connected route for its CIDR into every
 //! RouteTable of its Vpc, as a Subnet does.
-use crate::api::{
-    RouteTable,
-    routetable::{Route, Via},
-    validate::Snapshot,
+use crate::{
+    admission::Snapshot,
+    api::{
+        RouteTable,
+        routetable::{Route, Via},
+    },
 };
 
 pub fn reconcile_all(snap: &Snapshot) -> Vec<RouteTable> {

@@ -1,27 +1,30 @@
 //! The node agent: what the daemon does for the CNI plugin (ADD, DEL, CHECK, GC,
-//! STATUS) and for the other Nodes (remote VTEP lists from NetworkEndpoints).
+//! STATUS), for the other Nodes (remote VTEP lists from NetworkEndpoints), and when it
+//! starts (reconciling what it adopted with the cluster).
 //!
 //! Every call runs on a thread inside the Node's network namespace. ADD is all or
 //! nothing: what it made is undone when a later step fails. DEL is idempotent and finds
 //! its work by the host veths' aliases, so it needs nothing remembered.
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, BTreeSet},
     net::Ipv4Addr,
     path::Path,
-    sync::Mutex,
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
 use super::{
     Dataplane,
     dataplane::PortSpec,
+    metrics::Metrics,
     netlink,
-    veth::{self, VethSpec},
+    nic::{self, Made, NicContext},
+    veth::{self, PortAlias},
 };
 use crate::{
     api::{NetworkEndpoint, NetworkInterface, networkendpoint::NetworkEndpointSpec},
-    cni::{CniError, CniResult, Interface, IpConfig, Request, RouteConfig, code},
-    store::Store,
+    cluster::Cluster,
+    cni::{CniError, CniResult, Request, code},
 };
 
 /// How long ADD waits for the controller to allocate a Pod's NICs.
@@ -30,60 +33,41 @@ const NIC_WAIT: Duration = Duration::from_secs(10);
 pub struct Agent {
     pub node: String,
     pub node_ip: Ipv4Addr,
-    pub store: Store,
+    pub cluster: Arc<dyn Cluster>,
     pub dataplane: Mutex<Dataplane>,
-    /// NetworkEndpoints of other Nodes already in the remote lists: name -> (vni, vtep).
-    remotes: Mutex<BTreeMap<String, (u32, Ipv4Addr)>>,
+    pub metrics: Metrics,
 }
 
-/// A stable, locally administered MAC for one NIC of one container.
-pub fn nic_mac(container_id: &str, interface: &str) -> [u8; 6] {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in container_id.bytes().chain([b'/']).chain(interface.bytes()) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    let b = h.to_be_bytes();
-    [0x02, b[1], b[2], b[3], b[4], b[5]]
+/// A host-side port link of this Node: (name, ifindex, what its alias says).
+type PortLink = (String, u32, PortAlias);
+
+/// Juneau's Pod NIC links in the calling thread's namespace.
+fn port_links(prefix: &str) -> Result<Vec<PortLink>, CniError> {
+    Ok(netlink::links_with_alias(prefix)
+        .map_err(|e| nic::io("cannot list the Node's links")(e.to_string()))?
+        .into_iter()
+        .filter_map(|(name, ifindex, alias)| Some((name, ifindex, PortAlias::parse(&alias)?)))
+        .collect())
 }
 
-/// The host-side veth name: the interface name plus the start of the container id,
-/// within IFNAMSIZ.
-pub fn host_name(container_id: &str, interface: &str) -> String {
-    let room = 15usize.saturating_sub(interface.len());
-    let id: String = container_id
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric())
-        .take(room)
-        .collect();
-    format!("{interface}{id}")
-}
-
-fn io(what: &str) -> impl FnOnce(String) -> CniError + '_ {
-    move |e| CniError::new(code::IO_FAILURE, what.to_owned()).details(e)
-}
-
-/// What one ADD made, to undo on failure.
-#[derive(Default)]
-struct Made {
-    ports: Vec<u32>,
-    links: Vec<String>,
-    endpoints: Vec<(String, String)>,
+fn cluster_err(e: crate::cluster::ClusterError) -> CniError {
+    CniError::new(code::TRY_AGAIN_LATER, "cannot read the cluster").details(e.to_string())
 }
 
 impl Agent {
-    pub fn new(node: &str, node_ip: Ipv4Addr, store: Store, dataplane: Dataplane) -> Self {
+    pub fn new(node: &str, node_ip: Ipv4Addr, cluster: Arc<dyn Cluster>, dp: Dataplane) -> Self {
         Self {
             node: node.into(),
             node_ip,
-            store,
-            dataplane: Mutex::new(dataplane),
-            remotes: Mutex::new(BTreeMap::new()),
+            cluster,
+            dataplane: Mutex::new(dp),
+            metrics: Metrics::default(),
         }
     }
 
     pub fn handle(&self, req: &Request) -> Result<Option<CniResult>, CniError> {
-        match req.command.as_str() {
+        let start = Instant::now();
+        let out = match req.command.as_str() {
             "ADD" => self.add(req).map(Some),
             "DEL" => self.del(req).map(|()| None),
             "CHECK" => self.check(req).map(|()| None),
@@ -93,7 +77,31 @@ impl Agent {
                 code::INVALID_ENV,
                 format!("unknown CNI_COMMAND {other:?}"),
             )),
+        };
+        let took = start.elapsed();
+        self.metrics.observe_cni(&req.command, out.is_ok(), took);
+        let pod = Self::pod_of(req)
+            .map(|(ns, p)| format!("{ns}/{p}"))
+            .unwrap_or_default();
+        match &out {
+            Ok(_) => tracing::info!(
+                command = %req.command,
+                pod,
+                container = %short(&req.container_id),
+                ms = took.as_secs_f64() * 1e3,
+                "CNI request served"
+            ),
+            Err(e) => tracing::warn!(
+                command = %req.command,
+                pod,
+                container = %short(&req.container_id),
+                ms = took.as_secs_f64() * 1e3,
+                error = %e.msg,
+                details = %e.details,
+                "CNI request failed"
+            ),
         }
+        out
     }
 
     fn pod_of(req: &Request) -> Result<(String, String), CniError> {
@@ -114,7 +122,7 @@ impl Agent {
         let deadline = Instant::now() + NIC_WAIT;
         let mut seen = 0;
         loop {
-            let nics = self.store.interfaces_of(ns, pod);
+            let nics = self.cluster.interfaces_of(ns, pod).map_err(cluster_err)?;
             if let Some(failed) = nics
                 .iter()
                 .find(|n| n.status.as_ref().is_some_and(|s| s.phase == "Failed"))
@@ -148,156 +156,119 @@ impl Agent {
                     ),
                 ));
             }
-            seen = self.store.wait(seen, Duration::from_millis(200));
+            seen = self
+                .cluster
+                .wait(seen, Duration::from_millis(200))
+                .map_err(cluster_err)?;
+        }
+    }
+
+    fn context<'a>(&'a self, req: &'a Request, ns: &'a str, pod: &'a str) -> NicContext<'a> {
+        NicContext {
+            container_id: &req.container_id,
+            netns: Path::new(&req.netns),
+            namespace: ns,
+            pod,
+            node: &self.node,
+            node_ip: self.node_ip,
+            dataplane: &self.dataplane,
         }
     }
 
     fn add(&self, req: &Request) -> Result<CniResult, CniError> {
         let (ns, pod) = Self::pod_of(req)?;
         let nics = self.wait_for_nics(&ns, &pod)?;
+        let drivers = nics
+            .iter()
+            .map(nic::driver_for)
+            .collect::<Result<Vec<_>, _>>()?;
+        let ctx = self.context(req, &ns, &pod);
         let mut made = Made::default();
+        let mut endpoints = Vec::new();
         let mut result = CniResult {
             cni_version: crate::cni::VERSION.into(),
             dns: serde_json::json!({}),
             ..Default::default()
         };
-        for nic in &nics {
-            if let Err(e) = self.add_nic(req, &ns, &pod, nic, &mut made, &mut result) {
-                self.undo(made);
+        for (nic, driver) in nics.iter().zip(drivers) {
+            let step = driver
+                .setup(&ctx, nic, &mut made, &mut result)
+                .and_then(|()| {
+                    let ep = self.endpoint_for(&ns, &pod, &req.container_id, nic);
+                    let name = ep.metadata.name.clone().unwrap_or_default();
+                    self.cluster.put_endpoint(ep).map_err(cluster_err)?;
+                    endpoints.push(name);
+                    Ok(())
+                });
+            if let Err(e) = step {
+                self.undo(made, &ns, endpoints);
                 return Err(e);
             }
         }
         Ok(result)
     }
 
-    fn add_nic(
+    /// The NetworkEndpoint `<pod>.<iface>` that tells other Nodes where a NIC lives.
+    fn endpoint_for(
         &self,
-        req: &Request,
         ns: &str,
         pod: &str,
+        container_id: &str,
         nic: &NetworkInterface,
-        made: &mut Made,
-        result: &mut CniResult,
-    ) -> Result<(), CniError> {
+    ) -> NetworkEndpoint {
         let status = nic.status.clone().unwrap_or_default();
-        let iface = nic.spec.interface.clone();
-        let host = host_name(&req.container_id, &iface);
-        let mac = nic_mac(&req.container_id, &iface);
-        let spec = VethSpec {
-            host_name: host.clone(),
-            host_mac: nic_mac(&req.container_id, &format!("{iface}-host")),
-            pod_netns: req.netns.clone().into(),
-            pod_name: iface.clone(),
-            pod_mac: mac,
-            mtu: (status.mtu != 0).then_some(status.mtu),
-            alias: veth::alias_for(&req.container_id, &iface),
-        };
-        let ifindex = veth::create(None, &spec)
-            .map_err(|e| io(&format!("cannot create the veth pair for {iface}"))(e.to_string()))?;
-        made.links.push(host.clone());
-        result.interfaces.push(Interface {
-            name: host.clone(),
-            mac: crate::format_mac(&spec.host_mac),
-            mtu: spec.mtu,
-            sandbox: None,
-        });
-        result.interfaces.push(Interface {
-            name: iface.clone(),
-            mac: crate::format_mac(&mac),
-            mtu: spec.mtu,
-            sandbox: Some(req.netns.clone()),
-        });
-        let pod_ns = Path::new(&req.netns);
-        if !status.address.is_empty() {
-            netlink::add_address(pod_ns, &iface, &status.address)
-                .map_err(|e| io(&format!("cannot address {iface}"))(e.to_string()))?;
-            let gateway = status.routes.first().map(|r| r.gw.clone());
-            result.ips.push(IpConfig {
-                address: status.address.clone(),
-                gateway: gateway.clone(),
-                interface: result.interfaces.len() - 1,
-            });
-        }
-        for r in &status.routes {
-            let gw: Ipv4Addr = r.gw.parse().map_err(|_| {
-                CniError::new(
-                    code::INVALID_CONFIG,
-                    format!("route gateway {:?} is not IPv4", r.gw),
-                )
-            })?;
-            netlink::add_default_route(pod_ns, gw)
-                .map_err(|e| io(&format!("cannot add {iface}'s default route"))(e.to_string()))?;
-            result.routes.push(RouteConfig {
-                dst: r.dst.clone(),
-                gw: Some(r.gw.clone()),
-            });
-        }
-        let port = PortSpec {
-            ifindex,
-            vni: status.vni,
-            mtu: status.mtu,
-            peer: true,
-        };
-        self.dataplane
-            .lock()
-            .expect("dataplane lock")
-            .attach_port(&host, port)
-            .map_err(|e| io(&format!("cannot attach the datapath to {host}"))(e.to_string()))?;
-        made.ports.push(ifindex);
-        let name = format!("{pod}.{iface}");
+        let iface = &nic.spec.interface;
         let mut ep = NetworkEndpoint::new(
-            &name,
+            &format!("{pod}.{iface}"),
             NetworkEndpointSpec {
                 kind: "Pod".into(),
                 subnet: nic.spec.subnet.clone(),
                 l2_network: nic.spec.l2_network.clone(),
-                address: status.address.clone(),
-                mac_address: crate::format_mac(&mac),
+                address: status.address,
+                mac_address: crate::format_mac(&nic::nic_mac(container_id, iface)),
                 node_name: self.node.clone(),
                 node_ip: self.node_ip.to_string(),
             },
         );
         ep.metadata.namespace = Some(ns.to_owned());
-        self.store.put_endpoint(ep);
-        made.endpoints.push((ns.to_owned(), name));
-        Ok(())
+        ep
     }
 
-    /// Undoes a partial ADD, in reverse order; errors are collected, never stop it.
-    fn undo(&self, made: Made) {
+    /// Undoes a partial ADD, in reverse order; errors are logged, never stop it.
+    fn undo(&self, made: Made, ns: &str, endpoints: Vec<String>) {
         let mut dp = self.dataplane.lock().expect("dataplane lock");
-        for ifindex in made.ports {
-            let _ = dp.remove_port(ifindex);
+        for ifindex in made.ports.into_iter().rev() {
+            if let Err(e) = dp.remove_port(ifindex) {
+                tracing::warn!(ifindex, error = %e, "rollback: port");
+            }
         }
         drop(dp);
-        for link in made.links {
-            let _ = veth::delete(None, &link);
+        for link in made.links.into_iter().rev() {
+            if let Err(e) = veth::delete(None, &link) {
+                tracing::warn!(link, error = %e, "rollback: veth");
+            }
         }
-        for (ns, name) in made.endpoints {
-            self.store.delete_endpoint(&ns, &name);
+        for name in endpoints {
+            if let Err(e) = self.cluster.delete_endpoint(ns, &name) {
+                tracing::warn!(endpoint = name, error = %e, "rollback: endpoint");
+            }
         }
     }
 
     /// Removes every NIC of the container; succeeds when there is nothing left to do.
     fn del(&self, req: &Request) -> Result<(), CniError> {
-        let prefix = format!("{}:{}:", veth::OWNER_ALIAS, req.container_id);
-        let links = netlink::links_with_alias(&prefix)
-            .map_err(|e| io("cannot list the Node's links")(e.to_string()))?;
+        let links = port_links(&PortAlias::container_prefix(&req.container_id))?;
         let mut errors = Vec::new();
         for (name, ifindex, alias) in links {
-            if let Err(e) = self
-                .dataplane
-                .lock()
-                .expect("dataplane lock")
-                .remove_port(ifindex)
-            {
+            errors.extend(nic::driver_for_port(&alias).teardown(
+                &self.dataplane,
+                &name,
+                ifindex,
+                &alias,
+            ));
+            let ep = format!("{}.{}", alias.pod, alias.interface);
+            if let Err(e) = self.cluster.delete_endpoint(&alias.namespace, &ep) {
                 errors.push(e.to_string());
-            }
-            if let Err(e) = veth::delete(None, &name) {
-                errors.push(e.to_string());
-            }
-            if let (Ok((ns, pod)), Some(iface)) = (Self::pod_of(req), alias.rsplit(':').next()) {
-                self.store.delete_endpoint(&ns, &format!("{pod}.{iface}"));
             }
         }
         if errors.is_empty() {
@@ -311,44 +282,14 @@ impl Agent {
     /// Every NIC of the Pod exists, is attached, and has its address.
     fn check(&self, req: &Request) -> Result<(), CniError> {
         let (ns, pod) = Self::pod_of(req)?;
-        let prefix = format!("{}:{}:", veth::OWNER_ALIAS, req.container_id);
-        let links = netlink::links_with_alias(&prefix)
-            .map_err(|e| io("cannot list the Node's links")(e.to_string()))?;
-        for nic in self.store.interfaces_of(&ns, &pod) {
-            let iface = &nic.spec.interface;
-            let host = host_name(&req.container_id, iface);
-            let Some((_, ifindex, _)) = links.iter().find(|(n, _, _)| *n == host) else {
-                return Err(CniError::new(
-                    code::UNKNOWN_CONTAINER,
-                    format!("{iface}: host veth {host} is missing"),
-                ));
-            };
-            let port = self
-                .dataplane
-                .lock()
-                .expect("dataplane lock")
-                .port(*ifindex);
-            if !port.is_ok_and(|p| p.flags & juneau_common::l2::PORT_ACTIVE != 0) {
-                return Err(CniError::new(
-                    code::IO_FAILURE,
-                    format!("{iface}: {host} is not an active datapath port"),
-                ));
-            }
-            let want = nic
-                .status
-                .as_ref()
-                .map(|s| s.address.clone())
-                .unwrap_or_default();
-            if !want.is_empty() {
-                let have = netlink::addresses(Path::new(&req.netns), iface)
-                    .map_err(|e| io("cannot read the Pod's addresses")(e.to_string()))?;
-                if !have.contains(&want) {
-                    return Err(CniError::new(
-                        code::IO_FAILURE,
-                        format!("{iface}: address {want} is missing in the Pod (has {have:?})"),
-                    ));
-                }
-            }
+        let links = port_links(&PortAlias::container_prefix(&req.container_id))?;
+        let ctx = self.context(req, &ns, &pod);
+        for nic in self.cluster.interfaces_of(&ns, &pod).map_err(cluster_err)? {
+            let host = links
+                .iter()
+                .find(|(_, _, a)| a.interface == nic.spec.interface)
+                .map(|(n, i, _)| (n.as_str(), *i));
+            nic::driver_for(&nic)?.check(&ctx, &nic, host)?;
         }
         Ok(())
     }
@@ -356,31 +297,37 @@ impl Agent {
     /// Removes the attachments of containers that are not in the valid list.
     fn gc(&self, req: &Request) -> Result<(), CniError> {
         let valid = req.config.valid_attachments.clone().unwrap_or_default();
-        let links = netlink::links_with_alias(&format!("{}:", veth::OWNER_ALIAS))
-            .map_err(|e| io("cannot list the Node's links")(e.to_string()))?;
-        for (name, ifindex, alias) in links {
-            let mut parts = alias.splitn(4, ':').skip(2);
-            let (Some(cid), Some(iface)) = (parts.next(), parts.next()) else {
-                continue;
-            };
-            if !valid
+        let mut errors = Vec::new();
+        for (name, ifindex, alias) in port_links(&format!("{}:", veth::OWNER_ALIAS))? {
+            let keep = valid
                 .iter()
-                .any(|a| a.container_id == cid && a.ifname == iface)
-            {
-                let _ = self
-                    .dataplane
-                    .lock()
-                    .expect("dataplane lock")
-                    .remove_port(ifindex);
-                let _ = veth::delete(None, &name);
+                .any(|a| a.container_id == alias.container_id && a.ifname == alias.interface);
+            if !keep {
+                tracing::info!(nic = %alias.nic(), host = name, "GC: removing a stale attachment");
+                errors.extend(nic::driver_for_port(&alias).teardown(
+                    &self.dataplane,
+                    &name,
+                    ifindex,
+                    &alias,
+                ));
+                let ep = format!("{}.{}", alias.pod, alias.interface);
+                if let Err(e) = self.cluster.delete_endpoint(&alias.namespace, &ep) {
+                    errors.push(e.to_string());
+                }
             }
         }
-        Ok(())
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(CniError::new(code::IO_FAILURE, "GC left something behind")
+                .details(errors.join("; ")))
+        }
     }
 
-    /// Brings the remote VTEP lists in line with the NetworkEndpoints of other Nodes.
-    pub fn sync_remotes(&self) {
-        let (world, _) = self.store.read();
+    /// Brings the remote VTEP lists in line with the NetworkEndpoints of other Nodes:
+    /// a Node is listed for a segment while any endpoint of the segment lives there.
+    pub fn sync_remotes(&self) -> Result<usize, crate::cluster::ClusterError> {
+        let (world, _) = self.cluster.read()?;
         let vni_of = |l2: &str| {
             world
                 .objects
@@ -389,55 +336,147 @@ impl Agent {
                 .map(|s| s.vni)
                 .unwrap_or(0)
         };
-        let want: BTreeMap<String, (u32, Ipv4Addr)> = world
+        let mut want: BTreeMap<u32, BTreeMap<u32, u32>> = BTreeMap::new();
+        for e in world
             .endpoints
             .iter()
             .filter(|e| e.spec.node_name != self.node)
-            .filter_map(|e| {
-                let vni = vni_of(e.spec.l2_network.as_deref()?);
-                let ip = e.spec.node_ip.parse().ok()?;
-                let key = format!(
-                    "{}/{}",
-                    e.metadata.namespace.as_deref().unwrap_or(""),
-                    e.metadata.name.as_deref().unwrap_or("")
-                );
-                (vni != 0).then_some((key, (vni, ip)))
-            })
-            .collect();
-        let mut have = self.remotes.lock().expect("remotes lock");
-        let mut dp = self.dataplane.lock().expect("dataplane lock");
-        let gone: Vec<String> = have
-            .keys()
-            .filter(|k| !want.contains_key(*k))
-            .cloned()
-            .collect();
-        for k in gone {
-            if let Some((vni, ip)) = have.remove(&k) {
-                let _ = dp.remove_remote(vni, ip);
+        {
+            let Some(vni) = e.spec.l2_network.as_deref().map(vni_of) else {
+                continue;
+            };
+            let Ok(ip) = e.spec.node_ip.parse::<Ipv4Addr>() else {
+                continue;
+            };
+            if vni != 0 {
+                *want
+                    .entry(vni)
+                    .or_default()
+                    .entry(ip.to_bits())
+                    .or_default() += 1;
             }
         }
-        let new: Vec<(String, (u32, Ipv4Addr))> = want
-            .into_iter()
-            .filter(|(k, _)| !have.contains_key(k))
-            .collect();
-        let batch: Vec<(u32, Ipv4Addr)> = new.iter().map(|(_, v)| *v).collect();
-        if dp.add_remotes(&batch).is_ok() {
-            have.extend(new);
+        let written = self
+            .dataplane
+            .lock()
+            .expect("dataplane lock")
+            .set_remotes(&want);
+        match written {
+            Ok(n) => Ok(n),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot write the remote lists");
+                Ok(0)
+            }
         }
+    }
+
+    /// After a start (a restart adopting a previous daemon's datapath, or a new layout
+    /// version), makes the Node agree with the cluster: ports whose interface is gone
+    /// are removed, Pod NICs the datapath does not serve are attached again, and this
+    /// Node's NetworkEndpoints match its ports (Pods deleted while the daemon was down
+    /// lose theirs). Returns what it changed, for the log.
+    pub fn reconcile_ports(&self) -> Result<ReconcileReport, CniError> {
+        let mut report = ReconcileReport::default();
+        let links = port_links(&format!("{}:", veth::OWNER_ALIAS))?;
+        let live: BTreeSet<u32> = links.iter().map(|(_, i, _)| *i).collect();
+        let (world, _) = self.cluster.read().map_err(cluster_err)?;
+        let mut dp = self.dataplane.lock().expect("dataplane lock");
+        for ifindex in dp.ports() {
+            if !live.contains(&ifindex) {
+                if let Err(e) = dp.remove_port(ifindex) {
+                    tracing::warn!(ifindex, error = %e, "cannot remove a stale port");
+                }
+                report.stale_ports += 1;
+            }
+        }
+        let served: BTreeSet<u32> = dp.ports().into_iter().collect();
+        for (name, ifindex, alias) in &links {
+            if served.contains(ifindex) {
+                continue;
+            }
+            let nic = world.objects.interfaces.iter().find(|n| {
+                n.metadata.namespace.as_deref() == Some(&alias.namespace)
+                    && n.spec.pod_ref.name == alias.pod
+                    && n.spec.interface == alias.interface
+            });
+            let Some(status) = nic.and_then(|n| n.status.as_ref()) else {
+                continue;
+            };
+            let spec = PortSpec {
+                ifindex: *ifindex,
+                vni: status.vni,
+                mtu: status.mtu,
+                peer: true,
+            };
+            match dp.attach_port(name, spec) {
+                Ok(_) => report.reattached += 1,
+                Err(e) => tracing::warn!(nic = %alias.nic(), error = %e, "cannot attach again"),
+            }
+        }
+        drop(dp);
+        let mine: BTreeSet<(String, String)> = links
+            .iter()
+            .map(|(_, _, a)| (a.namespace.clone(), format!("{}.{}", a.pod, a.interface)))
+            .collect();
+        for ep in world
+            .endpoints
+            .iter()
+            .filter(|e| e.spec.node_name == self.node)
+        {
+            let key = (
+                ep.metadata.namespace.clone().unwrap_or_default(),
+                ep.metadata.name.clone().unwrap_or_default(),
+            );
+            if !mine.contains(&key) {
+                self.cluster
+                    .delete_endpoint(&key.0, &key.1)
+                    .map_err(cluster_err)?;
+                report.stale_endpoints += 1;
+            }
+        }
+        let have: BTreeSet<(String, String)> = world
+            .endpoints
+            .iter()
+            .filter(|e| e.spec.node_name == self.node)
+            .map(|e| {
+                (
+                    e.metadata.namespace.clone().unwrap_or_default(),
+                    e.metadata.name.clone().unwrap_or_default(),
+                )
+            })
+            .collect();
+        for (_, _, alias) in &links {
+            let key = (
+                alias.namespace.clone(),
+                format!("{}.{}", alias.pod, alias.interface),
+            );
+            if have.contains(&key) {
+                continue;
+            }
+            let nic = world.objects.interfaces.iter().find(|n| {
+                n.metadata.namespace.as_deref() == Some(&alias.namespace)
+                    && n.spec.pod_ref.name == alias.pod
+                    && n.spec.interface == alias.interface
+            });
+            if let Some(nic) = nic {
+                let ep = self.endpoint_for(&alias.namespace, &alias.pod, &alias.container_id, nic);
+                self.cluster.put_endpoint(ep).map_err(cluster_err)?;
+                report.restored_endpoints += 1;
+            }
+        }
+        Ok(report)
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// What [`Agent::reconcile_ports`] changed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReconcileReport {
+    pub stale_ports: usize,
+    pub reattached: usize,
+    pub stale_endpoints: usize,
+    pub restored_endpoints: usize,
+}
 
-    #[test]
-    fn mx_01_host_names_fit_ifnamsiz_and_macs_are_stable_and_local() {
-        assert_eq!(host_name("0123456789abcdef0123", "eth1"), "eth10123456789a");
-        assert!(host_name("x", "eth1").len() <= 15);
-        let m = nic_mac("abc", "eth1");
-        assert_eq!(m, nic_mac("abc", "eth1"));
-        assert_ne!(m, nic_mac("abc", "eth2"));
-        assert_eq!(m[0] & 0x03, 0x02, "locally administered, unicast");
-    }
+fn short(id: &str) -> &str {
+    &id[..id.len().min(12)]
 }

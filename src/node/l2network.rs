@@ -112,6 +112,72 @@ impl Segments {
         })
     }
 
+    /// Every port, by ifindex.
+    pub fn ports(&self) -> impl Iterator<Item = u32> + '_ {
+        self.port_vni.keys().copied()
+    }
+
+    /// Records a segment found in the maps of a previous daemon: its slot, ports and
+    /// remote Nodes (each counted once until the cluster says how many endpoints it
+    /// has there).
+    pub fn adopt(
+        &mut self,
+        vni: u32,
+        slot: u32,
+        ports: &[(u32, u32)],
+        vteps: &[u32],
+    ) -> Result<(), L2Error> {
+        if slot >= MAX_SEGMENTS || self.used_slots.contains(&slot) {
+            return Err(L2Error::TooManySegments);
+        }
+        self.used_slots.insert(slot);
+        let segment = self.by_vni.entry(vni).or_insert(Segment {
+            slot,
+            ports: BTreeMap::new(),
+        });
+        for &(ifindex, flags) in ports {
+            segment.ports.insert(ifindex, flags);
+            self.port_vni.insert(ifindex, vni);
+        }
+        if !vteps.is_empty() {
+            self.remotes
+                .insert(vni, vteps.iter().map(|v| (*v, 1)).collect());
+        }
+        Ok(())
+    }
+
+    /// Replaces every remote count with `want` (VNI -> VTEP -> endpoints). Returns the
+    /// segments whose list of Nodes changed, each with the Nodes that left it.
+    pub fn set_remotes(
+        &mut self,
+        want: &BTreeMap<u32, BTreeMap<u32, u32>>,
+    ) -> Result<Vec<(u32, Vec<u32>)>, L2Error> {
+        if let Some((vni, _)) = want.iter().find(|(_, n)| n.len() > MAX_REMOTE_VTEPS) {
+            return Err(L2Error::TooManyRemotes { vni: *vni });
+        }
+        let mut changed = Vec::new();
+        let vnis: BTreeSet<u32> = want.keys().chain(self.remotes.keys()).copied().collect();
+        let empty = BTreeMap::new();
+        for vni in vnis {
+            let old = self.remotes.get(&vni).unwrap_or(&empty);
+            let new = want.get(&vni).unwrap_or(&empty);
+            if old.keys().ne(new.keys()) {
+                let left = old
+                    .keys()
+                    .filter(|v| !new.contains_key(v))
+                    .copied()
+                    .collect();
+                changed.push((vni, left));
+            }
+        }
+        self.remotes = want
+            .iter()
+            .filter(|(_, n)| !n.is_empty())
+            .map(|(v, n)| (*v, n.clone()))
+            .collect();
+        Ok(changed)
+    }
+
     /// Counts one more endpoint of segment `vni` on the Node `vtep`. True when the
     /// Node joins the segment's remote list.
     pub fn add_remote(&mut self, vni: u32, vtep: u32) -> Result<bool, L2Error> {
@@ -239,6 +305,37 @@ mod tests {
             "unknown Node: nothing changes"
         );
         assert_eq!(s.remote_list(200).count, 0);
+    }
+
+    #[test]
+    fn l2_28_set_remotes_reports_only_lists_that_change_and_who_left() {
+        let mut s = Segments::default();
+        s.adopt(7, 3, &[(10, 3)], &[0x0a000002]).unwrap();
+        let want: BTreeMap<u32, BTreeMap<u32, u32>> =
+            [(7, [(0x0a000002, 2)].into_iter().collect())]
+                .into_iter()
+                .collect();
+        assert!(
+            s.set_remotes(&want).unwrap().is_empty(),
+            "same Nodes: nothing to write"
+        );
+        let want: BTreeMap<u32, BTreeMap<u32, u32>> =
+            [(7, [(0x0a000003, 1)].into_iter().collect())]
+                .into_iter()
+                .collect();
+        assert_eq!(s.set_remotes(&want).unwrap(), vec![(7, vec![0x0a000002])]);
+        assert_eq!(s.remote_list(7).vteps[0], 0x0a000003);
+        assert_eq!(
+            s.set_remotes(&BTreeMap::new()).unwrap(),
+            vec![(7, vec![0x0a000003])]
+        );
+        assert_eq!(s.remote_list(7).count, 0);
+        assert_eq!(s.get(7).unwrap().slot, 3, "adopted slot kept");
+        assert_eq!(
+            s.adopt(8, 3, &[], &[]),
+            Err(L2Error::TooManySegments),
+            "slot taken"
+        );
     }
 
     #[test]

@@ -1,8 +1,15 @@
 //! The node daemon: owns the eBPF datapath of one Node and the interfaces it plumbs.
+//! `daemon` is the program (`juneau node`) and the one Node bring-up; `agent` serves
+//! the CNI plugin; `nic` holds one driver per NIC kind; `dataplane` loads, pins and
+//! writes the maps; `server`, `metrics` and `metrics_http` are its edges.
 pub mod agent;
+pub mod daemon;
 pub mod dataplane;
 pub mod l2network;
+pub mod metrics;
+pub mod metrics_http;
 pub mod netlink;
+pub mod nic;
 pub mod server;
 pub mod veth;
 pub mod vxlan;

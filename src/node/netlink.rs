@@ -215,8 +215,81 @@ pub fn addresses(ns: &Path, ifname: &str) -> Result<Vec<String>, NetlinkError> {
     })
 }
 
-/// The ifindex of `name` in the calling thread's namespace, if Juneau made it (its
-/// alias starts with `alias`).
+/// Every interface of the calling thread's namespace: (name, ifindex).
+pub fn all_links() -> Vec<(String, u32)> {
+    let mut out = Vec::new();
+    // SAFETY: if_nameindex returns an array ended by a zero entry, freed below; the
+    // names are NUL-terminated C strings inside it.
+    unsafe {
+        let list = libc::if_nameindex();
+        if list.is_null() {
+            return out;
+        }
+        let mut p = list;
+        while (*p).if_index != 0 {
+            let name = std::ffi::CStr::from_ptr((*p).if_name)
+                .to_string_lossy()
+                .into_owned();
+            out.push((name, (*p).if_index));
+            p = p.add(1);
+        }
+        libc::if_freenameindex(list);
+    }
+    out
+}
+
+/// The MTU and IPv4 addresses (a.b.c.d/len) of `name` in the calling thread's
+/// namespace.
+pub fn mtu_and_ipv4(name: &str) -> Result<(u32, Vec<ipnet::Ipv4Net>), NetlinkError> {
+    use rtnetlink::packet_route::address::AddressAttribute;
+    with_netlink(None, async |handle| {
+        let link = link_by_name(&handle, name).await?;
+        let mtu = link
+            .attributes
+            .iter()
+            .find_map(|a| match a {
+                LinkAttribute::Mtu(m) => Some(*m),
+                _ => None,
+            })
+            .unwrap_or(1500);
+        let mut addrs = handle
+            .address()
+            .get()
+            .set_link_index_filter(link.header.index)
+            .execute();
+        let mut out = Vec::new();
+        while let Some(a) = addrs.try_next().await.map_err(req("list addresses"))? {
+            for attr in &a.attributes {
+                if let AddressAttribute::Address(std::net::IpAddr::V4(ip)) = attr
+                    && let Ok(net) = ipnet::Ipv4Net::new(*ip, a.header.prefix_len)
+                {
+                    out.push(net);
+                }
+            }
+        }
+        Ok((mtu, out))
+    })
+}
+
+/// Every interface index of the calling thread's namespace.
+pub fn all_ifindexes() -> std::collections::BTreeSet<u32> {
+    let mut out = std::collections::BTreeSet::new();
+    // SAFETY: if_nameindex returns an array ended by a zero entry, freed below.
+    unsafe {
+        let list = libc::if_nameindex();
+        if list.is_null() {
+            return out;
+        }
+        let mut p = list;
+        while (*p).if_index != 0 {
+            out.insert((*p).if_index);
+            p = p.add(1);
+        }
+        libc::if_freenameindex(list);
+    }
+    out
+}
+
 /// The index of `name` in the calling thread's namespace.
 pub fn ifindex(name: &str) -> Result<u32, NetlinkError> {
     let c = std::ffi::CString::new(name).map_err(|_| NetlinkError::NoSuchLink(name.into()))?;
@@ -227,6 +300,8 @@ pub fn ifindex(name: &str) -> Result<u32, NetlinkError> {
     }
 }
 
+/// The ifindex of `name` in the calling thread's namespace, if Juneau made it (its
+/// alias starts with `alias`).
 pub fn owned_ifindex(name: &str, alias: &'static str) -> Result<u32, NetlinkError> {
     with_netlink(None, async |handle| {
         let link = link_by_name(&handle, name).await?;

@@ -1,6 +1,7 @@
-//! The daemon's CNI endpoint: a unix socket, one request per connection, each handled
-//! on its own thread. The listener thread is started inside the Node's namespace, so
-//! every handler thread (which inherits it) plumbs that Node.
+//! The daemon's CNI endpoint: a unix socket (0600, root only: SO_PEERCRED is checked
+//! before anything is read), one request per connection, each handled on its own
+//! thread. The listener thread is started inside the Node's namespace, so every
+//! handler thread (which inherits it) plumbs that Node.
 use std::{
     io::{BufRead, BufReader, Write},
     os::unix::net::{UnixListener, UnixStream},
@@ -12,45 +13,64 @@ use super::agent::Agent;
 use crate::cni::{CniError, Request, Response, code};
 
 fn serve(agent: &Agent, conn: UnixStream) {
-    let mut line = String::new();
-    let mut reader = BufReader::new(&conn);
-    let response = match reader.read_line(&mut line) {
-        Ok(_) => match serde_json::from_str::<Request>(&line) {
-            Ok(req) => match agent.handle(&req) {
-                Ok(r) => Response::Ok(r),
-                Err(e) => Response::Error(e),
-            },
-            Err(e) => Response::Error(
-                CniError::new(code::DECODE_FAILURE, "unreadable request").details(e.to_string()),
-            ),
-        },
-        Err(e) => Response::Error(
-            CniError::new(code::IO_FAILURE, "cannot read the request").details(e.to_string()),
-        ),
+    let response = match crate::unixsock::check_peer(&conn) {
+        Err(refusal) => {
+            tracing::warn!(refusal, "CNI socket: caller refused");
+            Response::Error(CniError::new(code::INVALID_ENV, refusal))
+        }
+        Ok(()) => {
+            let mut line = String::new();
+            match BufReader::new(&conn).read_line(&mut line) {
+                Ok(_) => match serde_json::from_str::<Request>(&line) {
+                    Ok(req) => match agent.handle(&req) {
+                        Ok(r) => Response::Ok(r),
+                        Err(e) => Response::Error(e),
+                    },
+                    Err(e) => Response::Error(
+                        CniError::new(code::DECODE_FAILURE, "unreadable request")
+                            .details(e.to_string()),
+                    ),
+                },
+                Err(e) => Response::Error(
+                    CniError::new(code::IO_FAILURE, "cannot read the request")
+                        .details(e.to_string()),
+                ),
+            }
+        }
     };
     let mut out = serde_json::to_vec(&response).expect("responses serialize");
     out.push(b'\n');
-    let _ = (&conn).write_all(&out);
-    if matches!(response, Response::Ok(_)) {
-        agent.sync_remotes();
+    if let Err(e) = (&conn).write_all(&out) {
+        tracing::debug!(error = %e, "CNI caller went away before its answer");
+    }
+    if matches!(response, Response::Ok(_))
+        && let Err(e) = agent.sync_remotes()
+    {
+        tracing::warn!(error = %e, "remote lists not synced after a CNI request");
     }
 }
 
-/// Binds `socket` and serves until the process ends. Call from a thread inside the
-/// Node's namespace.
+/// Binds `socket` (0600 whatever the umask) and serves until the process ends. Call
+/// from a thread inside the Node's namespace.
 pub fn listen(agent: Arc<Agent>, socket: &Path) -> std::io::Result<std::thread::JoinHandle<()>> {
-    if let Some(dir) = socket.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let _ = std::fs::remove_file(socket);
-    let listener = UnixListener::bind(socket)?;
-    let path: PathBuf = socket.to_owned();
-    Ok(std::thread::spawn(move || {
+    let listener = crate::unixsock::bind_private(socket)?;
+    Ok(spawn_accept(agent, listener, socket.to_owned()))
+}
+
+fn spawn_accept(
+    agent: Arc<Agent>,
+    listener: UnixListener,
+    path: PathBuf,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
         for conn in listener.incoming() {
-            let Ok(conn) = conn else { continue };
-            let agent = agent.clone();
-            std::thread::spawn(move || serve(&agent, conn));
+            match conn {
+                Ok(conn) => {
+                    let agent = agent.clone();
+                    std::thread::spawn(move || serve(&agent, conn));
+                }
+                Err(e) => tracing::warn!(socket = %path.display(), error = %e, "accept failed"),
+            }
         }
-        let _ = std::fs::remove_file(path);
-    }))
+    })
 }

@@ -31,9 +31,64 @@ pub struct VethSpec {
     pub alias: String,
 }
 
-/// The alias of a Pod NIC's host end.
-pub fn alias_for(container_id: &str, interface: &str) -> String {
-    format!("{OWNER_ALIAS}:{container_id}:{interface}")
+/// Prefix of every Pod NIC's host-side veth (as Cilium's `lxc` and Calico's `cali`):
+/// tells Juneau's ports apart in `ip link` at a glance.
+pub const HOST_PREFIX: &str = "jn";
+
+/// What the alias of a Pod NIC's host end records: enough for DEL, GC and a restarted
+/// daemon to find the NIC's container, interface and Pod with nothing remembered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortAlias {
+    pub container_id: String,
+    pub interface: String,
+    pub namespace: String,
+    pub pod: String,
+}
+
+impl PortAlias {
+    /// `juneau:port:<container id>:<interface>:<namespace>/<pod>`.
+    pub fn render(&self) -> String {
+        format!(
+            "{OWNER_ALIAS}:{}:{}:{}/{}",
+            self.container_id, self.interface, self.namespace, self.pod
+        )
+    }
+
+    /// The alias of one of Juneau's Pod NICs; `None` for anything else.
+    pub fn parse(alias: &str) -> Option<PortAlias> {
+        let rest = alias.strip_prefix(OWNER_ALIAS)?.strip_prefix(':')?;
+        let mut parts = rest.splitn(3, ':');
+        let container_id = parts.next()?.to_owned();
+        let interface = parts.next()?.to_owned();
+        let (namespace, pod) = parts.next()?.split_once('/')?;
+        Some(PortAlias {
+            container_id,
+            interface,
+            namespace: namespace.to_owned(),
+            pod: pod.to_owned(),
+        })
+    }
+
+    /// The prefix every NIC of one container shares.
+    pub fn container_prefix(container_id: &str) -> String {
+        format!("{OWNER_ALIAS}:{container_id}:")
+    }
+
+    /// `<namespace>/<pod>.<interface>`: the NetworkInterface this port serves.
+    pub fn nic(&self) -> String {
+        format!("{}/{}.{}", self.namespace, self.pod, self.interface)
+    }
+}
+
+/// The host-side name of a Pod NIC: [`HOST_PREFIX`] and 13 hex digits of a hash of
+/// the container id and interface, within IFNAMSIZ.
+pub fn host_name(container_id: &str, interface: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in container_id.bytes().chain([b'/']).chain(interface.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{HOST_PREFIX}{:013x}", h & 0x000f_ffff_ffff_ffff)
 }
 
 /// Creates the pair, the Pod end directly inside the Pod namespace, both ends up.
@@ -85,4 +140,29 @@ pub fn create(node_netns: Option<&Path>, spec: &VethSpec) -> Result<u32, Netlink
 /// Deletes the host end (the kernel removes its peer). Idempotent.
 pub fn delete(node_netns: Option<&Path>, host_name: &str) -> Result<(), NetlinkError> {
     netlink::delete_link(node_netns, host_name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mx_01_port_alias_round_trips_and_host_names_carry_the_prefix_within_ifnamsiz() {
+        let a = PortAlias {
+            container_id: "0123abcd".into(),
+            interface: "eth1".into(),
+            namespace: "team-a".into(),
+            pod: "web-0".into(),
+        };
+        let text = a.render();
+        assert_eq!(text, "juneau:port:0123abcd:eth1:team-a/web-0");
+        assert_eq!(PortAlias::parse(&text), Some(a.clone()));
+        assert_eq!(a.nic(), "team-a/web-0.eth1");
+        assert_eq!(PortAlias::parse("juneau:port"), None, "a bare owner mark");
+        assert_eq!(PortAlias::parse("juneau:vxlan"), None);
+        let name = host_name("0123abcd", "eth1");
+        assert!(name.starts_with(HOST_PREFIX) && name.len() == 15, "{name}");
+        assert_ne!(name, host_name("0123abcd", "eth0"));
+        assert_eq!(name, host_name("0123abcd", "eth1"), "stable");
+    }
 }

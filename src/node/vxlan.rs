@@ -22,6 +22,35 @@ pub struct VxlanSpec {
     pub mtu: u32,
 }
 
+/// The device as a starting daemon wants it: kept when Juneau made it before (a
+/// restart must not take the overlay down), created otherwise. A device of that name
+/// that Juneau did not make is refused (MX-02).
+pub fn ensure(node_netns: Option<&Path>, spec: &VxlanSpec) -> Result<u32, NetlinkError> {
+    let existing = with_netlink(node_netns, async |handle| {
+        match link_by_name(&handle, &spec.name).await {
+            Ok(link) => Ok(Some(link)),
+            Err(NetlinkError::NoSuchLink(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    })?;
+    match existing {
+        None => create(node_netns, spec),
+        Some(link) => {
+            let ours = link.attributes.iter().any(|a| {
+                matches!(a, rtnetlink::packet_route::link::LinkAttribute::IfAlias(x) if x == OWNER_ALIAS)
+            });
+            if ours {
+                Ok(link.header.index)
+            } else {
+                Err(NetlinkError::NotOwned {
+                    name: spec.name.clone(),
+                    alias: OWNER_ALIAS,
+                })
+            }
+        }
+    }
+}
+
 /// Creates the device (up, quiet) in `node_netns` and returns its ifindex.
 pub fn create(node_netns: Option<&Path>, spec: &VxlanSpec) -> Result<u32, NetlinkError> {
     with_netlink(node_netns, async |handle| {

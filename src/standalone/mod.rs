@@ -1,33 +1,29 @@
 //! Standalone mode: the whole stack on one machine without a Kubernetes API server.
 //!
 //! It reads a scenario (Juneau objects, Nodes, Pods), admits the objects with the
-//! webhook's rules into the embedded store, runs the controller's reconcilers, starts
-//! one node daemon per Node (a thread in the Node's namespace serving the CNI socket,
-//! with its datapath pinned under /sys/fs/bpf/juneau/<node>), and creates every Pod as
-//! a container runtime would: a network namespace, then the real `juneau-cni` binary
-//! with the CNI_* environment and the network configuration on stdin.
+//! webhook's rules into the embedded store, runs the controller's reconcilers, serves
+//! the store on a local socket, starts one `juneau node` process per Node namespace
+//! (supervised as a DaemonSet would be; datapath pinned under
+//! /sys/fs/bpf/juneau/<node>), and creates every Pod as a container runtime would: a
+//! network namespace, then the real `juneau-cni` binary with the CNI_* environment and
+//! the network configuration on stdin. Runs killed before their teardown are cleaned
+//! up by the next one ([`cleanup`]).
+pub mod cleanup;
+mod run;
+pub mod supervisor;
 pub mod topology;
 
 use std::{
     collections::BTreeMap,
-    io::Write,
     path::{Path, PathBuf},
-    process::{Command, Stdio},
-    sync::{
-        Arc,
-        atomic::{AtomicBool, Ordering},
-    },
     time::Duration,
 };
 
 use serde::Deserialize;
 
-use crate::{
-    controller::{self, Config},
-    netns::{self, Owned},
-    node::{Dataplane, agent::Agent, server},
-    store::{Object, PodRecord, Store},
-};
+use crate::store::Store;
+
+pub use run::{Options, Run, RunningPod};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -83,6 +79,8 @@ pub enum StandaloneError {
     Dataplane(#[from] crate::node::DataplaneError),
     #[error("{0}")]
     Cni(String),
+    #[error("{0}")]
+    Daemon(String),
     #[error("check failed: {0}")]
     Check(String),
     #[error("io: {0}")]
@@ -92,8 +90,8 @@ pub enum StandaloneError {
 pub fn load(path: &Path) -> Result<Scenario, StandaloneError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| StandaloneError::Scenario(format!("{}: {e}", path.display())))?;
-    let s: Scenario = serde_yaml::with::singleton_map_recursive::deserialize(
-        serde_yaml::Deserializer::from_str(&text),
+    let s: Scenario = serde_yaml_ng::with::singleton_map_recursive::deserialize(
+        serde_yaml_ng::Deserializer::from_str(&text),
     )
     .map_err(|e| StandaloneError::Scenario(format!("{}: {e}", path.display())))?;
     for p in &s.pods {
@@ -118,7 +116,7 @@ pub fn pin_dir_of(node: &str) -> PathBuf {
 }
 
 /// A container id: 64 hex digits, like a runtime's.
-fn container_id(ns: &str, pod: &str) -> String {
+pub fn container_id(ns: &str, pod: &str) -> String {
     let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut out = String::new();
     for round in 0..4u64 {
@@ -134,83 +132,6 @@ fn container_id(ns: &str, pod: &str) -> String {
         out.push_str(&format!("{h:016x}"));
     }
     out
-}
-
-struct RunningPod {
-    def: PodDef,
-    cid: String,
-    ns: Owned,
-    node: String,
-}
-
-fn cni_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap_or_default();
-    exe.with_file_name("juneau-cni")
-}
-
-/// Invokes the real CNI binary as a container runtime would.
-fn cni(command: &str, pod: &RunningPod, ifname: &str) -> Result<String, StandaloneError> {
-    let conf = serde_json::json!({
-        "cniVersion": crate::cni::VERSION,
-        "name": "juneau",
-        "type": "juneau-cni",
-        "socket": socket_of(&pod.node),
-    });
-    let mut child = Command::new(cni_binary())
-        .env("CNI_COMMAND", command)
-        .env("CNI_CONTAINERID", &pod.cid)
-        .env("CNI_NETNS", pod.ns.path())
-        .env("CNI_IFNAME", ifname)
-        .env("CNI_PATH", cni_binary().parent().unwrap_or(Path::new("/")))
-        .env(
-            "CNI_ARGS",
-            format!(
-                "IgnoreUnknown=1;K8S_POD_NAMESPACE={};K8S_POD_NAME={}",
-                pod.def.namespace, pod.def.name
-            ),
-        )
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            StandaloneError::Cni(format!(
-                "cannot run {}: {e} (build it with cargo build)",
-                cni_binary().display()
-            ))
-        })?;
-    child
-        .stdin
-        .take()
-        .expect("piped")
-        .write_all(conf.to_string().as_bytes())?;
-    let out = child.wait_with_output()?;
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    if out.status.success() {
-        Ok(stdout)
-    } else {
-        Err(StandaloneError::Cni(format!(
-            "CNI {command} of {}/{}: {}",
-            pod.def.namespace,
-            pod.def.name,
-            stdout.trim()
-        )))
-    }
-}
-
-/// Keeps every agent's remote lists in step with the store, and ages its tables.
-fn background(agent: Arc<Agent>, stop: Arc<AtomicBool>, aging: Duration) {
-    std::thread::spawn(move || {
-        let mut seen = 0;
-        let mut last_sweep = std::time::Instant::now();
-        while !stop.load(Ordering::Relaxed) {
-            seen = agent.store.wait(seen, Duration::from_millis(500));
-            agent.sync_remotes();
-            if last_sweep.elapsed() >= (aging / 10).max(Duration::from_secs(1)) {
-                let _ = agent.dataplane.lock().expect("dataplane lock").age(aging);
-                last_sweep = std::time::Instant::now();
-            }
-        }
-    });
 }
 
 /// Runs a scenario; with `once`, tears everything down after the checks, else waits
@@ -237,135 +158,41 @@ pub fn run_with(
         block_signals();
     }
     out(format!("standalone: {}", s.description.trim()));
-    let store = Store::new();
-    store.write(|w| w.objects.service_cidrs.push("10.96.0.0/12".into()));
-    for v in &s.objects {
-        let obj = Object::from_value(v.clone())?;
-        store.create(obj)?;
-    }
-    for p in &s.pods {
-        store.create_pod(PodRecord {
-            namespace: p.namespace.clone(),
-            name: p.name.clone(),
-            node: p.node.clone(),
-            annotations: p.annotations.clone(),
-            dns_policy: String::new(),
-        })?;
-    }
-    let cfg = Config::default();
-    while controller::run_once(&store, &cfg) {}
-    for n in &s.nodes {
-        if std::os::unix::net::UnixStream::connect(socket_of(n)).is_ok() {
-            return Err(StandaloneError::Scenario(format!(
-                "another standalone run is serving Node {n:?} ({}); stop it first (Ctrl-C)",
-                socket_of(n).display()
-            )));
-        }
-    }
-
-    let prefix = format!("jn-sa-{}", std::process::id());
-    let topo = topology::Topology::new(&prefix, &s.nodes)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut agents = Vec::new();
-    for n in &topo.nodes {
-        let pin = pin_dir_of(&n.name);
-        let _ = std::fs::remove_dir_all(&pin);
-        let agent = netns::run_in(n.ns.path(), || -> Result<Arc<Agent>, StandaloneError> {
-            let mut dp = Dataplane::load(Some(&pin))?;
-            dp.attach_overlay(topology::VXLAN_DEV, n.ip)?;
-            dp.attach_underlay(topology::UNDERLAY_DEV)?;
-            let agent = Arc::new(Agent::new(&n.name, n.ip, store.clone(), dp));
-            server::listen(agent.clone(), &socket_of(&n.name))?;
-            Ok(agent)
-        })
-        .map_err(|e| StandaloneError::Scenario(e.to_string()))??;
-        background(agent.clone(), stop.clone(), aging);
-        out(format!(
-            "node {}: namespace {}, VTEP {}, daemon on {}",
-            n.name,
-            n.ns.name(),
-            n.ip,
-            socket_of(&n.name).display()
-        ));
-        agents.push(agent);
-    }
-
-    let mut pods = Vec::new();
+    let opts = Options {
+        aging,
+        echo_daemon_events: true,
+    };
+    let mut run = Run::start(&s, &opts, out)?;
     let mut result = Ok(());
-    for def in s.pods {
-        let ns = Owned::create(&format!("{prefix}-{}-{}", def.namespace, def.name))?;
-        let pod = RunningPod {
-            cid: container_id(&def.namespace, &def.name),
-            node: def.node.clone(),
-            ns,
-            def,
-        };
-        match cni("ADD", &pod, "eth0") {
+    for def in &s.pods {
+        match run.add_pod(def) {
             Ok(res) => out(format!(
                 "pod {}/{} on {}: CNI ADD -> {}",
-                pod.def.namespace,
-                pod.def.name,
-                pod.node,
+                def.namespace,
+                def.name,
+                def.node,
                 res.trim()
             )),
             Err(e) => {
                 result = Err(e);
-                pods.push(pod);
                 break;
             }
         }
-        pods.push(pod);
     }
-    let mut daemons = Vec::new();
     if result.is_ok() {
-        for p in &pods {
-            for cmd in &p.def.run {
-                let child = Command::new("ip")
-                    .args(["netns", "exec", p.ns.name()])
-                    .args(cmd)
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()?;
-                daemons.push(child);
-            }
-        }
-        std::thread::sleep(Duration::from_millis(if daemons.is_empty() {
-            100
-        } else {
-            500
-        }));
-        // Every Node has seen every endpoint before the checks start.
-        for a in &agents {
-            a.sync_remotes();
-        }
-        print_state(&store, out);
-        result = checks(&s.checks, &pods, out);
+        result = run.start_pod_programs();
+    }
+    if result.is_ok() {
+        run.settle();
+        print_state(&run.store, out);
+        result = checks(&s.checks, run.pods(), out);
     }
     if result.is_ok() && !once {
         out("running; Ctrl-C tears everything down".into());
         wait_for_signal();
     }
-    for mut d in daemons {
-        let _ = d.kill();
-        let _ = d.wait();
-    }
-    for p in pods.iter().rev() {
-        if let Err(e) = cni("DEL", p, "eth0") {
-            out(format!("teardown: {e}"));
-        }
-        store.delete_pod(&p.def.namespace, &p.def.name);
-    }
-    stop.store(true, Ordering::Relaxed);
-    drop(pods);
-    drop(agents);
-    for n in &topo.nodes {
-        if let Some(dir) = socket_of(&n.name).parent() {
-            let _ = std::fs::remove_dir_all(dir);
-        }
-        let _ = std::fs::remove_dir_all(pin_dir_of(&n.name));
-    }
-    drop(topo);
-    result
+    let down = run.teardown(out);
+    result.and(down)
 }
 
 /// Empty fields print as `-`, as kubectl does.

@@ -1,12 +1,10 @@
 //! Nodes as network namespaces on one machine: an underlay bridge in its own namespace,
 //! each Node joined to it by a veth with a fixed address, static underlay neighbours
-//! (the underlay carries nothing but the overlay), and a VXLAN device per Node.
+//! (the underlay carries nothing but the overlay). The Node's own devices (VXLAN) are
+//! the daemon's to make (`node::daemon::bring_up`).
 use std::net::Ipv4Addr;
 
-use crate::{
-    netns::Owned,
-    node::vxlan::{self, VxlanSpec},
-};
+use crate::netns::Owned;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TopologyError {
@@ -19,7 +17,7 @@ pub enum TopologyError {
 }
 
 /// Name of the VXLAN device in every Node.
-pub const VXLAN_DEV: &str = "jnvx";
+pub use crate::node::daemon::VXLAN_DEV;
 /// Name of the underlay NIC in every Node.
 pub const UNDERLAY_DEV: &str = "ul0";
 
@@ -137,13 +135,6 @@ impl Topology {
                     ],
                 )?;
             }
-            let spec = VxlanSpec {
-                name: VXLAN_DEV.into(),
-                underlay: UNDERLAY_DEV.into(),
-                local: node_ip(i),
-                mtu: underlay_mtu - 50,
-            };
-            vxlan::create(Some(ns.path()), &spec)?;
             nodes.push(NodeNs {
                 name: name.clone(),
                 ip: node_ip(i),

@@ -5,30 +5,25 @@
 //! standalone mode loads from a scenario. It runs the same admission rules as the
 //! webhook, so a standalone run refuses exactly what a cluster would.
 use std::{
-    collections::BTreeMap,
     sync::{Arc, Condvar, Mutex, MutexGuard},
     time::Duration,
 };
 
-use crate::api::{
-    L2Network, NetworkACL, NetworkEndpoint, NetworkInterface, RouteTable, SecurityGroup, Subnet,
-    TransitGateway, Vpc, VpcPeering,
-    validate::{self, Rejection, Snapshot},
+use serde::{Deserialize, Serialize};
+
+pub mod remote;
+
+pub use crate::api::PodRecord;
+use crate::{
+    admission::{self, Rejection, Snapshot, validate},
+    api::{
+        L2Network, NetworkACL, NetworkEndpoint, NetworkInterface, RouteTable, SecurityGroup,
+        Subnet, TransitGateway, Vpc, VpcPeering,
+    },
 };
 
-/// A Pod as the store sees it: what the CNI and the controller need.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct PodRecord {
-    pub namespace: String,
-    pub name: String,
-    pub node: String,
-    pub annotations: BTreeMap<String, String>,
-    /// Set by the mutating side of admission (L2-27).
-    pub dns_policy: String,
-}
-
 /// Everything the store holds.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct World {
     pub objects: Snapshot,
     pub endpoints: Vec<NetworkEndpoint>,
@@ -120,6 +115,17 @@ impl Store {
         out
     }
 
+    /// Applies `f`; wakes the watchers only when it says it changed something.
+    pub fn write_if(&self, f: impl FnOnce(&mut World) -> bool) -> bool {
+        let mut g = self.lock();
+        let changed = f(&mut g.0);
+        if changed {
+            g.1 += 1;
+            self.inner.1.notify_all();
+        }
+        changed
+    }
+
     /// Waits until the generation moves past `seen` (or `timeout`); returns the new one.
     pub fn wait(&self, seen: u64, timeout: Duration) -> u64 {
         let g = self.lock();
@@ -169,7 +175,7 @@ impl Store {
     pub fn create_pod(&self, mut pod: PodRecord) -> Result<(), StoreError> {
         self.write(|w| {
             validate::validate_pod_create(&pod.annotations, &w.objects)?;
-            if let Some(policy) = crate::controller::pod::dns_policy(&pod, &w.objects) {
+            if let Some(policy) = admission::dns_policy(&pod, &w.objects) {
                 pod.dns_policy = policy;
             }
             w.pods
@@ -216,5 +222,55 @@ impl Store {
                     && e.metadata.name.as_deref() == Some(name))
             })
         });
+    }
+}
+
+impl crate::cluster::Cluster for Store {
+    fn read(&self) -> Result<(World, u64), crate::cluster::ClusterError> {
+        Ok(Store::read(self))
+    }
+
+    fn wait(&self, seen: u64, timeout: Duration) -> Result<u64, crate::cluster::ClusterError> {
+        Ok(Store::wait(self, seen, timeout))
+    }
+
+    fn put_endpoint(&self, endpoint: NetworkEndpoint) -> Result<(), crate::cluster::ClusterError> {
+        Store::put_endpoint(self, endpoint);
+        Ok(())
+    }
+
+    fn delete_endpoint(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(), crate::cluster::ClusterError> {
+        Store::delete_endpoint(self, namespace, name);
+        Ok(())
+    }
+
+    fn apply(
+        &self,
+        desired: &crate::controller::Desired,
+    ) -> Result<bool, crate::cluster::ClusterError> {
+        Ok(self.write_if(|w| {
+            let name = |l: &L2Network| l.metadata.name.clone().unwrap_or_default();
+            let mut changed = false;
+            for l in &mut w.objects.l2networks {
+                let want = desired.l2_status.get(&name(l)).cloned();
+                if l.status != want {
+                    l.status = want;
+                    changed = true;
+                }
+            }
+            if w.objects.route_tables != desired.route_tables {
+                w.objects.route_tables = desired.route_tables.clone();
+                changed = true;
+            }
+            if w.objects.interfaces != desired.interfaces {
+                w.objects.interfaces = desired.interfaces.clone();
+                changed = true;
+            }
+            changed
+        }))
     }
 }

@@ -1,5 +1,5 @@
 //! The admission webhook: HTTPS (axum + rustls) around the pure rules of
-//! `api::validate`. It reads the cluster through a [`SnapshotSource`]: the embedded store
+//! `admission::validate`. It reads the cluster through the [`Cluster`] interface: the embedded store
 //! in standalone mode and tests, the API server's caches in a cluster.
 use std::{net::SocketAddr, sync::Arc};
 
@@ -9,21 +9,14 @@ use kube::core::{
     admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation},
 };
 
-use crate::api::{
-    L2Network,
-    validate::{self, Rejection, Snapshot},
+use crate::{
+    admission::{Rejection, Snapshot, validate},
+    api::L2Network,
+    cluster::Cluster,
 };
 
 /// Where the webhook reads the objects its rules look at.
-pub trait SnapshotSource: Send + Sync + 'static {
-    fn snapshot(&self) -> Snapshot;
-}
-
-impl SnapshotSource for crate::store::Store {
-    fn snapshot(&self) -> Snapshot {
-        self.read().0.objects
-    }
-}
+pub type Source = Arc<dyn Cluster>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WebhookError {
@@ -87,18 +80,28 @@ fn missing() -> Rejection {
 }
 
 async fn validate_handler(
-    State(source): State<Arc<dyn SnapshotSource>>,
+    State(source): State<Source>,
     Json(review_in): Json<AdmissionReview<DynamicObject>>,
 ) -> Json<AdmissionReview<DynamicObject>> {
     let req: AdmissionRequest<DynamicObject> = match review_in.try_into() {
         Ok(r) => r,
         Err(e) => return Json(AdmissionResponse::invalid(e.to_string()).into_review()),
     };
-    Json(review(&req, &source.snapshot()).into_review())
+    match source.read() {
+        Ok((world, _)) => Json(review(&req, &world.objects).into_review()),
+        Err(e) => {
+            tracing::error!(error = %e, "admission without a view of the cluster");
+            Json(
+                AdmissionResponse::from(&req)
+                    .deny(e.to_string())
+                    .into_review(),
+            )
+        }
+    }
 }
 
 /// The routes: `POST /validate`.
-pub fn router(source: Arc<dyn SnapshotSource>) -> Router {
+pub fn router(source: Source) -> Router {
     Router::new()
         .route("/validate", post(validate_handler))
         .with_state(source)
@@ -109,7 +112,7 @@ pub async fn serve(
     addr: SocketAddr,
     cert_pem: Vec<u8>,
     key_pem: Vec<u8>,
-    source: Arc<dyn SnapshotSource>,
+    source: Source,
     handle: axum_server::Handle,
 ) -> Result<(), WebhookError> {
     let _ = rustls::crypto::ring::default_provider().install_default();

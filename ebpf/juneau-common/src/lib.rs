@@ -7,9 +7,17 @@
 
 pub mod drop;
 pub mod l2;
+pub mod overlay;
 
 pub use drop::DropReason;
-pub use l2::{FdbEntry, FdbKey, FloodList, FloodPort, NodeConfig, PortConfig, RemoteList};
+pub use l2::{FdbEntry, FdbKey, FloodList, FloodPort, PortConfig};
+pub use overlay::{NodeConfig, RemoteList};
+
+/// Version of the pinned layout: the map names, key and value types and sizes above.
+/// A daemon adopts only pins of its own version (under `v<LAYOUT_VERSION>/` of its pin
+/// folder); any change to a map type, size or meaning must bump it, so that a new
+/// daemon builds its maps afresh and migrates instead of reading an old map wrongly.
+pub const LAYOUT_VERSION: u32 = 1;
 
 /// The names under which the maps are created and pinned. One prefix (`jn_`) so that a
 /// `bpftool map list` tells Juneau's maps apart from any other tenant of the machine.
@@ -26,10 +34,15 @@ pub mod map_names {
 }
 
 /// Program names as they appear in the object file (and in `bpftool prog`).
+/// Entry programs are named by the hook they run at.
 pub mod prog_names {
-    pub const L2_PORT_INGRESS: &str = "l2_port_ingress";
-    pub const L2_VXLAN_INGRESS: &str = "l2_vxlan_ingress";
-    pub const L2_UNDERLAY_INGRESS: &str = "l2_underlay_ingress";
+    /// TCX ingress of a Pod NIC's host-side veth.
+    pub const PORT_INGRESS: &str = "port_ingress";
+    /// TCX ingress of the Node's VXLAN device.
+    pub const OVERLAY_INGRESS: &str = "overlay_ingress";
+    /// TCX ingress of the Node's underlay NIC.
+    pub const UNDERLAY_INGRESS: &str = "underlay_ingress";
+    pub const ALL: [&str; 3] = [PORT_INGRESS, OVERLAY_INGRESS, UNDERLAY_INGRESS];
 }
 
 #[cfg(feature = "user")]

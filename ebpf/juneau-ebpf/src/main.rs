@@ -1,12 +1,16 @@
-//! Juneau's eBPF datapath. One entry program per hook; the logic lives in library
-//! modules (`l2`), the map definitions in `maps`, the map types in `juneau-common`.
+//! Juneau's eBPF datapath. One entry program per hook, named by the hook; the features
+//! live in library modules (`l2` switching, `overlay` with its encapsulation and
+//! decapsulation, `deliver`), the map definitions in `maps`, the map types in
+//! `juneau-common`.
 #![no_std]
 #![no_main]
 
+mod deliver;
 mod drop;
 mod eth;
 mod l2;
 mod maps;
+mod overlay;
 
 use aya_ebpf::{bindings::TC_ACT_SHOT, macros::classifier, programs::TcContext};
 use juneau_common::DropReason;
@@ -25,22 +29,22 @@ fn verdict(result: Result<i32, DropReason>) -> i32 {
 /// TCX ingress of a Pod NIC's host-side veth: every frame the workload sends on an
 /// L2Network enters the segment here.
 #[classifier]
-pub fn l2_port_ingress(ctx: TcContext) -> i32 {
-    verdict(l2::port_ingress(&ctx))
+pub fn port_ingress(ctx: TcContext) -> i32 {
+    verdict(l2::from_port(&ctx))
 }
 
 /// TCX ingress of the Node's VXLAN device (external mode): frames of L2Network
 /// segments arriving from other Nodes.
 #[classifier]
-pub fn l2_vxlan_ingress(ctx: TcContext) -> i32 {
-    verdict(l2::vxlan_ingress(&ctx))
+pub fn overlay_ingress(ctx: TcContext) -> i32 {
+    verdict(l2::from_overlay(&ctx))
 }
 
 /// TCX ingress of the Node's underlay NIC: VXLAN frames for local Pods, decapsulated
 /// by the datapath; everything else passes to the stack untouched.
 #[classifier]
-pub fn l2_underlay_ingress(ctx: TcContext) -> i32 {
-    verdict(l2::underlay_ingress(&ctx))
+pub fn underlay_ingress(ctx: TcContext) -> i32 {
+    verdict(overlay::decap::from_underlay(&ctx))
 }
 
 #[cfg(not(test))]

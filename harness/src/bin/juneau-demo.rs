@@ -58,7 +58,7 @@ fn main() {
     println!("Node namespace {}", node.ns.name());
     for (i, p) in node.pods.iter().enumerate() {
         println!(
-            "  pod{i}: netns {} eth0 {} <-> host veth {} (ifindex {}), l2_port_ingress attached (TCX)",
+            "  pod{i}: netns {} eth0 {} <-> host veth {} (ifindex {}), port_ingress attached (TCX)",
             p.ns.name(),
             mac(&p.mac),
             p.host_ifname,

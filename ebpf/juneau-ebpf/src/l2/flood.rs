@@ -18,8 +18,7 @@ use juneau_common::{
     l2::{MAX_FLOOD_PORTS, MAX_REMOTE_VTEPS},
 };
 
-use super::overlay;
-use crate::{drop, maps};
+use crate::{deliver::deliver, drop, maps, overlay};
 
 /// State shared with the loop bodies: the one target not yet sent to.
 #[repr(C)]
@@ -118,7 +117,7 @@ pub fn flood(
         }
     }
     if state.pending_port != 0 {
-        return Ok(super::deliver(state.pending_port, state.pending_flags));
+        return Ok(deliver(state.pending_port, state.pending_flags));
     }
     if state.pending_vtep != 0 {
         return overlay::send(ctx, vni, state.pending_vtep, false);

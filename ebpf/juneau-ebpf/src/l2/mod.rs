@@ -1,31 +1,22 @@
 //! L2Network switching: learn the source, forward by destination MAC only (L2-01,
 //! L2-28). Nothing above the Ethernet header is read (but the EtherType of an oversize
 //! frame), so every protocol passes.
-mod decap;
-mod encap;
 mod flood;
-mod learn;
-mod overlay;
+pub mod learn;
 
-pub use decap::underlay_ingress;
-
-use aya_ebpf::{
-    btf_maps::LruHashMap,
-    helpers::{bpf_redirect, bpf_redirect_peer},
-    programs::TcContext,
-};
+use aya_ebpf::{btf_maps::LruHashMap, programs::TcContext};
 use juneau_common::{
     DropReason, FdbEntry, FdbKey,
-    l2::{FDB_ENTRIES, PORT_ACTIVE, PORT_PEER},
+    l2::{FDB_ENTRIES, PORT_ACTIVE},
 };
 
-use crate::{eth, maps};
+use crate::{deliver::deliver, eth, maps, overlay};
 
 pub type Fdb = LruHashMap<FdbKey, FdbEntry, { FDB_ENTRIES as usize }>;
 
 /// Frames sent by a workload into its port.
 #[inline(always)]
-pub fn port_ingress(ctx: &TcContext) -> Result<i32, DropReason> {
+pub fn from_port(ctx: &TcContext) -> Result<i32, DropReason> {
     // SAFETY: the context pointer is valid for the program's run.
     let ifindex = unsafe { (*ctx.skb.skb).ingress_ifindex };
     let port = maps::jn_l2_port
@@ -52,7 +43,7 @@ pub fn port_ingress(ctx: &TcContext) -> Result<i32, DropReason> {
 /// Frames of a segment arriving from another Node. Split horizon: they go to local
 /// ports only, never back into the overlay.
 #[inline(always)]
-pub fn vxlan_ingress(ctx: &TcContext) -> Result<i32, DropReason> {
+pub fn from_overlay(ctx: &TcContext) -> Result<i32, DropReason> {
     let (vni, vtep) = overlay::tunnel_source(ctx)?;
     // SAFETY: the value is copied at once.
     let segment = unsafe { maps::jn_l2_vni.get(vni) }
@@ -94,18 +85,4 @@ fn forward(
         }
     }
     flood::flood(ctx, segment, vni, ingress, !from_overlay)
-}
-
-/// Hand the frame to one local port: straight into the peer's namespace when the port
-/// is a Pod veth, else to the port's egress.
-#[inline(always)]
-fn deliver(ifindex: u32, flags: u32) -> i32 {
-    // SAFETY: plain helper calls.
-    unsafe {
-        if flags & PORT_PEER != 0 {
-            bpf_redirect_peer(ifindex, 0) as i32
-        } else {
-            bpf_redirect(ifindex, 0) as i32
-        }
-    }
 }

@@ -1,5 +1,10 @@
 //! The VXLAN overlay in external (collect_md) mode: the tunnel key carries the VNI and
-//! the remote VTEP, so one device serves every segment and every Node.
+//! the remote VTEP, so one device serves every segment and every Node. The datapath's
+//! own encapsulation (`encap`) and decapsulation (`decap`) bypass the device for known
+//! unicast IPv4.
+pub mod decap;
+mod encap;
+
 use core::mem::{MaybeUninit, size_of};
 
 use aya_ebpf::{
@@ -9,7 +14,6 @@ use aya_ebpf::{
 };
 use juneau_common::DropReason;
 
-use super::encap;
 use crate::maps;
 
 const TUNNEL_TTL: u8 = 64;

@@ -4,7 +4,7 @@ use crate::api::{
     Vpc, VpcPeering,
 };
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Snapshot {
     pub vpcs: Vec<Vpc>,
     pub peerings: Vec<VpcPeering>,

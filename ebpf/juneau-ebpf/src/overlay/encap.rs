@@ -27,7 +27,7 @@ use aya_ebpf::{
 };
 use juneau_common::{
     DropReason, FdbKey, NodeConfig,
-    l2::{VXLAN_OVERHEAD, VXLAN_PORT},
+    overlay::{VXLAN_OVERHEAD, VXLAN_PORT},
 };
 
 use crate::eth::{self, ETH_HLEN, ETH_P_IP, IPPROTO_UDP, load, store};

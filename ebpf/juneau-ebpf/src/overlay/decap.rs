@@ -6,7 +6,7 @@
 //! Anything else passes untouched (`TC_ACT_OK`): underlay traffic that is not VXLAN to
 //! this Node, frames with an outer UDP checksum (the stack verifies those) or an outer
 //! CE mark, any other payload, broadcasts and unknown destinations (flooded by
-//! `l2_vxlan_ingress` behind the device), so the two receive paths together see every
+//! `overlay_ingress` behind the device), so the two receive paths together see every
 //! frame exactly once. GSO packets (TCP bulk data) are decapsulated here only on
 //! kernels whose `bpf_skb_adjust_room` knows `BPF_F_ADJ_ROOM_DECAP_L4_UDP` (newer than
 //! 6.18); elsewhere they take the device path, which clears their tunnel GSO state.
@@ -17,12 +17,13 @@ use aya_ebpf::{
 };
 use juneau_common::{
     DropReason, FdbEntry,
-    l2::{VXLAN_OVERHEAD, VXLAN_PORT},
+    overlay::{VXLAN_OVERHEAD, VXLAN_PORT},
 };
 
-use super::{deliver, learn};
 use crate::{
+    deliver::deliver,
     eth::{self, ETH_HLEN, ETH_P_IP, IPPROTO_UDP, load, store},
+    l2::learn,
     maps,
 };
 
@@ -33,7 +34,7 @@ const BPF_F_ADJ_ROOM_DECAP_L4_UDP: u64 = 1 << 10;
 const INNER_ETH: usize = VXLAN_OVERHEAD as usize;
 
 #[inline(always)]
-pub fn underlay_ingress(ctx: &TcContext) -> Result<i32, DropReason> {
+pub fn from_underlay(ctx: &TcContext) -> Result<i32, DropReason> {
     let (start, end) = (ctx.data(), ctx.data_end());
     // SAFETY: the context pointer is valid for the program's run.
     if start + INNER_ETH + ETH_HLEN > end || unsafe { (*ctx.skb.skb).vlan_present } != 0 {

@@ -1,0 +1,60 @@
+//! How every component reads the cluster: one interface, two backends.
+//!
+//! The node agent, the admission webhook and the controller hold a [`Cluster`], never a
+//! concrete store. The embedded [`crate::store::Store`] implements it in-process (the
+//! standalone run and the tests), [`crate::store::remote::RemoteStore`] implements it
+//! for a `juneau node` process that reads the standalone run's store over a local
+//! socket, and a Kubernetes backend (kube-rs reflectors) implements it in a cluster.
+use std::time::Duration;
+
+use crate::{
+    api::{NetworkEndpoint, NetworkInterface},
+    controller::Desired,
+    store::World,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("cannot reach the cluster store at {at}: {cause}")]
+    Unreachable { at: String, cause: String },
+    #[error("the cluster store answered with an error: {0}")]
+    Refused(String),
+}
+
+/// Lists and watches of the kinds Juneau's components read, and the few writes they
+/// make (NetworkEndpoints by the daemons, desired state by the controller).
+pub trait Cluster: Send + Sync {
+    /// Everything readable, and the generation it was read at.
+    fn read(&self) -> Result<(World, u64), ClusterError>;
+
+    /// Blocks until the generation moves past `seen` or `timeout` passes; returns the
+    /// generation now.
+    fn wait(&self, seen: u64, timeout: Duration) -> Result<u64, ClusterError>;
+
+    /// Creates or replaces a NetworkEndpoint (by namespace and name).
+    fn put_endpoint(&self, endpoint: NetworkEndpoint) -> Result<(), ClusterError>;
+
+    /// Deletes a NetworkEndpoint; deleting one that is gone succeeds.
+    fn delete_endpoint(&self, namespace: &str, name: &str) -> Result<(), ClusterError>;
+
+    /// Writes what the controller computed (statuses, NetworkInterfaces, RouteTables);
+    /// true when anything changed.
+    fn apply(&self, desired: &Desired) -> Result<bool, ClusterError>;
+
+    /// The NICs of a Pod, as the controller wrote them.
+    fn interfaces_of(
+        &self,
+        namespace: &str,
+        pod: &str,
+    ) -> Result<Vec<NetworkInterface>, ClusterError> {
+        let (world, _) = self.read()?;
+        Ok(world
+            .objects
+            .interfaces
+            .into_iter()
+            .filter(|n| {
+                n.metadata.namespace.as_deref() == Some(namespace) && n.spec.pod_ref.name == pod
+            })
+            .collect())
+    }
+}

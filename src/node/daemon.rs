@@ -1,0 +1,336 @@
+//! `juneau node`: the Node daemon a DaemonSet runs, and the one Node bring-up that
+//! standalone, the harness and the benchmarks share ([`bring_up`]).
+//!
+//! Start: find the underlay NIC (by name or pattern; the only interface the daemon
+//! attaches to besides its own, MX-02), ensure the VXLAN device, load the programs and
+//! adopt what a previous daemon pinned (maps, learned tables, links), attach the
+//! overlay and underlay programs, reconcile ports and NetworkEndpoints with the
+//! cluster, drop pins of other layout versions, then serve the CNI socket and
+//! `/metrics` and run the sweeps (remote lists, aging). Exit (SIGTERM/SIGINT): the
+//! programs stay attached through their pinned links, so traffic keeps flowing until
+//! the next daemon adopts them.
+use std::{
+    net::{Ipv4Addr, SocketAddr},
+    path::{Path, PathBuf},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use super::{
+    Dataplane, DataplaneError,
+    agent::Agent,
+    dataplane::pins::{self, PinLayout},
+    netlink::{self, NetlinkError},
+    server,
+    vxlan::{self, VxlanSpec},
+};
+use crate::{cluster::Cluster, store::remote::RemoteStore};
+
+/// Name of the VXLAN device the daemon makes.
+pub const VXLAN_DEV: &str = "jnvx";
+/// Default pin root: `<this>/<node>`.
+pub const PIN_BASE: &str = "/sys/fs/bpf/juneau";
+/// Default folder of the CNI socket and the pid file: `<this>/<node>`.
+pub const RUN_BASE: &str = "/run/juneau";
+
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error(
+        "--underlay {0:?} matches no interface of this Node; name the NIC that carries the overlay (ip link)"
+    )]
+    NoUnderlay(String),
+    #[error("--underlay {pattern:?} matches {found:?}; name one interface or narrow the pattern")]
+    AmbiguousUnderlay { pattern: String, found: Vec<String> },
+    #[error("the underlay {0} has no IPv4 address to use as the VTEP; give it one or set --vtep")]
+    NoVtep(String),
+    #[error(
+        "no cluster to read: pass --store-socket (a standalone run's store); the Kubernetes API backend (--kubeconfig) is not built yet"
+    )]
+    NoCluster,
+    #[error("cannot reach the cluster: {0}")]
+    Cluster(#[from] crate::cluster::ClusterError),
+    #[error(transparent)]
+    Dataplane(#[from] DataplaneError),
+    #[error(transparent)]
+    Link(#[from] NetlinkError),
+    #[error("cannot reconcile the Node's ports: {0}")]
+    Reconcile(String),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> DaemonError {
+    let what = what.into();
+    move |source| DaemonError::Io { what, source }
+}
+
+/// Everything `juneau node` is told (flags or a config file).
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct DaemonConfig {
+    pub node_name: String,
+    /// The underlay NIC: a name, or a pattern with `*` and `?` that must match one.
+    pub underlay: String,
+    /// This Node's VTEP; default: the underlay's first IPv4 address.
+    #[serde(default)]
+    pub vtep: Option<Ipv4Addr>,
+    /// Pin root of this Node's datapath (maps and links under `v<layout>/`).
+    pub pin_dir: PathBuf,
+    pub cni_socket: PathBuf,
+    /// The standalone run's store socket.
+    #[serde(default)]
+    pub store_socket: Option<PathBuf>,
+    /// Seconds without a frame after which a learned MAC expires (L2-30).
+    pub fdb_aging: u64,
+    /// Where `/metrics` is served; `None` turns it off.
+    #[serde(default)]
+    pub metrics_addr: Option<SocketAddr>,
+    /// Keep the kernel's per-program statistics on while the daemon runs.
+    #[serde(default)]
+    pub bpf_stats: bool,
+    /// Encapsulate known unicast IPv4 in the datapath (else every frame between Nodes
+    /// goes by the VXLAN device).
+    #[serde(default = "yes")]
+    pub datapath_encap: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl DaemonConfig {
+    /// The pid file beside the CNI socket: how tools find the daemon (and its network
+    /// namespace) of a Node.
+    pub fn pid_file(&self) -> PathBuf {
+        pid_file_of(&self.cni_socket)
+    }
+}
+
+/// `<socket folder>/node.pid`.
+pub fn pid_file_of(cni_socket: &Path) -> PathBuf {
+    cni_socket
+        .parent()
+        .unwrap_or(Path::new(RUN_BASE))
+        .join("node.pid")
+}
+
+/// One Node's datapath as every user of it wants it.
+#[derive(Clone, Debug)]
+pub struct NodeSetup {
+    pub underlay: String,
+    pub vtep: Ipv4Addr,
+    /// MTU of the VXLAN device (the underlay's less 50).
+    pub vxlan_mtu: u32,
+    pub pin_root: Option<PathBuf>,
+    pub datapath_encap: bool,
+}
+
+/// Brings up a Node's datapath in the calling thread's namespace: the VXLAN device
+/// (kept when it exists), the programs (adopting pins of the same layout), the overlay
+/// and underlay attachments. Standalone, the harness and the benchmarks all call this.
+pub fn bring_up(setup: &NodeSetup) -> Result<Dataplane, DaemonError> {
+    vxlan::ensure(
+        None,
+        &VxlanSpec {
+            name: VXLAN_DEV.into(),
+            underlay: setup.underlay.clone(),
+            local: setup.vtep,
+            mtu: setup.vxlan_mtu,
+        },
+    )?;
+    let mut dp = Dataplane::load(setup.pin_root.as_deref())?;
+    dp.attach_overlay(VXLAN_DEV, setup.vtep)?;
+    if setup.datapath_encap {
+        dp.attach_underlay(&setup.underlay)?;
+    } else {
+        dp.detach_underlay()?;
+    }
+    Ok(dp)
+}
+
+/// A `*`/`?` pattern against a name.
+fn glob(pattern: &[u8], name: &[u8]) -> bool {
+    match (pattern.first(), name.first()) {
+        (None, None) => true,
+        (Some(b'*'), _) => {
+            glob(&pattern[1..], name) || (!name.is_empty() && glob(pattern, &name[1..]))
+        }
+        (Some(b'?'), Some(_)) => glob(&pattern[1..], &name[1..]),
+        (Some(p), Some(n)) if p == n => glob(&pattern[1..], &name[1..]),
+        _ => false,
+    }
+}
+
+/// The one interface `pattern` names (MX-02: the daemon attaches to nothing else that
+/// it did not make).
+pub fn resolve_underlay(pattern: &str) -> Result<String, DaemonError> {
+    let found: Vec<String> = netlink::all_links()
+        .into_iter()
+        .map(|(n, _)| n)
+        .filter(|n| glob(pattern.as_bytes(), n.as_bytes()))
+        .collect();
+    match found.len() {
+        0 => Err(DaemonError::NoUnderlay(pattern.to_owned())),
+        1 => Ok(found.into_iter().next().expect("one")),
+        _ => Err(DaemonError::AmbiguousUnderlay {
+            pattern: pattern.to_owned(),
+            found,
+        }),
+    }
+}
+
+fn signals() -> nix::sys::signal::SigSet {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGINT);
+    set.add(Signal::SIGTERM);
+    set
+}
+
+/// Runs the daemon in the calling process's network namespace until SIGTERM/SIGINT.
+pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
+    // Before any thread starts, so that every thread inherits the mask and the signal
+    // is taken by the main thread's wait, never by a worker mid-write.
+    if let Err(e) = signals().thread_block() {
+        tracing::warn!(error = %e, "cannot block SIGTERM; a signal may end the daemon mid-write");
+    }
+    let started = Instant::now();
+    let cluster: Arc<dyn Cluster> = match &cfg.store_socket {
+        Some(p) => Arc::new(RemoteStore::new(p)),
+        None => return Err(DaemonError::NoCluster),
+    };
+    let underlay = resolve_underlay(&cfg.underlay)?;
+    let (underlay_mtu, addrs) = netlink::mtu_and_ipv4(&underlay)?;
+    let vtep = match cfg.vtep {
+        Some(v) => v,
+        None => addrs
+            .first()
+            .map(|n| n.addr())
+            .ok_or_else(|| DaemonError::NoVtep(underlay.clone()))?,
+    };
+    let _stats = if cfg.bpf_stats {
+        match aya::sys::enable_stats(aya::sys::Stats::RunTime) {
+            Ok(fd) => Some(fd),
+            Err(e) => {
+                tracing::warn!(error = %e, "BPF statistics stay off");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let dp = bring_up(&NodeSetup {
+        underlay: underlay.clone(),
+        vtep,
+        vxlan_mtu: underlay_mtu.saturating_sub(juneau_common::overlay::VXLAN_OVERHEAD),
+        pin_root: Some(cfg.pin_dir.clone()),
+        datapath_encap: cfg.datapath_encap,
+    })?;
+    let adopted = dp.adopted();
+    let layout = dp.pins().cloned().expect("the daemon pins");
+    let agent = Arc::new(Agent::new(&cfg.node_name, vtep, cluster.clone(), dp));
+    let report = agent
+        .reconcile_ports()
+        .map_err(|e| DaemonError::Reconcile(format!("{}: {}", e.msg, e.details)))?;
+    agent.sync_remotes()?;
+    migrate(&layout)?;
+    server::listen(agent.clone(), &cfg.cni_socket)
+        .map_err(io(format!("cannot serve {}", cfg.cni_socket.display())))?;
+    std::fs::write(cfg.pid_file(), std::process::id().to_string())
+        .map_err(io(format!("cannot write {}", cfg.pid_file().display())))?;
+    if let Some(addr) = cfg.metrics_addr {
+        super::metrics_http::serve(agent.clone(), addr)
+            .map_err(io(format!("cannot serve metrics on {addr}")))?;
+    }
+    tracing::info!(
+        node = cfg.node_name,
+        underlay,
+        %vtep,
+        adopted,
+        stale_ports = report.stale_ports,
+        reattached = report.reattached,
+        stale_endpoints = report.stale_endpoints,
+        restored_endpoints = report.restored_endpoints,
+        ms = started.elapsed().as_secs_f64() * 1e3,
+        socket = %cfg.cni_socket.display(),
+        "node daemon ready"
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let sweeps = sweep(
+        agent.clone(),
+        stop.clone(),
+        Duration::from_secs(cfg.fdb_aging),
+    );
+    let signal = signals().wait();
+    tracing::info!(
+        ?signal,
+        "stopping; the datapath stays attached through its pins"
+    );
+    stop.store(true, Ordering::Relaxed);
+    let _ = sweeps.join();
+    let _ = std::fs::remove_file(&cfg.cni_socket);
+    let _ = std::fs::remove_file(cfg.pid_file());
+    Ok(())
+}
+
+/// Pins of other layout versions: the programs of this version are attached and
+/// configured by now (reconcile), so the old links can go; removing them detaches the
+/// old programs and frees their maps. Learned MACs of the old tables are relearned.
+fn migrate(layout: &PinLayout) -> Result<(), DaemonError> {
+    for old in layout.other_versions() {
+        tracing::info!(folder = %old.display(), "removing the pins of another layout version");
+        pins::remove_tree(&old)?;
+    }
+    Ok(())
+}
+
+/// Keeps the remote lists in step with the cluster and ages the learning tables every
+/// tenth of the aging time (at least once a second).
+fn sweep(agent: Arc<Agent>, stop: Arc<AtomicBool>, aging: Duration) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut seen = 0;
+        let mut last_sweep = Instant::now();
+        while !stop.load(Ordering::Relaxed) {
+            match agent.cluster.wait(seen, Duration::from_millis(500)) {
+                Ok(g) => seen = g,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cluster unreachable; retrying");
+                    std::thread::sleep(Duration::from_millis(500));
+                    continue;
+                }
+            }
+            if let Err(e) = agent.sync_remotes() {
+                tracing::warn!(error = %e, "remote lists not synced");
+            }
+            if last_sweep.elapsed() >= (aging / 10).max(Duration::from_secs(1)) {
+                match agent.dataplane.lock().expect("dataplane lock").age(aging) {
+                    Ok(0) => {}
+                    Ok(n) => tracing::debug!(expired = n, "aged the learning tables"),
+                    Err(e) => tracing::warn!(error = %e, "aging failed"),
+                }
+                last_sweep = Instant::now();
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mx_02_underlay_patterns_match_whole_names() {
+        assert!(glob(b"eth*", b"eth0"));
+        assert!(!glob(b"en?s*", b"enp0s3"));
+        assert!(glob(b"en?0s*", b"enp0s3"));
+        assert!(glob(b"ul0", b"ul0"));
+        assert!(!glob(b"ul0", b"ul01"));
+        assert!(!glob(b"eth*", b"veth0"), "a pattern anchors at the start");
+    }
+}

@@ -1,0 +1,82 @@
+//! Taking over what a previous daemon of the same layout left pinned: the bookkeeping
+//! is rebuilt from the maps (the kernel is the record), each pinned link is switched to
+//! the programs just loaded, and links to interfaces that are gone are unpinned.
+use aya::maps::{Array, ArrayOfMaps, HashMap as BpfHashMap, MapData};
+use juneau_common::{FloodList, RemoteList, map_names, prog_names};
+
+use super::{Attachment, Dataplane, DataplaneError, map_err, pins};
+use crate::node::netlink;
+
+/// What adoption found, for the daemon's log.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Adopted {
+    pub segments: usize,
+    pub ports: usize,
+    pub links: usize,
+    pub stale_links: usize,
+}
+
+impl Dataplane {
+    pub(super) fn adopt(&mut self) -> Result<Adopted, DataplaneError> {
+        let mut found = Adopted::default();
+        let vnis: Vec<(u32, u32)> = {
+            let map: BpfHashMap<_, u32, u32> = BpfHashMap::try_from(self.map(map_names::L2_VNI)?)
+                .map_err(map_err(map_names::L2_VNI))?;
+            map.iter().filter_map(Result::ok).collect()
+        };
+        for (vni, slot) in vnis {
+            let flood: FloodList = Array::try_from(self.map(map_names::L2_FLOOD)?)
+                .and_then(|a: Array<_, FloodList>| a.get(&slot, 0))
+                .map_err(map_err(map_names::L2_FLOOD))?;
+            let remote: RemoteList = Array::try_from(self.map(map_names::L2_REMOTE)?)
+                .and_then(|a: Array<_, RemoteList>| a.get(&slot, 0))
+                .map_err(map_err(map_names::L2_REMOTE))?;
+            let table: MapData = ArrayOfMaps::try_from(self.map(map_names::L2_FDB)?)
+                .and_then(|a: ArrayOfMaps<_, MapData>| a.get(&slot, 0))
+                .map_err(map_err(map_names::L2_FDB))?;
+            let ports: Vec<(u32, u32)> = flood.ports[..flood.count as usize]
+                .iter()
+                .map(|p| (p.ifindex, p.flags))
+                .collect();
+            let vteps = &remote.vteps[..remote.count as usize];
+            found.ports += ports.len();
+            found.segments += 1;
+            self.segments.adopt(vni, slot, &ports, vteps)?;
+            self.fdbs.insert(slot, table);
+        }
+        let present = netlink::all_ifindexes();
+        let layout = self.pins.clone().expect("adopt runs with a pin folder");
+        for file in layout.links() {
+            let Some(prog) = prog_names::ALL.iter().find(|p| **p == file.prog).copied() else {
+                pins::unpin(&file.path)?;
+                found.stale_links += 1;
+                continue;
+            };
+            if !present.contains(&file.ifindex) {
+                // The interface went while no daemon ran (a Pod deleted meanwhile).
+                pins::unpin(&file.path)?;
+                found.stale_links += 1;
+                continue;
+            }
+            if let Err(e) = self.take_over_link(prog, &file.path) {
+                tracing::warn!(prog, ifindex = file.ifindex, error = %e, "keeping the previous program on this link");
+            }
+            self.links.insert(
+                file.ifindex,
+                Attachment::Pinned {
+                    prog,
+                    path: file.path,
+                },
+            );
+            found.links += 1;
+        }
+        tracing::info!(
+            segments = found.segments,
+            ports = found.ports,
+            links = found.links,
+            stale_links = found.stale_links,
+            "adopted the pinned datapath"
+        );
+        Ok(found)
+    }
+}

@@ -1,0 +1,93 @@
+//! What the datapath counts and costs: drops by reason, memory charged for its maps.
+use std::collections::BTreeMap;
+
+use aya::maps::{Map, MapData, PerCpuArray};
+use juneau_common::{DropReason, map_names};
+
+use super::{Dataplane, DataplaneError, map_err};
+
+impl Dataplane {
+    /// Bytes the kernel charges for every map of this datapath (fdinfo `memlock`),
+    /// learning tables included.
+    pub fn memlock_bytes(&self) -> u64 {
+        use std::os::fd::{AsFd, AsRawFd};
+        let fdinfo = |fd: i32| -> u64 {
+            std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}"))
+                .ok()
+                .and_then(|t| {
+                    t.lines().find_map(|l| {
+                        l.strip_prefix("memlock:")
+                            .map(|v| v.trim().parse().unwrap_or(0))
+                    })
+                })
+                .unwrap_or(0)
+        };
+        let outer: u64 = self
+            .ebpf
+            .maps()
+            .filter_map(|(_, m)| {
+                let data: Option<&MapData> = match m {
+                    Map::Array(d)
+                    | Map::ArrayOfMaps(d)
+                    | Map::HashMap(d)
+                    | Map::PerCpuArray(d)
+                    | Map::LruHashMap(d) => Some(d),
+                    _ => None,
+                };
+                data.map(|d| fdinfo(d.fd().as_fd().as_raw_fd()))
+            })
+            .sum();
+        let inner: u64 = self
+            .fdbs
+            .values()
+            .map(|d| fdinfo(d.fd().as_fd().as_raw_fd()))
+            .sum();
+        outer + inner
+    }
+
+    /// Drop counters summed over CPUs, by reason.
+    pub fn drops(&self) -> Result<BTreeMap<&'static str, u64>, DataplaneError> {
+        let counters: PerCpuArray<_, u64> = PerCpuArray::try_from(self.map(map_names::DROPS)?)
+            .map_err(map_err(map_names::DROPS))?;
+        DropReason::ALL
+            .iter()
+            .map(|r| {
+                let per_cpu = counters
+                    .get(&(*r as u32), 0)
+                    .map_err(map_err(map_names::DROPS))?;
+                Ok((r.name(), per_cpu.iter().sum()))
+            })
+            .collect()
+    }
+}
+
+impl Dataplane {
+    /// Runs and run time (ns) of each program, from the kernel's per-program statistics
+    /// (`/proc/self/fdinfo` of its descriptor). Zero while BPF statistics are off.
+    pub fn program_stats(&self) -> Vec<(&'static str, u64, u64)> {
+        use std::os::fd::{AsFd, AsRawFd};
+        juneau_common::prog_names::ALL
+            .iter()
+            .map(|name| {
+                let text = self
+                    .program(name)
+                    .fd()
+                    .ok()
+                    .and_then(|fd| {
+                        std::fs::read_to_string(format!(
+                            "/proc/self/fdinfo/{}",
+                            fd.as_fd().as_raw_fd()
+                        ))
+                        .ok()
+                    })
+                    .unwrap_or_default();
+                let field = |key: &str| {
+                    text.lines()
+                        .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+                        .unwrap_or(0)
+                };
+                (*name, field("run_cnt:"), field("run_time_ns:"))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,264 @@
+//! L2Network map writes: ports (`jn_l2_port`), one learning table per segment
+//! (`jn_l2_fdb`), flood lists (`jn_l2_flood`), VNI -> slot (`jn_l2_vni`), and the sweeps
+//! that delete learned entries (a port or Node gone, aging).
+use std::time::Duration;
+
+use aya::maps::{Array, ArrayOfMaps, HashMap as BpfHashMap, Map, MapData};
+use juneau_common::{
+    FdbEntry, FdbKey, FloodList, PortConfig,
+    l2::{FDB_ENTRIES, MAX_PORTS, PORT_ACTIVE, PORT_PEER},
+    map_names, prog_names,
+};
+
+use super::{Dataplane, DataplaneError, map_err};
+use crate::node::{netlink, veth};
+
+/// A port to configure: a host-side interface and the segment it belongs to.
+#[derive(Clone, Copy, Debug)]
+pub struct PortSpec {
+    pub ifindex: u32,
+    pub vni: u32,
+    /// Segment MTU (L2-21); 0 disables the check.
+    pub mtu: u32,
+    /// The interface is a veth whose peer is in another namespace (a Pod NIC).
+    pub peer: bool,
+}
+
+impl Dataplane {
+    /// Attaches the port program to `ifname` (in the calling thread's namespace) and
+    /// configures it as a port. Refuses interfaces Juneau did not create (MX-02). On
+    /// failure nothing stays attached or written. A port adopted from a previous
+    /// daemon is configured again without a second attachment.
+    pub fn attach_port(&mut self, ifname: &str, spec: PortSpec) -> Result<u32, DataplaneError> {
+        let ifindex = netlink::owned_ifindex(ifname, veth::OWNER_ALIAS)?;
+        let spec = PortSpec { ifindex, ..spec };
+        if self.attached(ifindex, prog_names::PORT_INGRESS) {
+            if self.segments.vni_of(ifindex) == Some(spec.vni) {
+                return Ok(ifindex);
+            }
+            self.configure_port(spec)?;
+            return Ok(ifindex);
+        }
+        let link = self.attach(prog_names::PORT_INGRESS, ifname, ifindex)?;
+        if let Err(e) = self.configure_port(spec) {
+            if let Err(undo) = self.detach(link) {
+                tracing::warn!(ifname, error = %undo, "rollback: cannot detach");
+            }
+            return Err(e);
+        }
+        self.links.insert(ifindex, link);
+        Ok(ifindex)
+    }
+
+    /// Writes a port's configuration (no attachment): the segment's table and lists
+    /// first, the port entry last.
+    pub fn configure_port(&mut self, spec: PortSpec) -> Result<(), DataplaneError> {
+        if spec.ifindex >= MAX_PORTS {
+            return Err(DataplaneError::IfindexTooLarge(spec.ifindex));
+        }
+        let flags = PORT_ACTIVE | if spec.peer { PORT_PEER } else { 0 };
+        let change = self.segments.add_port(spec.vni, spec.ifindex, flags)?;
+        let written = (|| {
+            if change.segment_edge {
+                self.create_fdb(change.vni, change.slot)?;
+                self.write_remote_list(change.vni)?;
+            }
+            self.write_flood_list(change.vni, change.slot)?;
+            let config = PortConfig {
+                vni: spec.vni,
+                segment: change.slot,
+                flags,
+                mtu: spec.mtu,
+                ..Default::default()
+            };
+            let mut ports: Array<_, PortConfig> =
+                Array::try_from(self.map_mut(map_names::L2_PORT)?)
+                    .map_err(map_err(map_names::L2_PORT))?;
+            ports
+                .set(spec.ifindex, config, 0)
+                .map_err(map_err(map_names::L2_PORT))?;
+            if change.segment_edge {
+                let mut vnis: BpfHashMap<_, u32, u32> =
+                    BpfHashMap::try_from(self.map_mut(map_names::L2_VNI)?)
+                        .map_err(map_err(map_names::L2_VNI))?;
+                vnis.insert(change.vni, change.slot, 0)
+                    .map_err(map_err(map_names::L2_VNI))?;
+            }
+            Ok(())
+        })();
+        match &written {
+            Ok(()) => tracing::debug!(
+                ifindex = spec.ifindex,
+                vni = spec.vni,
+                slot = change.slot,
+                new_segment = change.segment_edge,
+                "port written"
+            ),
+            Err(e) => {
+                // Roll back: deactivate the port, then forget what was made for it.
+                if let Err(undo) = self.unconfigure_port(spec.ifindex) {
+                    tracing::warn!(ifindex = spec.ifindex, error = %undo, cause = %e, "rollback incomplete");
+                }
+            }
+        }
+        written
+    }
+
+    /// Detaches (when attached) and unconfigures a port. Removing a port that is not
+    /// one succeeds (idempotent).
+    pub fn remove_port(&mut self, ifindex: u32) -> Result<(), DataplaneError> {
+        if let Some(link) = self.links.remove(&ifindex) {
+            // The interface may be gone already, which detached us; the pin still goes.
+            if let Err(e) = self.detach(link) {
+                tracing::debug!(ifindex, error = %e, "detach of a port whose interface is gone");
+            }
+        }
+        self.unconfigure_port(ifindex)
+    }
+
+    /// The ports this datapath serves, by ifindex (adopted ones included).
+    pub fn ports(&self) -> Vec<u32> {
+        self.segments.ports().collect()
+    }
+
+    fn unconfigure_port(&mut self, ifindex: u32) -> Result<(), DataplaneError> {
+        let Some(change) = self.segments.remove_port(ifindex) else {
+            return Ok(());
+        };
+        let mut ports: Array<_, PortConfig> = Array::try_from(self.map_mut(map_names::L2_PORT)?)
+            .map_err(map_err(map_names::L2_PORT))?;
+        ports
+            .set(ifindex, PortConfig::default(), 0)
+            .map_err(map_err(map_names::L2_PORT))?;
+        if change.segment_edge {
+            // The overlay stops delivering to the segment before its table goes.
+            let mut vnis: BpfHashMap<_, u32, u32> =
+                BpfHashMap::try_from(self.map_mut(map_names::L2_VNI)?)
+                    .map_err(map_err(map_names::L2_VNI))?;
+            if let Err(e) = vnis.remove(&change.vni) {
+                tracing::warn!(vni = change.vni, error = %e, "jn_l2_vni entry already gone");
+            }
+            self.write_flood_list(change.vni, change.slot)?;
+            self.fdbs.remove(&change.slot);
+        } else {
+            self.write_flood_list(change.vni, change.slot)?;
+            self.forget(change.vni, |e| e.ifindex == ifindex)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn create_fdb(&mut self, vni: u32, slot: u32) -> Result<(), DataplaneError> {
+        let name = format!("jn_fdb_{vni}");
+        let obj = aya_obj::Map::new_from_params(
+            aya_obj::generated::bpf_map_type::BPF_MAP_TYPE_LRU_HASH as u32,
+            size_of::<FdbKey>() as u32,
+            size_of::<FdbEntry>() as u32,
+            FDB_ENTRIES,
+            0,
+        );
+        let inner = MapData::create(obj, &name, None).map_err(map_err(&name))?;
+        let mut outer: ArrayOfMaps<_, MapData> =
+            ArrayOfMaps::try_from(self.map_mut(map_names::L2_FDB)?)
+                .map_err(map_err(map_names::L2_FDB))?;
+        outer
+            .set(slot, &inner, 0)
+            .map_err(map_err(map_names::L2_FDB))?;
+        self.fdbs.insert(slot, inner);
+        Ok(())
+    }
+
+    fn write_flood_list(&mut self, vni: u32, slot: u32) -> Result<(), DataplaneError> {
+        let list = self
+            .segments
+            .get(vni)
+            .map(|s| s.flood_list())
+            .unwrap_or_default();
+        let mut lists: Array<_, FloodList> = Array::try_from(self.map_mut(map_names::L2_FLOOD)?)
+            .map_err(map_err(map_names::L2_FLOOD))?;
+        lists
+            .set(slot, list, 0)
+            .map_err(map_err(map_names::L2_FLOOD))
+    }
+
+    /// Deletes the learned entries of `vni` that match (a removed port, a Node that left):
+    /// their MACs are flooded, and relearned wherever they reappear.
+    pub(super) fn forget(
+        &mut self,
+        vni: u32,
+        stale: impl Fn(&FdbEntry) -> bool,
+    ) -> Result<usize, DataplaneError> {
+        let Some(table) = self.segments.get(vni).and_then(|s| self.fdbs.get(&s.slot)) else {
+            return Ok(0);
+        };
+        let mut map = open_fdb(table)?;
+        let keys: Vec<FdbKey> = map
+            .iter()
+            .filter_map(|r| r.ok())
+            .filter(|(_, e)| stale(e))
+            .map(|(k, _)| k)
+            .collect();
+        let mut removed = 0;
+        for key in &keys {
+            // An entry the LRU evicted meanwhile is gone either way.
+            if map.remove(key).is_ok() {
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Ages every learning table: entries not refreshed for `max_age` are deleted
+    /// (L2-30). The clock is the datapath's (CLOCK_MONOTONIC_COARSE), never wall time.
+    pub fn age(&mut self, max_age: Duration) -> Result<usize, DataplaneError> {
+        let now = monotonic_coarse_ns();
+        let max = max_age.as_nanos() as u64;
+        let vnis: Vec<u32> = self.segments.vnis().collect();
+        let mut removed = 0;
+        for vni in vnis {
+            removed += self.forget(vni, |e| now.saturating_sub(e.last_seen_ns) > max)?;
+        }
+        Ok(removed)
+    }
+
+    /// The learned table of a segment (empty when this Node has no port on it).
+    pub fn fdb(&self, vni: u32) -> Result<Vec<(FdbKey, FdbEntry)>, DataplaneError> {
+        match self.segments.get(vni).and_then(|s| self.fdbs.get(&s.slot)) {
+            Some(table) => open_fdb(table)?
+                .iter()
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(map_err("jn_fdb")),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Segments served here, with their number of learned entries (metrics).
+    pub fn fdb_sizes(&self) -> Vec<(u32, usize)> {
+        self.segments
+            .vnis()
+            .map(|vni| (vni, self.fdb(vni).map(|t| t.len()).unwrap_or(0)))
+            .collect()
+    }
+
+    /// The port configuration the datapath sees (including its learning cache).
+    pub fn port(&self, ifindex: u32) -> Result<PortConfig, DataplaneError> {
+        let ports: Array<_, PortConfig> =
+            Array::try_from(self.map(map_names::L2_PORT)?).map_err(map_err(map_names::L2_PORT))?;
+        ports.get(&ifindex, 0).map_err(map_err(map_names::L2_PORT))
+    }
+}
+
+/// A second handle on a learning table, typed for reading and deleting.
+pub(super) fn open_fdb(
+    table: &MapData,
+) -> Result<BpfHashMap<MapData, FdbKey, FdbEntry>, DataplaneError> {
+    let id = table.info().map_err(map_err("jn_fdb"))?.id();
+    let data = MapData::from_id(id).map_err(map_err("jn_fdb"))?;
+    BpfHashMap::try_from(Map::LruHashMap(data)).map_err(map_err("jn_fdb"))
+}
+
+/// CLOCK_MONOTONIC_COARSE in ns: the clock of `bpf_ktime_get_coarse_ns`.
+pub fn monotonic_coarse_ns() -> u64 {
+    let ts = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC_COARSE)
+        .expect("clock_gettime");
+    ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
+}

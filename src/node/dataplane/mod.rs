@@ -1,0 +1,284 @@
+//! The eBPF datapath of one Node: loads the embedded object, pins its maps and links,
+//! adopts what a previous daemon left, attaches the programs to Juneau's own
+//! interfaces. What each feature writes into the maps lives beside it: `l2` (ports,
+//! learning tables, flood lists), `overlay` (the Node's VXLAN and underlay, remote
+//! lists), `counters` (drops, memory).
+//!
+//! Order of writes is chosen so that no frame ever sees a half-configured port: a
+//! segment's table and lists exist before any port (or VNI entry) points at them, and
+//! a port is deactivated before anything it uses is taken away.
+mod adopt;
+mod counters;
+mod l2;
+mod overlay;
+pub mod pins;
+
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+};
+
+use aya::{
+    Ebpf, EbpfLoader,
+    maps::{Map, MapData, MapError},
+    programs::{
+        ProgramError, SchedClassifier, TcAttachType,
+        links::FdLink,
+        tc::{SchedClassifierLink, SchedClassifierLinkId},
+    },
+};
+use juneau_common::{l2::MAX_PORTS, map_names, prog_names};
+pub use l2::{PortSpec, monotonic_coarse_ns};
+pub use pins::PinLayout;
+
+use super::{
+    l2network::{L2Error, Segments},
+    netlink::NetlinkError,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum DataplaneError {
+    #[error("cannot load the eBPF object: {0}")]
+    Load(#[from] aya::EbpfError),
+    #[error("eBPF program {name}: {source}")]
+    Program {
+        name: &'static str,
+        source: ProgramError,
+    },
+    #[error("map {name}: {source}")]
+    Map { name: String, source: MapError },
+    #[error("the object has no {0}; the embedded eBPF build is out of date")]
+    Missing(&'static str),
+    #[error("cannot prepare the pin folder {path}: {source}")]
+    PinDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot pin the link of {prog} on interface {ifindex}: {cause}")]
+    PinLink {
+        prog: &'static str,
+        ifindex: u32,
+        cause: String,
+    },
+    #[error(
+        "interface index {0} is beyond jn_l2_port ({MAX_PORTS} entries); recreate the interface or restart the Node's network namespace"
+    )]
+    IfindexTooLarge(u32),
+    #[error(transparent)]
+    Segment(#[from] L2Error),
+    #[error(transparent)]
+    Link(#[from] NetlinkError),
+    #[error("the underlay can be attached only after the overlay (attach_overlay first)")]
+    NoOverlay,
+}
+
+fn map_err(name: &str) -> impl FnOnce(MapError) -> DataplaneError + '_ {
+    move |source| DataplaneError::Map {
+        name: name.to_owned(),
+        source,
+    }
+}
+
+/// An error with its causes, for errors whose Display leaves the cause out (aya's
+/// `BPF_OBJ_PIN failed`).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        cur = s.source();
+    }
+    out
+}
+
+fn prog_err(name: &'static str) -> impl FnOnce(ProgramError) -> DataplaneError {
+    move |source| DataplaneError::Program { name, source }
+}
+
+const PROGRAMS: [&str; 3] = [
+    prog_names::PORT_INGRESS,
+    prog_names::OVERLAY_INGRESS,
+    prog_names::UNDERLAY_INGRESS,
+];
+
+/// One program attached to one interface.
+#[derive(Debug)]
+enum Attachment {
+    /// Held by the loaded program: detached when the Dataplane is dropped (tests and
+    /// benchmarks, which load without a pin folder).
+    Owned {
+        prog: &'static str,
+        id: SchedClassifierLinkId,
+    },
+    /// Pinned on bpffs: attached until the pin is removed, whatever happens to the
+    /// daemon.
+    Pinned { prog: &'static str, path: PathBuf },
+}
+
+impl Attachment {
+    fn prog(&self) -> &'static str {
+        match self {
+            Attachment::Owned { prog, .. } | Attachment::Pinned { prog, .. } => prog,
+        }
+    }
+}
+
+pub struct Dataplane {
+    ebpf: Ebpf,
+    pins: Option<PinLayout>,
+    segments: Segments,
+    /// Our handles on the per-segment learning tables, by slot.
+    fdbs: HashMap<u32, MapData>,
+    /// What is attached where, by ifindex.
+    links: HashMap<u32, Attachment>,
+    /// True when this instance found a previous daemon's maps and links and took them
+    /// over instead of starting empty.
+    adopted: bool,
+}
+
+impl Dataplane {
+    /// Loads the embedded programs. With `pin_root`, maps and links are pinned under
+    /// its version folder, and what a previous daemon of the same layout left there is
+    /// adopted: its maps are reused (learned tables included), its links switched to
+    /// the programs loaded now (`bpf_link_update`, atomic: no frame is missed), and the
+    /// bookkeeping rebuilt from the maps. Links to interfaces that are gone are unpinned.
+    pub fn load(pin_root: Option<&Path>) -> Result<Self, DataplaneError> {
+        let pins = pin_root.map(PinLayout::new);
+        let mut loader = EbpfLoader::new();
+        let mut adopted = false;
+        if let Some(layout) = &pins {
+            layout.prepare()?;
+            adopted = layout.has_maps();
+            for name in map_names::ALL {
+                loader.map_pin_path(name, layout.maps_dir().join(name));
+            }
+        }
+        let ebpf = loader.load(crate::EBPF_OBJECT)?;
+        let mut dp = Self {
+            ebpf,
+            pins,
+            segments: Segments::default(),
+            fdbs: HashMap::new(),
+            links: HashMap::new(),
+            adopted,
+        };
+        for name in PROGRAMS {
+            dp.program_mut(name)?.load().map_err(prog_err(name))?;
+        }
+        if dp.adopted {
+            dp.adopt()?;
+        }
+        Ok(dp)
+    }
+
+    /// True when [`Dataplane::load`] took over a previous daemon's state.
+    pub fn adopted(&self) -> bool {
+        self.adopted
+    }
+
+    /// The pin folders, when this datapath pins.
+    pub fn pins(&self) -> Option<&PinLayout> {
+        self.pins.as_ref()
+    }
+
+    fn program_mut(&mut self, name: &'static str) -> Result<&mut SchedClassifier, DataplaneError> {
+        self.ebpf
+            .program_mut(name)
+            .ok_or(DataplaneError::Missing(name))?
+            .try_into()
+            .map_err(prog_err(name))
+    }
+
+    /// A loaded program, for test runs and statistics.
+    pub fn program(&self, name: &'static str) -> &SchedClassifier {
+        self.ebpf
+            .program(name)
+            .and_then(|p| p.try_into().ok())
+            .expect("every program is loaded in Dataplane::load")
+    }
+
+    /// The program of Pod ports.
+    pub fn l2_port_program(&self) -> &SchedClassifier {
+        self.program(prog_names::PORT_INGRESS)
+    }
+
+    fn map_mut(&mut self, name: &'static str) -> Result<&mut Map, DataplaneError> {
+        self.ebpf.map_mut(name).ok_or(DataplaneError::Missing(name))
+    }
+
+    fn map(&self, name: &'static str) -> Result<&Map, DataplaneError> {
+        self.ebpf.map(name).ok_or(DataplaneError::Missing(name))
+    }
+
+    /// True when `prog` is attached to `ifindex` by this datapath (or was adopted).
+    fn attached(&self, ifindex: u32, prog: &'static str) -> bool {
+        self.links.get(&ifindex).is_some_and(|a| a.prog() == prog)
+    }
+
+    /// Attaches `prog` to TCX ingress of `ifname` (in the calling thread's namespace);
+    /// with a pin folder the link is pinned at once.
+    fn attach(
+        &mut self,
+        prog: &'static str,
+        ifname: &str,
+        ifindex: u32,
+    ) -> Result<Attachment, DataplaneError> {
+        let pin = self.pins.as_ref().map(|p| p.link_path(prog, ifindex));
+        let program = self.program_mut(prog)?;
+        let id = program
+            .attach(ifname, TcAttachType::Ingress)
+            .map_err(prog_err(prog))?;
+        let Some(path) = pin else {
+            return Ok(Attachment::Owned { prog, id });
+        };
+        let link = program.take_link(id).map_err(prog_err(prog))?;
+        let pinned = FdLink::try_from(link)
+            .map_err(|e| chain(&e))
+            .and_then(|fd| fd.pin(&path).map_err(|e| chain(&e)))
+            .map_err(|cause| DataplaneError::PinLink {
+                prog,
+                ifindex,
+                cause,
+            })?;
+        // The pin holds the link now; our descriptor can go.
+        drop(pinned);
+        tracing::debug!(prog, ifindex, path = %path.display(), "attached and pinned");
+        Ok(Attachment::Pinned { prog, path })
+    }
+
+    fn detach(&mut self, attachment: Attachment) -> Result<(), DataplaneError> {
+        match attachment {
+            Attachment::Owned { prog, id } => {
+                self.program_mut(prog)?.detach(id).map_err(prog_err(prog))
+            }
+            Attachment::Pinned { path, .. } => pins::unpin(&path),
+        }
+    }
+
+    /// Switches a pinned link to this instance's copy of `prog` (atomic, so traffic
+    /// never sees the interface without a program).
+    fn take_over_link(&mut self, prog: &'static str, path: &Path) -> Result<(), DataplaneError> {
+        let fail = |cause: String| DataplaneError::PinLink {
+            prog,
+            ifindex: 0,
+            cause,
+        };
+        let link = aya::programs::links::PinnedLink::from_pin(path).map_err(|e| fail(chain(&e)))?;
+        let link =
+            SchedClassifierLink::try_from(FdLink::from(link)).map_err(|e| fail(chain(&e)))?;
+        let program = self.program_mut(prog)?;
+        let id = program.attach_to_link(link).map_err(prog_err(prog))?;
+        // The pin still holds the (updated) link; ours is not needed.
+        drop(program.take_link(id).map_err(prog_err(prog))?);
+        Ok(())
+    }
+
+    /// Every attachment by ifindex and program name (what `kubectl juneau` compares
+    /// with the kernel's view).
+    pub fn attachments(&self) -> Vec<(u32, &'static str)> {
+        let mut out: Vec<_> = self.links.iter().map(|(i, a)| (*i, a.prog())).collect();
+        out.sort();
+        out
+    }
+}

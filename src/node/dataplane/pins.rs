@@ -1,0 +1,177 @@
+//! Where a Node's datapath lives on bpffs, and the links that keep its programs
+//! attached when the daemon is gone.
+//!
+//! Layout under the pin root (`/sys/fs/bpf/juneau/<node>` by default):
+//! `v<LAYOUT_VERSION>/maps/<map>` and `v<LAYOUT_VERSION>/links/<program>-<ifindex>`
+//! (bpffs refuses dots in names: EPERM).
+//! A TCX link pinned there stays attached after the process that made it exits (as
+//! Cilium's agent keeps its programs through a restart); removing the pin detaches it.
+//! Folders of another version belong to another layout and are never read as ours.
+use std::path::{Path, PathBuf};
+
+use juneau_common::LAYOUT_VERSION;
+
+use super::DataplaneError;
+
+/// The folders of one pin root.
+#[derive(Clone, Debug)]
+pub struct PinLayout {
+    root: PathBuf,
+}
+
+/// A pinned link found on disk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PinnedLinkFile {
+    pub prog: String,
+    pub ifindex: u32,
+    pub path: PathBuf,
+}
+
+impl PinLayout {
+    pub fn new(root: &Path) -> Self {
+        Self {
+            root: root.to_owned(),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `v<LAYOUT_VERSION>`: this build's folder.
+    pub fn version_dir(&self) -> PathBuf {
+        self.root.join(format!("v{LAYOUT_VERSION}"))
+    }
+
+    pub fn maps_dir(&self) -> PathBuf {
+        self.version_dir().join("maps")
+    }
+
+    pub fn links_dir(&self) -> PathBuf {
+        self.version_dir().join("links")
+    }
+
+    pub fn link_path(&self, prog: &str, ifindex: u32) -> PathBuf {
+        self.links_dir().join(format!("{prog}-{ifindex}"))
+    }
+
+    /// Creates this version's folders (mounting bpffs when the machine has none).
+    pub fn prepare(&self) -> Result<(), DataplaneError> {
+        ensure_bpffs()?;
+        for dir in [self.maps_dir(), self.links_dir()] {
+            std::fs::create_dir_all(&dir)
+                .map_err(|source| DataplaneError::PinDir { path: dir, source })?;
+        }
+        Ok(())
+    }
+
+    /// True when this version's maps were pinned before (a daemon ran here).
+    pub fn has_maps(&self) -> bool {
+        std::fs::read_dir(self.maps_dir()).is_ok_and(|mut d| d.next().is_some())
+    }
+
+    /// Pinned links of this version, by program and ifindex.
+    pub fn links(&self) -> Vec<PinnedLinkFile> {
+        let Ok(dir) = std::fs::read_dir(self.links_dir()) else {
+            return Vec::new();
+        };
+        let mut out: Vec<PinnedLinkFile> = dir
+            .filter_map(Result::ok)
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let (prog, ifindex) = name.rsplit_once('-')?;
+                Some(PinnedLinkFile {
+                    prog: prog.to_owned(),
+                    ifindex: ifindex.parse().ok()?,
+                    path: e.path(),
+                })
+            })
+            .collect();
+        out.sort_by_key(|l| l.ifindex);
+        out
+    }
+
+    /// Folders of other layout versions (older or newer daemons) under the root.
+    pub fn other_versions(&self) -> Vec<PathBuf> {
+        let ours = format!("v{LAYOUT_VERSION}");
+        let Ok(dir) = std::fs::read_dir(&self.root) else {
+            return Vec::new();
+        };
+        dir.filter_map(Result::ok)
+            .filter(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n != ours
+                    && n.strip_prefix('v')
+                        .is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+            })
+            .map(|e| e.path())
+            .collect()
+    }
+}
+
+/// Removes a pin; a pin already gone is fine.
+pub fn unpin(path: &Path) -> Result<(), DataplaneError> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(DataplaneError::PinDir {
+            path: path.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// Removes a whole pin folder (maps and links of a dead layout): every link pinned in
+/// it detaches, every map is freed once no program holds it.
+pub fn remove_tree(path: &Path) -> Result<(), DataplaneError> {
+    match std::fs::remove_dir_all(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(DataplaneError::PinDir {
+            path: path.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// Pinning needs a bpffs at /sys/fs/bpf; a fresh machine may not have it mounted.
+pub fn ensure_bpffs() -> Result<(), DataplaneError> {
+    let root = Path::new("/sys/fs/bpf");
+    let mounted = std::fs::read_to_string("/proc/self/mounts")
+        .map(|m| {
+            m.lines()
+                .any(|l| l.split_whitespace().nth(1) == Some("/sys/fs/bpf") && l.contains(" bpf "))
+        })
+        .unwrap_or(false);
+    if !mounted {
+        nix::mount::mount(
+            Some("bpf"),
+            root,
+            Some("bpf"),
+            nix::mount::MsFlags::empty(),
+            None::<&str>,
+        )
+        .map_err(|e| DataplaneError::PinDir {
+            path: root.to_owned(),
+            source: e.into(),
+        })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mx_03_link_pins_are_named_by_program_and_ifindex_under_the_version_folder() {
+        let l = PinLayout::new(Path::new("/sys/fs/bpf/juneau/n1"));
+        let p = l.link_path("port_ingress", 42);
+        assert_eq!(
+            p,
+            Path::new(&format!(
+                "/sys/fs/bpf/juneau/n1/v{LAYOUT_VERSION}/links/port_ingress-42"
+            ))
+        );
+    }
+}

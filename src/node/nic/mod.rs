@@ -1,0 +1,113 @@
+//! NIC kinds behind one driver interface (netavark's per-driver setup and teardown):
+//! the agent picks the driver from the NetworkInterface and never plumbs a kind
+//! itself. `l2network` today; Subnet and ElasticIP NICs are drivers of their own.
+mod l2network;
+
+use std::{net::Ipv4Addr, path::Path, sync::Mutex};
+
+use crate::{
+    api::NetworkInterface,
+    cni::{CniError, CniResult, code},
+    node::{Dataplane, veth::PortAlias},
+};
+
+pub use l2network::L2NetworkNic;
+
+/// What one NIC's setup needs to know of its Pod and Node.
+pub struct NicContext<'a> {
+    pub container_id: &'a str,
+    pub netns: &'a Path,
+    pub namespace: &'a str,
+    pub pod: &'a str,
+    pub node: &'a str,
+    pub node_ip: Ipv4Addr,
+    pub dataplane: &'a Mutex<Dataplane>,
+}
+
+/// What a setup made, in order, so that a failed ADD undoes exactly that.
+#[derive(Debug, Default)]
+pub struct Made {
+    /// Datapath ports (ifindex).
+    pub ports: Vec<u32>,
+    /// Host-side links (name).
+    pub links: Vec<String>,
+}
+
+/// One kind of Pod NIC.
+pub trait NicDriver: Sync {
+    /// Plumbs `nic` into the Pod and the datapath, recording what it made in `made`
+    /// (the caller undoes it on failure) and what it reports in `result`.
+    fn setup(
+        &self,
+        ctx: &NicContext<'_>,
+        nic: &NetworkInterface,
+        made: &mut Made,
+        result: &mut CniResult,
+    ) -> Result<(), CniError>;
+
+    /// Removes a NIC found by its host link's alias; every error is collected, none
+    /// stops the rest.
+    fn teardown(
+        &self,
+        dataplane: &Mutex<Dataplane>,
+        host: &str,
+        ifindex: u32,
+        alias: &PortAlias,
+    ) -> Vec<String>;
+
+    /// Checks that `nic` is still as setup left it (CNI CHECK).
+    fn check(
+        &self,
+        ctx: &NicContext<'_>,
+        nic: &NetworkInterface,
+        host: Option<(&str, u32)>,
+    ) -> Result<(), CniError>;
+}
+
+/// The driver of a NIC's kind.
+pub fn driver_for(nic: &NetworkInterface) -> Result<&'static dyn NicDriver, CniError> {
+    if nic.spec.l2_network.is_some() {
+        return Ok(&L2NetworkNic);
+    }
+    Err(CniError::new(
+        code::INVALID_CONFIG,
+        format!(
+            "NetworkInterface {}: only L2Network NICs are built yet; Subnet and ElasticIP NICs come with their own drivers",
+            nic.metadata.name.as_deref().unwrap_or("")
+        ),
+    ))
+}
+
+/// Every host-side port link, whatever its kind, tears down the same way today.
+pub fn driver_for_port(_alias: &PortAlias) -> &'static dyn NicDriver {
+    &L2NetworkNic
+}
+
+pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(String) -> CniError {
+    let what = what.into();
+    move |e| CniError::new(code::IO_FAILURE, what).details(e)
+}
+
+/// A stable, locally administered MAC for one NIC of one container.
+pub fn nic_mac(container_id: &str, interface: &str) -> [u8; 6] {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in container_id.bytes().chain([b'/']).chain(interface.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    let b = h.to_be_bytes();
+    [0x02, b[1], b[2], b[3], b[4], b[5]]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mx_01_nic_macs_are_stable_and_locally_administered_unicast() {
+        let m = nic_mac("abc", "eth1");
+        assert_eq!(m, nic_mac("abc", "eth1"));
+        assert_ne!(m, nic_mac("abc", "eth2"));
+        assert_eq!(m[0] & 0x03, 0x02, "locally administered, unicast");
+    }
+}

@@ -1,0 +1,388 @@
+//! A running standalone cluster: the embedded store (served to the daemons on a local
+//! socket), the controller loop, the Node namespaces with their supervised `juneau
+//! node` processes, and the Pods. `juneau standalone` drives one from a scenario;
+//! tests drive one step by step (add and delete Pods, kill a daemon).
+use std::{
+    io::Write,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use super::{
+    PodDef, Scenario, StandaloneError, cleanup, container_id, pin_dir_of, socket_of,
+    supervisor::{DaemonSpec, Supervisor},
+    topology::{self, Topology},
+};
+use crate::{
+    api::PodRecord,
+    controller::{self, Config},
+    netns::Owned,
+    node::daemon::pid_file_of,
+    store::{Object, Store},
+};
+
+/// Runs of one process (tests start several): each gets its own folder and record.
+static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// How long a daemon may take to come up (load, adopt, reconcile).
+const DAEMON_START: Duration = Duration::from_secs(20);
+
+pub struct Options {
+    /// The daemons' aging time (L2-30).
+    pub aging: Duration,
+    /// Print the daemons' restarts as they happen.
+    pub echo_daemon_events: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            aging: super::DEFAULT_AGING,
+            echo_daemon_events: false,
+        }
+    }
+}
+
+/// A Pod of the run: its definition, container id and namespace.
+pub struct RunningPod {
+    pub def: PodDef,
+    pub cid: String,
+    pub ns: Owned,
+}
+
+pub struct Run {
+    pub store: Store,
+    pub daemons: Arc<Supervisor>,
+    pods: Vec<RunningPod>,
+    programs: Vec<Child>,
+    prefix: String,
+    seq: u32,
+    run_dir: PathBuf,
+    stop: Arc<AtomicBool>,
+    controller: Option<std::thread::JoinHandle<()>>,
+    // Dropped last: the Node and underlay namespaces.
+    topo: Topology,
+}
+
+fn cni_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    let beside = dir.join("juneau-cni");
+    if beside.exists() {
+        beside
+    } else {
+        dir.parent().unwrap_or(dir).join("juneau-cni")
+    }
+}
+
+/// Invokes the real CNI binary as a container runtime would.
+pub fn cni(command: &str, pod: &RunningPod, ifname: &str) -> Result<String, StandaloneError> {
+    let conf = serde_json::json!({
+        "cniVersion": crate::cni::VERSION,
+        "name": "juneau",
+        "type": "juneau-cni",
+        "socket": socket_of(&pod.def.node),
+    });
+    let bin = cni_binary();
+    let mut child = Command::new(&bin)
+        .env("CNI_COMMAND", command)
+        .env("CNI_CONTAINERID", &pod.cid)
+        .env("CNI_NETNS", pod.ns.path())
+        .env("CNI_IFNAME", ifname)
+        .env("CNI_PATH", bin.parent().unwrap_or(Path::new("/")))
+        .env(
+            "CNI_ARGS",
+            format!(
+                "IgnoreUnknown=1;K8S_POD_NAMESPACE={};K8S_POD_NAME={}",
+                pod.def.namespace, pod.def.name
+            ),
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            StandaloneError::Cni(format!(
+                "cannot run {}: {e} (build it with cargo build)",
+                bin.display()
+            ))
+        })?;
+    child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(conf.to_string().as_bytes())?;
+    let out = child.wait_with_output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if out.status.success() {
+        Ok(stdout)
+    } else {
+        Err(StandaloneError::Cni(format!(
+            "CNI {command} of {}/{}: {}",
+            pod.def.namespace,
+            pod.def.name,
+            stdout.trim()
+        )))
+    }
+}
+
+impl Run {
+    /// Admits the scenario's objects, starts the controller, builds the Nodes and starts
+    /// one daemon per Node. Pods come with [`Run::add_pod`].
+    pub fn start(
+        s: &Scenario,
+        opts: &Options,
+        out: &mut dyn FnMut(String),
+    ) -> Result<Run, StandaloneError> {
+        let cleaned = cleanup::dead_runs(&mut |l| tracing::info!("{l}"));
+        if cleaned > 0 {
+            out(format!(
+                "cleanup: removed what {cleaned} killed run(s) left"
+            ));
+        }
+        for n in &s.nodes {
+            if std::os::unix::net::UnixStream::connect(socket_of(n)).is_ok() {
+                return Err(StandaloneError::Scenario(format!(
+                    "another standalone run is serving Node {n:?} ({}); stop it first (Ctrl-C)",
+                    socket_of(n).display()
+                )));
+            }
+        }
+        let pid = std::process::id();
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+        let run_dir = Path::new(crate::node::daemon::RUN_BASE).join(format!("sa-{pid}-{seq}"));
+        cleanup::Record {
+            pid,
+            seq,
+            start_time: cleanup::start_time(pid).unwrap_or(0),
+            nodes: s.nodes.clone(),
+            run_dir: run_dir.clone(),
+        }
+        .write()?;
+        std::fs::create_dir_all(&run_dir)?;
+
+        let store = Store::new();
+        store.write(|w| w.objects.service_cidrs.push("10.96.0.0/12".into()));
+        for v in &s.objects {
+            store.create(Object::from_value(v.clone())?)?;
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let controller = {
+            let (store, stop) = (store.clone(), stop.clone());
+            std::thread::spawn(move || controller::run_loop(&store, &Config::default(), &stop))
+        };
+        let store_socket = run_dir.join("store.sock");
+        crate::store::remote::serve(store.clone(), &store_socket)?;
+
+        let prefix = format!("jn-sa-{pid}-{seq}");
+        let topo = Topology::new(&prefix, &s.nodes)?;
+        let mut specs = Vec::new();
+        for n in &topo.nodes {
+            let pin = pin_dir_of(&n.name);
+            // A previous run of these Nodes is over (checked above): start clean.
+            let _ = std::fs::remove_dir_all(&pin);
+            let socket = socket_of(&n.name);
+            specs.push(DaemonSpec {
+                node: n.name.clone(),
+                netns: n.ns.path().to_owned(),
+                args: vec![
+                    "--node-name".into(),
+                    n.name.clone(),
+                    "--underlay".into(),
+                    topology::UNDERLAY_DEV.into(),
+                    "--vtep".into(),
+                    n.ip.to_string(),
+                    "--pin-dir".into(),
+                    pin.display().to_string(),
+                    "--cni-socket".into(),
+                    socket.display().to_string(),
+                    "--store-socket".into(),
+                    store_socket.display().to_string(),
+                    "--fdb-aging".into(),
+                    opts.aging.as_secs().to_string(),
+                    "--metrics-addr".into(),
+                    "127.0.0.1:9464".into(),
+                ],
+                log: run_dir.join(format!("{}.log", n.name)),
+                pid_file: pid_file_of(&socket),
+            });
+        }
+        let daemons = Supervisor::new(specs, opts.echo_daemon_events);
+        let run = Run {
+            store,
+            daemons,
+            pods: Vec::new(),
+            programs: Vec::new(),
+            prefix,
+            seq,
+            run_dir,
+            stop,
+            controller: Some(controller),
+            topo,
+        };
+        let nodes: Vec<(String, String, std::net::Ipv4Addr)> = run
+            .topo
+            .nodes
+            .iter()
+            .map(|n| (n.name.clone(), n.ns.name().to_owned(), n.ip))
+            .collect();
+        for (name, ns, ip) in nodes {
+            let pid = run
+                .daemons
+                .start(&name, DAEMON_START)
+                .map_err(StandaloneError::Daemon)?;
+            out(format!(
+                "node {name}: namespace {ns}, VTEP {ip}, juneau node (pid {pid}) on {}, log {}",
+                socket_of(&name).display(),
+                run.run_dir.join(format!("{name}.log")).display()
+            ));
+        }
+        Ok(run)
+    }
+
+    /// The Node namespace of `node`.
+    pub fn node_ns(&self, node: &str) -> Option<&Owned> {
+        self.topo
+            .nodes
+            .iter()
+            .find(|n| n.name == node)
+            .map(|n| &n.ns)
+    }
+
+    pub fn pods(&self) -> &[RunningPod] {
+        &self.pods
+    }
+
+    pub fn pod(&self, name: &str) -> Option<&RunningPod> {
+        self.pods.iter().find(|p| p.def.name == name)
+    }
+
+    /// Admits a Pod and creates it as a runtime would (namespace, CNI ADD). A failed ADD
+    /// keeps the Pod (its namespace stays, as a runtime keeps the sandbox to retry);
+    /// [`Run::retry_add`] tries again.
+    pub fn add_pod(&mut self, def: &PodDef) -> Result<String, StandaloneError> {
+        self.store.create_pod(PodRecord {
+            namespace: def.namespace.clone(),
+            name: def.name.clone(),
+            node: def.node.clone(),
+            annotations: def.annotations.clone(),
+            dns_policy: String::new(),
+        })?;
+        let ns = Owned::create(&format!("{}-{}-{}", self.prefix, def.namespace, def.name))?;
+        self.pods.push(RunningPod {
+            cid: container_id(&def.namespace, &def.name),
+            def: PodDef {
+                name: def.name.clone(),
+                namespace: def.namespace.clone(),
+                node: def.node.clone(),
+                annotations: def.annotations.clone(),
+                run: def.run.clone(),
+            },
+            ns,
+        });
+        cni("ADD", self.pods.last().expect("pushed"), "eth0")
+    }
+
+    /// CNI ADD again for a Pod whose ADD failed.
+    pub fn retry_add(&self, name: &str) -> Result<String, StandaloneError> {
+        let pod = self
+            .pod(name)
+            .ok_or_else(|| StandaloneError::Scenario(format!("no pod {name:?}")))?;
+        cni("ADD", pod, "eth0")
+    }
+
+    /// Deletes a Pod as a kubelet does: CNI DEL, then the sandbox (namespace) goes and
+    /// the Pod leaves the store. A DEL that fails (daemon down) is returned after the
+    /// rest is done, as a runtime would retry it.
+    pub fn delete_pod(&mut self, name: &str) -> Result<(), StandaloneError> {
+        let i = self
+            .pods
+            .iter()
+            .position(|p| p.def.name == name)
+            .ok_or_else(|| StandaloneError::Scenario(format!("no pod {name:?}")))?;
+        let del = cni("DEL", &self.pods[i], "eth0");
+        let pod = self.pods.remove(i);
+        self.store.delete_pod(&pod.def.namespace, &pod.def.name);
+        drop(pod);
+        del.map(|_| ())
+    }
+
+    /// Starts the scenario's per-Pod programs (a DHCP server, say) in the background.
+    pub fn start_pod_programs(&mut self) -> Result<(), StandaloneError> {
+        for p in &self.pods {
+            for cmd in &p.def.run {
+                let child = Command::new("ip")
+                    .args(["netns", "exec", p.ns.name()])
+                    .args(cmd)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()?;
+                self.programs.push(child);
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until every daemon has seen every endpoint (their sweeps follow the store
+    /// within a tenth of a second of a change) and the Pods' programs are up.
+    pub fn settle(&self) {
+        let wait = if self.programs.is_empty() { 200 } else { 600 };
+        std::thread::sleep(Duration::from_millis(wait));
+    }
+
+    /// Tears down in reverse: Pod programs, CNI DEL of every Pod, the daemons, the
+    /// Nodes' pins and sockets, the namespaces. Errors are reported, never stop it.
+    pub fn teardown(mut self, out: &mut dyn FnMut(String)) -> Result<(), StandaloneError> {
+        for mut p in std::mem::take(&mut self.programs) {
+            let _ = p.kill();
+            let _ = p.wait();
+        }
+        let mut first_error = None;
+        let names: Vec<String> = self.pods.iter().rev().map(|p| p.def.name.clone()).collect();
+        for name in names {
+            if let Err(e) = self.delete_pod(&name) {
+                out(format!("teardown: {e}"));
+                first_error.get_or_insert(e);
+            }
+        }
+        self.stop_everything();
+        match first_error {
+            None => Ok(()),
+            Some(e) => Err(e),
+        }
+    }
+
+    /// Daemons, controller, pins, sockets, the run's folder and record; idempotent.
+    fn stop_everything(&mut self) {
+        self.daemons.shutdown();
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(c) = self.controller.take() {
+            let _ = c.join();
+        }
+        for n in &self.topo.nodes {
+            if let Some(dir) = socket_of(&n.name).parent() {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            // Removing the pins detaches the programs and frees the maps.
+            let _ = std::fs::remove_dir_all(pin_dir_of(&n.name));
+        }
+        let _ = std::fs::remove_dir_all(&self.run_dir);
+        cleanup::Record::remove(std::process::id(), self.seq);
+    }
+}
+
+/// A run dropped without [`Run::teardown`] (a test that failed) still stops its
+/// daemons and removes its pins; the namespaces go with their owners.
+impl Drop for Run {
+    fn drop(&mut self) {
+        for mut p in std::mem::take(&mut self.programs) {
+            let _ = p.kill();
+            let _ = p.wait();
+        }
+        self.stop_everything();
+    }
+}
