@@ -45,6 +45,26 @@ pub fn bind_private(path: &Path) -> std::io::Result<UnixListener> {
     bound
 }
 
+/// Reads one request line of at most 16 MiB, waiting at most 30 s for it.
+pub fn read_request(conn: &UnixStream) -> std::io::Result<String> {
+    use std::io::{BufRead, Read};
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(30)))?;
+    let mut line = String::new();
+    std::io::BufReader::new(conn.take(16 << 20)).read_line(&mut line)?;
+    Ok(line)
+}
+
+/// Refuses a caller: its request is read first (and dropped unparsed), so that the
+/// caller is never cut off mid-write and always gets the answer that says why.
+pub fn refuse(conn: &UnixStream) {
+    if let Err(e) = conn
+        .set_read_timeout(Some(std::time::Duration::from_secs(2)))
+        .and_then(|()| read_request(conn))
+    {
+        tracing::debug!(error = %e, "refused caller's request not read");
+    }
+}
+
 /// Ok when the peer runs as root or as our own user; else a message saying who it is.
 pub fn check_peer(conn: &UnixStream) -> Result<(), String> {
     let cred = getsockopt(conn, PeerCredentials)

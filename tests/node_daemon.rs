@@ -176,6 +176,9 @@ fn l2_28_mx_03_a_daemon_killed_with_sigkill_comes_back_without_losing_a_ping_or_
     let expected = data.clone();
     let receiver = std::thread::spawn(move || {
         let (mut conn, _) = listener.accept().unwrap();
+        // A stalled stream fails the test instead of hanging it.
+        conn.set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
         let mut got = Vec::with_capacity(STREAM_BYTES);
         conn.read_to_end(&mut got).unwrap();
         if let Some(at) = got.iter().zip(expected.iter()).position(|(a, b)| a != b) {
@@ -187,6 +190,8 @@ fn l2_28_mx_03_a_daemon_killed_with_sigkill_comes_back_without_losing_a_ping_or_
     let dst: SocketAddr = format!("{db}:5001").parse().unwrap();
     let sender = std::thread::spawn(move || {
         let mut conn = juneau::netns::run_in(&web_ns, || TcpStream::connect(dst).unwrap()).unwrap();
+        conn.set_write_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
         let start = Instant::now();
         // 512 chunks of 64 KiB, one every 6 ms: about three seconds in all.
         for (i, chunk) in data.chunks(1 << 16).enumerate() {
@@ -211,6 +216,8 @@ fn l2_28_mx_03_a_daemon_killed_with_sigkill_comes_back_without_losing_a_ping_or_
                 "0.002",
                 "-c",
                 "2000",
+                "-w",
+                "30",
             ])
             .arg(&db_addr)
             .output()
@@ -268,6 +275,25 @@ fn l2_28_mx_03_a_daemon_killed_with_sigkill_comes_back_without_losing_a_ping_or_
             e.mac
         );
     }
+    // `bpf dump l2_fdb` names the NIC behind each local port.
+    let dump = Command::new(env!("CARGO_BIN_EXE_kubectl-juneau"))
+        .args(["bpf", "dump", "l2_fdb", "--node", "rs-a", "--inner-key"])
+        .arg(format!("vni={vni}"))
+        .args(["-o", "json"])
+        .output()
+        .unwrap();
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&dump.stdout).unwrap();
+    let web_mac = run
+        .pod("rs-web")
+        .unwrap()
+        .ns
+        .exec(&["cat", "/sys/class/net/eth0/address"])
+        .unwrap();
+    let row = rows
+        .iter()
+        .find(|r| r["mac"] == web_mac.trim())
+        .unwrap_or_else(|| panic!("{rows:?}"));
+    assert_eq!(row["port"], "default/rs-web.eth0", "{rows:?}");
     // The restarted daemon took the links over: still one program per interface.
     let rows = attachments("rs-a");
     let progs: Vec<(&str, &str)> = rows
@@ -406,10 +432,41 @@ fn mx_03_cni_while_the_daemon_is_down_fails_clearly_and_pods_changed_meanwhile_a
 }
 
 #[test]
-fn mx_03_attachments_come_from_the_kernel_and_outlive_the_daemon() {
+fn mx_03_attachments_come_from_the_kernel_and_outlive_the_daemon_a_layout_change_migrates() {
+    use std::os::unix::fs::PermissionsExt;
     let mut run = start(&["at-a"]);
+    let mode = std::fs::metadata(run.store_socket())
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600, "the store socket is root's only");
     run.add_pod(&pod("at-p", "at-a")).unwrap();
+    run.add_pod(&pod("at-q", "at-a")).unwrap();
+    let q = address(&run, "at-q");
     let ns = run.node_ns("at-a").unwrap().path().to_owned();
+    // A second daemon for the same Node is refused while the first runs.
+    let second = Command::new("ip")
+        .args(["netns", "exec", run.node_ns("at-a").unwrap().name()])
+        .arg(env!("CARGO_BIN_EXE_juneau"))
+        .args([
+            "node",
+            "--node-name",
+            "at-a",
+            "--underlay",
+            "ul0",
+            "--metrics-addr",
+            "off",
+        ])
+        .output()
+        .unwrap();
+    assert!(!second.status.success());
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        err.contains("another juneau node serves this Node already"),
+        "{err}"
+    );
+
     run.daemons.stop("at-a");
     // No daemon, no records to read: the kernel still runs the programs.
     let out = Command::new(env!("CARGO_BIN_EXE_kubectl-juneau"))
@@ -426,13 +483,18 @@ fn mx_03_attachments_come_from_the_kernel_and_outlive_the_daemon() {
     assert!(text.starts_with("INTERFACE"), "{text}");
     let port = text
         .lines()
-        .find(|l| l.contains("port_ingress"))
+        .find(|l| l.contains("at-p.eth0"))
         .unwrap_or_else(|| panic!("{text}"));
     assert!(
-        port.contains("tcx/ingress") && port.ends_with("default/at-p.eth0"),
+        port.contains("tcx/ingress") && port.contains("port_ingress"),
         "{port}"
     );
     assert!(text.contains("overlay_ingress"), "{text}");
+    assert_eq!(
+        ping(&run, "at-p", &q, &["-c", "2", "-i", "0.2"]),
+        (2, 2),
+        "forwarding without a daemon"
+    );
     let err = Command::new(env!("CARGO_BIN_EXE_kubectl-juneau"))
         .args(["attachments", "--node", "at-a"])
         .output()
@@ -443,6 +505,36 @@ fn mx_03_attachments_come_from_the_kernel_and_outlive_the_daemon() {
         "{}",
         String::from_utf8_lossy(&err.stderr)
     );
+
+    // A layout change: what is pinned now becomes "another version" (v0). The next
+    // daemon builds fresh maps in its own folder, attaches every Pod NIC again from
+    // the cluster, then removes the old folder (its links detach, its maps go).
+    let root = juneau::standalone::pin_dir_of("at-a");
+    let current = format!("v{}", juneau_common::LAYOUT_VERSION);
+    std::fs::rename(root.join(&current), root.join("v0")).unwrap();
     run.daemons.start("at-a", Duration::from_secs(20)).unwrap();
+    assert!(!root.join("v0").exists(), "the old layout's pins are gone");
+    assert!(
+        root.join(&current)
+            .join("links")
+            .read_dir()
+            .unwrap()
+            .count()
+            >= 4
+    );
+    let rows = attachments("at-a");
+    let ports = rows
+        .iter()
+        .filter(|r| r["program"] == "port_ingress")
+        .count();
+    assert_eq!(
+        ports, 2,
+        "each port attached once, by the new layout: {rows:?}"
+    );
+    assert_eq!(
+        ping(&run, "at-p", &q, &["-c", "2", "-i", "0.2"]),
+        (2, 2),
+        "after the migration"
+    );
     run.teardown(&mut |_| {}).unwrap();
 }

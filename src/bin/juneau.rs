@@ -179,6 +179,15 @@ fn main() -> ExitCode {
     match Cli::parse().command {
         Cmd::Node(args) => {
             init_logs("info");
+            // A panicking thread would leave a poisoned lock and a daemon that answers
+            // nothing: end the process instead, and let the supervisor (or the
+            // DaemonSet) start a new one, which adopts the datapath without loss.
+            let default = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                tracing::error!(%info, "panic: aborting so that the daemon is restarted");
+                default(info);
+                std::process::abort();
+            }));
             let cfg = match args.config() {
                 Ok(c) => c,
                 Err(e) => {

@@ -36,6 +36,9 @@ pub struct Agent {
     pub cluster: Arc<dyn Cluster>,
     pub dataplane: Mutex<Dataplane>,
     pub metrics: Metrics,
+    /// Held from reading the cluster to writing the lists, so that an older read (a
+    /// CNI thread) never overwrites a newer one (the sweep).
+    remote_sync: Mutex<()>,
 }
 
 /// A host-side port link of this Node: (name, ifindex, what its alias says).
@@ -62,6 +65,7 @@ impl Agent {
             cluster,
             dataplane: Mutex::new(dp),
             metrics: Metrics::default(),
+            remote_sync: Mutex::new(()),
         }
     }
 
@@ -327,6 +331,7 @@ impl Agent {
     /// Brings the remote VTEP lists in line with the NetworkEndpoints of other Nodes:
     /// a Node is listed for a segment while any endpoint of the segment lives there.
     pub fn sync_remotes(&self) -> Result<usize, crate::cluster::ClusterError> {
+        let _one = self.remote_sync.lock().expect("remote sync lock");
         let (world, _) = self.cluster.read()?;
         let vni_of = |l2: &str| {
             world
@@ -391,9 +396,6 @@ impl Agent {
         }
         let served: BTreeSet<u32> = dp.ports().into_iter().collect();
         for (name, ifindex, alias) in &links {
-            if served.contains(ifindex) {
-                continue;
-            }
             let nic = world.objects.interfaces.iter().find(|n| {
                 n.metadata.namespace.as_deref() == Some(&alias.namespace)
                     && n.spec.pod_ref.name == alias.pod
@@ -402,6 +404,20 @@ impl Agent {
             let Some(status) = nic.and_then(|n| n.status.as_ref()) else {
                 continue;
             };
+            if served.contains(ifindex) {
+                // A daemon killed between two writes of a port leaves it listed but
+                // inactive or on another segment: write it again.
+                let whole = dp.port(*ifindex).is_ok_and(|p| {
+                    p.flags & juneau_common::l2::PORT_ACTIVE != 0 && p.vni == status.vni
+                });
+                if whole {
+                    continue;
+                }
+                if let Err(e) = dp.remove_port(*ifindex) {
+                    tracing::warn!(nic = %alias.nic(), error = %e, "cannot reset a half-written port");
+                    continue;
+                }
+            }
             let spec = PortSpec {
                 ifindex: *ifindex,
                 vni: status.vni,

@@ -56,6 +56,10 @@ pub enum DaemonError {
     Dataplane(#[from] DataplaneError),
     #[error(transparent)]
     Link(#[from] NetlinkError),
+    #[error(
+        "another juneau node serves this Node already (it holds {0}); stop it first, two daemons must never share one datapath"
+    )]
+    Locked(PathBuf),
     #[error("cannot reconcile the Node's ports: {0}")]
     Reconcile(String),
     #[error("{what}: {source}")]
@@ -201,6 +205,9 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         tracing::warn!(error = %e, "cannot block SIGTERM; a signal may end the daemon mid-write");
     }
     let started = Instant::now();
+    // One daemon per datapath: a second one would hand out the same slots and replace
+    // the first one's socket. Held until the process exits.
+    let _lock = lock(&cfg)?;
     let cluster: Arc<dyn Cluster> = match &cfg.store_socket {
         Some(p) => Arc::new(RemoteStore::new(p)),
         None => return Err(DaemonError::NoCluster),
@@ -277,6 +284,26 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     let _ = std::fs::remove_file(&cfg.cni_socket);
     let _ = std::fs::remove_file(cfg.pid_file());
     Ok(())
+}
+
+/// Takes `<socket folder>/node.lock` (flock, exclusive, not waiting).
+fn lock(cfg: &DaemonConfig) -> Result<nix::fcntl::Flock<std::fs::File>, DaemonError> {
+    let path = cfg
+        .cni_socket
+        .parent()
+        .unwrap_or(Path::new(RUN_BASE))
+        .join("node.lock");
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io(format!("cannot create {}", dir.display())))?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io(format!("cannot open {}", path.display())))?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .map_err(|_| DaemonError::Locked(path))
 }
 
 /// Pins of other layout versions: the programs of this version are attached and

@@ -147,14 +147,30 @@ impl Segments {
     }
 
     /// Replaces every remote count with `want` (VNI -> VTEP -> endpoints). Returns the
-    /// segments whose list of Nodes changed, each with the Nodes that left it.
+    /// segments whose list of Nodes changed, each with the Nodes that left it, and the
+    /// segments refused for spanning more Nodes than a broadcast reaches (those keep
+    /// their previous list; every other segment is updated).
     pub fn set_remotes(
         &mut self,
         want: &BTreeMap<u32, BTreeMap<u32, u32>>,
-    ) -> Result<Vec<(u32, Vec<u32>)>, L2Error> {
-        if let Some((vni, _)) = want.iter().find(|(_, n)| n.len() > MAX_REMOTE_VTEPS) {
-            return Err(L2Error::TooManyRemotes { vni: *vni });
+    ) -> (Vec<(u32, Vec<u32>)>, Vec<L2Error>) {
+        let mut refused = Vec::new();
+        let mut want = want.clone();
+        want.retain(|vni, nodes| {
+            let fits = nodes.len() <= MAX_REMOTE_VTEPS;
+            if !fits {
+                refused.push(L2Error::TooManyRemotes { vni: *vni });
+            }
+            fits
+        });
+        for e in &refused {
+            if let L2Error::TooManyRemotes { vni } = e
+                && let Some(old) = self.remotes.get(vni)
+            {
+                want.insert(*vni, old.clone());
+            }
         }
+        let want = &want;
         let mut changed = Vec::new();
         let vnis: BTreeSet<u32> = want.keys().chain(self.remotes.keys()).copied().collect();
         let empty = BTreeMap::new();
@@ -175,7 +191,7 @@ impl Segments {
             .filter(|(_, n)| !n.is_empty())
             .map(|(v, n)| (*v, n.clone()))
             .collect();
-        Ok(changed)
+        (changed, refused)
     }
 
     /// Counts one more endpoint of segment `vni` on the Node `vtep`. True when the
@@ -316,20 +332,39 @@ mod tests {
                 .into_iter()
                 .collect();
         assert!(
-            s.set_remotes(&want).unwrap().is_empty(),
+            s.set_remotes(&want).0.is_empty(),
             "same Nodes: nothing to write"
         );
         let want: BTreeMap<u32, BTreeMap<u32, u32>> =
             [(7, [(0x0a000003, 1)].into_iter().collect())]
                 .into_iter()
                 .collect();
-        assert_eq!(s.set_remotes(&want).unwrap(), vec![(7, vec![0x0a000002])]);
+        assert_eq!(s.set_remotes(&want).0, vec![(7, vec![0x0a000002])]);
         assert_eq!(s.remote_list(7).vteps[0], 0x0a000003);
         assert_eq!(
-            s.set_remotes(&BTreeMap::new()).unwrap(),
+            s.set_remotes(&BTreeMap::new()).0,
             vec![(7, vec![0x0a000003])]
         );
         assert_eq!(s.remote_list(7).count, 0);
+        // One segment over the limit is refused alone; the others are updated.
+        let big: BTreeMap<u32, u32> = (0..=MAX_REMOTE_VTEPS as u32).map(|v| (v + 1, 1)).collect();
+        let want: BTreeMap<u32, BTreeMap<u32, u32>> =
+            [(7, [(9, 1)].into_iter().collect()), (8, big)]
+                .into_iter()
+                .collect();
+        let (changed, refused) = s.set_remotes(&want);
+        assert_eq!(changed, vec![(7, vec![])]);
+        assert_eq!(refused, vec![L2Error::TooManyRemotes { vni: 8 }]);
+        assert_eq!(
+            s.remote_list(7).count,
+            1,
+            "the segment within the limit is updated"
+        );
+        assert_eq!(
+            s.remote_list(8).count,
+            0,
+            "the refused one keeps its (empty) list"
+        );
         assert_eq!(s.get(7).unwrap().slot, 3, "adopted slot kept");
         assert_eq!(
             s.adopt(8, 3, &[], &[]),

@@ -3,7 +3,7 @@
 //! thread. The listener thread is started inside the Node's namespace, so every
 //! handler thread (which inherits it) plumbs that Node.
 use std::{
-    io::{BufRead, BufReader, Write},
+    io::Write,
     os::unix::net::{UnixListener, UnixStream},
     path::{Path, PathBuf},
     sync::Arc,
@@ -16,27 +16,24 @@ fn serve(agent: &Agent, conn: UnixStream) {
     let response = match crate::unixsock::check_peer(&conn) {
         Err(refusal) => {
             tracing::warn!(refusal, "CNI socket: caller refused");
+            crate::unixsock::refuse(&conn);
             Response::Error(CniError::new(code::INVALID_ENV, refusal))
         }
-        Ok(()) => {
-            let mut line = String::new();
-            match BufReader::new(&conn).read_line(&mut line) {
-                Ok(_) => match serde_json::from_str::<Request>(&line) {
-                    Ok(req) => match agent.handle(&req) {
-                        Ok(r) => Response::Ok(r),
-                        Err(e) => Response::Error(e),
-                    },
-                    Err(e) => Response::Error(
-                        CniError::new(code::DECODE_FAILURE, "unreadable request")
-                            .details(e.to_string()),
-                    ),
+        Ok(()) => match crate::unixsock::read_request(&conn) {
+            Ok(line) => match serde_json::from_str::<Request>(&line) {
+                Ok(req) => match agent.handle(&req) {
+                    Ok(r) => Response::Ok(r),
+                    Err(e) => Response::Error(e),
                 },
                 Err(e) => Response::Error(
-                    CniError::new(code::IO_FAILURE, "cannot read the request")
+                    CniError::new(code::DECODE_FAILURE, "unreadable request")
                         .details(e.to_string()),
                 ),
-            }
-        }
+            },
+            Err(e) => Response::Error(
+                CniError::new(code::IO_FAILURE, "cannot read the request").details(e.to_string()),
+            ),
+        },
     };
     let mut out = serde_json::to_vec(&response).expect("responses serialize");
     out.push(b'\n');

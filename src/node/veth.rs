@@ -10,7 +10,8 @@ use rtnetlink::{
     packet_route::link::{InfoData, InfoVeth},
 };
 
-use super::netlink::{self, NetlinkError, link_by_name, own_and_up, quiet, req, with_netlink};
+use super::netlink::{self, NetlinkError, Session, link_by_name, own_and_up, quiet, req};
+use crate::netns;
 
 /// The interface alias that marks a host-side veth as made by Juneau. The datapath is
 /// attached only to interfaces that carry it (MX-02): never to a NIC another CNI owns.
@@ -44,6 +45,9 @@ pub struct PortAlias {
     pub namespace: String,
     pub pod: String,
 }
+
+/// The kernel keeps at most this many bytes of an interface alias (IFALIASZ - 1).
+pub const MAX_ALIAS: usize = 255;
 
 impl PortAlias {
     /// `juneau:port:<container id>:<interface>:<namespace>/<pod>`.
@@ -91,15 +95,17 @@ pub fn host_name(container_id: &str, interface: &str) -> String {
     format!("{HOST_PREFIX}{:013x}", h & 0x000f_ffff_ffff_ffff)
 }
 
-/// Creates the pair, the Pod end directly inside the Pod namespace, both ends up.
-/// Returns the host-side ifindex. `node_netns` is where the host end lives (`None`: the
-/// caller's namespace).
-pub fn create(node_netns: Option<&Path>, spec: &VethSpec) -> Result<u32, NetlinkError> {
+/// Creates the pair, the Pod end directly inside the Pod namespace, both ends up,
+/// with `session` (opened in the Node's namespace with the Pod's). Returns the
+/// host-side ifindex. A pair whose host end cannot be marked as Juneau's is removed
+/// again: without its alias DEL and GC would never find it.
+pub fn create_on(session: &Session, spec: &VethSpec) -> Result<u32, NetlinkError> {
     let pod_ns = File::open(&spec.pod_netns).map_err(|source| NetlinkError::OpenNetns {
         path: spec.pod_netns.clone(),
         source,
     })?;
-    let host_index = with_netlink(node_netns, async |handle| {
+    let handle = session.node();
+    let index = session.block_on(async {
         let mut peer = LinkMessageBuilder::<LinkUnspec>::new()
             .name(spec.pod_name.clone())
             .address(spec.pod_mac.to_vec())
@@ -119,22 +125,41 @@ pub fn create(node_netns: Option<&Path>, spec: &VethSpec) -> Result<u32, Netlink
             .execute()
             .await
             .map_err(req(format!("create veth {}", spec.host_name)))?;
-        let index = link_by_name(&handle, &spec.host_name).await?.header.index;
-        quiet(&spec.host_name)?;
-        own_and_up(&handle, index, &spec.alias, &spec.host_name).await?;
+        let index = link_by_name(handle, &spec.host_name).await?.header.index;
+        let owned = match quiet(&spec.host_name) {
+            Ok(()) => own_and_up(handle, index, &spec.alias, &spec.host_name).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = owned {
+            if let Err(undo) = handle.link().del(index).execute().await {
+                tracing::warn!(link = spec.host_name, error = %undo, "cannot remove a veth left without its alias");
+            }
+            return Err(e);
+        }
         Ok(index)
     })?;
-    with_netlink(Some(&spec.pod_netns), async |handle| {
-        let index = link_by_name(&handle, &spec.pod_name).await?.header.index;
-        quiet(&spec.pod_name)?;
-        handle
-            .link()
+    // The Pod end's sysctl is the Pod namespace's: written from a thread inside it.
+    netns::run_in(&spec.pod_netns, || quiet(&spec.pod_name))??;
+    let pod = session.pod();
+    session.block_on(async {
+        let index = link_by_name(pod, &spec.pod_name).await?.header.index;
+        pod.link()
             .set(LinkUnspec::new_with_index(index).up().build())
             .execute()
             .await
             .map_err(req(format!("set {} up", spec.pod_name)))
     })?;
-    Ok(host_index)
+    Ok(index)
+}
+
+/// [`create_on`] with a session of its own; `node_netns` is where the host end lives
+/// (`None`: the caller's namespace).
+pub fn create(node_netns: Option<&Path>, spec: &VethSpec) -> Result<u32, NetlinkError> {
+    let work = || create_on(&Session::open(Some(&spec.pod_netns))?, spec);
+    match node_netns {
+        Some(ns) => netns::run_in(ns, work)?,
+        None => std::thread::scope(|s| s.spawn(work).join().expect("veth thread panicked")),
+    }
 }
 
 /// Deletes the host end (the kernel removes its peer). Idempotent.

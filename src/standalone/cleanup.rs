@@ -80,38 +80,47 @@ fn delete_netns(name: &str, out: &mut dyn FnMut(String)) {
     }
 }
 
+/// The Nodes of runs that are alive.
+pub fn live_nodes() -> Vec<String> {
+    records()
+        .into_iter()
+        .filter(|r| alive(r.pid, r.start_time))
+        .flat_map(|r| r.nodes)
+        .collect()
+}
+
+fn records() -> Vec<Record> {
+    let Ok(dir) = std::fs::read_dir(RECORDS) else {
+        return Vec::new();
+    };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| {
+            let text = std::fs::read(e.path()).ok()?;
+            match serde_json::from_slice::<Record>(&text) {
+                Ok(r) => Some(r),
+                Err(err) => {
+                    tracing::warn!(path = %e.path().display(), error = %err, "unreadable run record left alone");
+                    None
+                }
+            }
+        })
+        .collect()
+}
+
 /// Removes what dead runs left; returns how many runs it cleaned.
 pub fn dead_runs(out: &mut dyn FnMut(String)) -> usize {
-    let mut live_nodes = Vec::new();
-    let mut dead = Vec::new();
-    if let Ok(dir) = std::fs::read_dir(RECORDS) {
-        for e in dir.filter_map(Result::ok) {
-            let Ok(text) = std::fs::read(e.path()) else {
-                continue;
-            };
-            let Ok(rec) = serde_json::from_slice::<Record>(&text) else {
-                out(format!(
-                    "cleanup: {} is unreadable; left alone",
-                    e.path().display()
-                ));
-                continue;
-            };
-            if alive(rec.pid, rec.start_time) {
-                live_nodes.extend(rec.nodes.clone());
-            } else {
-                dead.push(rec);
-            }
-        }
-    }
+    let (live, dead): (Vec<Record>, Vec<Record>) = records()
+        .into_iter()
+        .partition(|r| alive(r.pid, r.start_time));
+    let live_nodes: Vec<String> = live.into_iter().flat_map(|r| r.nodes).collect();
     let mut cleaned = 0;
-    let dead_pids: Vec<u32> = dead.iter().map(|r| r.pid).collect();
-    // Namespaces of runs without a record (older runs) count when their pid is gone.
+    // A namespace is a dead run's only when no process has its pid: a live process that
+    // reuses a dead run's pid may be a run whose namespaces carry the same number.
     for ns in netns_names() {
-        if let Some(pid) = run_pid(&ns) {
-            let gone = dead_pids.contains(&pid) || start_time(pid).is_none();
-            if gone && pid != std::process::id() {
-                delete_netns(&ns, out);
-            }
+        if let Some(pid) = run_pid(&ns)
+            && start_time(pid).is_none()
+        {
+            delete_netns(&ns, out);
         }
     }
     for rec in dead {

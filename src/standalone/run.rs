@@ -144,8 +144,9 @@ impl Run {
                 "cleanup: removed what {cleaned} killed run(s) left"
             ));
         }
+        let live = cleanup::live_nodes();
         for n in &s.nodes {
-            if std::os::unix::net::UnixStream::connect(socket_of(n)).is_ok() {
+            if live.contains(n) || std::os::unix::net::UnixStream::connect(socket_of(n)).is_ok() {
                 return Err(StandaloneError::Scenario(format!(
                     "another standalone run is serving Node {n:?} ({}); stop it first (Ctrl-C)",
                     socket_of(n).display()
@@ -242,6 +243,11 @@ impl Run {
             ));
         }
         Ok(run)
+    }
+
+    /// The socket the run serves its store on (to its daemons).
+    pub fn store_socket(&self) -> PathBuf {
+        self.run_dir.join("store.sock")
     }
 
     /// The Node namespace of `node`.

@@ -163,21 +163,21 @@ fn answer(store: &Store, req: Request) -> Answer {
 
 fn serve_one(store: &Store, conn: UnixStream) {
     let answer = match crate::unixsock::check_peer(&conn) {
-        Err(message) => Answer::Error { message },
-        Ok(()) => {
-            let mut line = String::new();
-            match BufReader::new(&conn).read_line(&mut line) {
-                Ok(_) => match serde_json::from_str::<Request>(&line) {
-                    Ok(req) => answer(store, req),
-                    Err(e) => Answer::Error {
-                        message: format!("unreadable request: {e}"),
-                    },
-                },
-                Err(e) => Answer::Error {
-                    message: format!("cannot read the request: {e}"),
-                },
-            }
+        Err(message) => {
+            crate::unixsock::refuse(&conn);
+            Answer::Error { message }
         }
+        Ok(()) => match crate::unixsock::read_request(&conn) {
+            Ok(line) => match serde_json::from_str::<Request>(&line) {
+                Ok(req) => answer(store, req),
+                Err(e) => Answer::Error {
+                    message: format!("unreadable request: {e}"),
+                },
+            },
+            Err(e) => Answer::Error {
+                message: format!("cannot read the request: {e}"),
+            },
+        },
     };
     let mut out = serde_json::to_vec(&answer).expect("answers serialize");
     out.push(b'\n');

@@ -59,7 +59,12 @@ impl Dataplane {
                 continue;
             }
             if let Err(e) = self.take_over_link(prog, &file.path) {
-                tracing::warn!(prog, ifindex = file.ifindex, error = %e, "keeping the previous program on this link");
+                // A link that cannot be updated (defunct, or on an interface that was
+                // replaced) goes; the port is attached afresh by the reconcile.
+                tracing::warn!(prog, ifindex = file.ifindex, error = %e, "unpinning a link that cannot be taken over");
+                pins::unpin(&file.path)?;
+                found.stale_links += 1;
+                continue;
             }
             self.links.insert(
                 file.ifindex,

@@ -31,7 +31,18 @@ impl Dataplane {
     /// daemon is configured again without a second attachment.
     pub fn attach_port(&mut self, ifname: &str, spec: PortSpec) -> Result<u32, DataplaneError> {
         let ifindex = netlink::owned_ifindex(ifname, veth::OWNER_ALIAS)?;
-        let spec = PortSpec { ifindex, ..spec };
+        self.attach_owned_port(ifname, PortSpec { ifindex, ..spec })
+    }
+
+    /// [`Dataplane::attach_port`] for a NIC driver that has just made `ifname`
+    /// (`spec.ifindex`) with Juneau's alias itself, in the same netlink session: the
+    /// ownership check (MX-02) is the creation.
+    pub fn attach_owned_port(
+        &mut self,
+        ifname: &str,
+        spec: PortSpec,
+    ) -> Result<u32, DataplaneError> {
+        let ifindex = spec.ifindex;
         if self.attached(ifindex, prog_names::PORT_INGRESS) {
             if self.segments.vni_of(ifindex) == Some(spec.vni) {
                 return Ok(ifindex);

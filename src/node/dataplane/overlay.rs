@@ -144,7 +144,11 @@ impl Dataplane {
         want: &BTreeMap<u32, BTreeMap<u32, u32>>,
     ) -> Result<usize, DataplaneError> {
         let mut written = 0;
-        for (vni, left) in self.segments.set_remotes(want)? {
+        let (changed, refused) = self.segments.set_remotes(want);
+        for e in refused {
+            tracing::error!(error = %e, "remote list kept as it was");
+        }
+        for (vni, left) in changed {
             self.write_remote_list(vni)?;
             written += 1;
             for vtep in left {

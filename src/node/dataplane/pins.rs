@@ -91,7 +91,8 @@ impl PinLayout {
         out
     }
 
-    /// Folders of other layout versions (older or newer daemons) under the root.
+    /// What other layouts left under the root: folders of other versions (older or
+    /// newer daemons) and map pins of the first, unversioned layout (`<root>/jn_*`).
     pub fn other_versions(&self) -> Vec<PathBuf> {
         let ours = format!("v{LAYOUT_VERSION}");
         let Ok(dir) = std::fs::read_dir(&self.root) else {
@@ -100,9 +101,10 @@ impl PinLayout {
         dir.filter_map(Result::ok)
             .filter(|e| {
                 let n = e.file_name().to_string_lossy().into_owned();
-                n != ours
-                    && n.strip_prefix('v')
-                        .is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                let version = n
+                    .strip_prefix('v')
+                    .is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()));
+                (version && n != ours) || n.starts_with("jn_")
             })
             .map(|e| e.path())
             .collect()
@@ -124,6 +126,9 @@ pub fn unpin(path: &Path) -> Result<(), DataplaneError> {
 /// Removes a whole pin folder (maps and links of a dead layout): every link pinned in
 /// it detaches, every map is freed once no program holds it.
 pub fn remove_tree(path: &Path) -> Result<(), DataplaneError> {
+    if path.is_file() {
+        return unpin(path);
+    }
     match std::fs::remove_dir_all(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),

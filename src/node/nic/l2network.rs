@@ -35,6 +35,18 @@ impl NicDriver for L2NetworkNic {
             namespace: ctx.namespace.to_owned(),
             pod: ctx.pod.to_owned(),
         };
+        if alias.render().len() > veth::MAX_ALIAS {
+            return Err(CniError::new(
+                code::INVALID_CONFIG,
+                format!(
+                    "{}/{}: the namespace and Pod names are too long to record on the host veth ({} bytes of alias, the kernel keeps {}); shorten the Pod name",
+                    ctx.namespace,
+                    ctx.pod,
+                    alias.render().len(),
+                    veth::MAX_ALIAS
+                ),
+            ));
+        }
         let spec = VethSpec {
             host_name: host.clone(),
             host_mac: nic_mac(ctx.container_id, &format!("{iface}-host")),
@@ -44,7 +56,10 @@ impl NicDriver for L2NetworkNic {
             mtu: (status.mtu != 0).then_some(status.mtu),
             alias: alias.render(),
         };
-        let ifindex = veth::create(None, &spec)
+        // One netlink session (Node and Pod connections) for everything this NIC needs.
+        let nl = netlink::Session::open(Some(ctx.netns))
+            .map_err(|e| io("cannot open netlink to the Node and the Pod")(e.to_string()))?;
+        let ifindex = veth::create_on(&nl, &spec)
             .map_err(|e| io(format!("cannot create the veth pair for {iface}"))(e.to_string()))?;
         made.links.push(host.clone());
         result.interfaces.push(Interface {
@@ -60,7 +75,7 @@ impl NicDriver for L2NetworkNic {
             sandbox: Some(ctx.netns.display().to_string()),
         });
         if !status.address.is_empty() {
-            netlink::add_address(ctx.netns, &iface, &status.address)
+            nl.block_on(netlink::add_address_on(nl.pod(), &iface, &status.address))
                 .map_err(|e| io(format!("cannot address {iface}"))(e.to_string()))?;
             result.ips.push(IpConfig {
                 address: status.address.clone(),
@@ -75,7 +90,7 @@ impl NicDriver for L2NetworkNic {
                     format!("route gateway {:?} is not IPv4", r.gw),
                 )
             })?;
-            netlink::add_default_route(ctx.netns, gw)
+            nl.block_on(netlink::add_default_route_on(nl.pod(), gw))
                 .map_err(|e| io(format!("cannot add {iface}'s default route"))(e.to_string()))?;
             result.routes.push(RouteConfig {
                 dst: r.dst.clone(),
@@ -91,7 +106,7 @@ impl NicDriver for L2NetworkNic {
         ctx.dataplane
             .lock()
             .expect("dataplane lock")
-            .attach_port(&host, port)
+            .attach_owned_port(&host, port)
             .map_err(|e| io(format!("cannot attach the datapath to {host}"))(e.to_string()))?;
         made.ports.push(ifindex);
         Ok(())

@@ -1,4 +1,6 @@
-//! rtnetlink plumbing shared by the interfaces the daemon makes.
+//! rtnetlink plumbing shared by the interfaces the daemon makes. The async `*_on`
+//! functions work on a given handle (a [`Session`] opened once per CNI ADD); the plain
+//! ones open a connection of their own for a single request (tools, tests).
 //!
 //! Netlink sockets are opened inside the namespace they act on (on a thread that entered
 //! it, see [`crate::netns`]) and driven by a current-thread runtime on that same thread.
@@ -11,6 +13,9 @@ use rtnetlink::{
 };
 
 use crate::netns::{self, NetnsError};
+
+mod session;
+pub use session::Session;
 
 #[derive(Debug, thiserror::Error)]
 pub enum NetlinkError {
@@ -162,34 +167,47 @@ pub fn links_with_alias(prefix: &str) -> Result<Vec<(String, u32, String)>, Netl
     })
 }
 
-/// Adds `cidr` (a.b.c.d/len) to `ifname` in `ns`.
-pub fn add_address(ns: &Path, ifname: &str, cidr: &str) -> Result<(), NetlinkError> {
+/// Adds `cidr` (a.b.c.d/len) to `ifname` of `handle`'s namespace.
+pub async fn add_address_on(handle: &Handle, ifname: &str, cidr: &str) -> Result<(), NetlinkError> {
     let net: ipnet::Ipv4Net = cidr
         .parse()
         .map_err(|_| NetlinkError::BadAddress(cidr.to_owned()))?;
+    let index = link_by_name(handle, ifname).await?.header.index;
+    handle
+        .address()
+        .add(index, std::net::IpAddr::V4(net.addr()), net.prefix_len())
+        .execute()
+        .await
+        .map_err(req(format!("add {cidr} to {ifname}")))
+}
+
+/// Adds `cidr` (a.b.c.d/len) to `ifname` in `ns`.
+pub fn add_address(ns: &Path, ifname: &str, cidr: &str) -> Result<(), NetlinkError> {
     with_netlink(Some(ns), async |handle| {
-        let index = link_by_name(&handle, ifname).await?.header.index;
-        handle
-            .address()
-            .add(index, std::net::IpAddr::V4(net.addr()), net.prefix_len())
-            .execute()
-            .await
-            .map_err(req(format!("add {cidr} to {ifname}")))
+        add_address_on(&handle, ifname, cidr).await
     })
+}
+
+/// Adds the default route via `gw` in `handle`'s namespace (main table).
+pub async fn add_default_route_on(
+    handle: &Handle,
+    gw: std::net::Ipv4Addr,
+) -> Result<(), NetlinkError> {
+    let route = rtnetlink::RouteMessageBuilder::<std::net::Ipv4Addr>::new()
+        .gateway(gw)
+        .build();
+    handle
+        .route()
+        .add(route)
+        .execute()
+        .await
+        .map_err(req(format!("add default route via {gw}")))
 }
 
 /// Adds the default route via `gw` in `ns` (main table).
 pub fn add_default_route(ns: &Path, gw: std::net::Ipv4Addr) -> Result<(), NetlinkError> {
     with_netlink(Some(ns), async |handle| {
-        let route = rtnetlink::RouteMessageBuilder::<std::net::Ipv4Addr>::new()
-            .gateway(gw)
-            .build();
-        handle
-            .route()
-            .add(route)
-            .execute()
-            .await
-            .map_err(req(format!("add default route via {gw}")))
+        add_default_route_on(&handle, gw).await
     })
 }
 

@@ -1,0 +1,83 @@
+//! One CNI ADD's netlink: a current-thread runtime and one rtnetlink connection per
+//! namespace the ADD touches (the Node's, the Pod's), opened once and used for every
+//! request of the ADD, instead of a thread, a runtime and a socket per request.
+//!
+//! The Pod's connection is opened on a short-lived thread that entered the Pod's
+//! namespace (a netlink socket stays bound to the namespace it was created in); it is
+//! then driven from the caller's thread like the Node's. The caller must be a plain OS
+//! thread (never a tokio worker): the agent's handler threads are.
+use std::{future::Future, path::Path};
+
+use rtnetlink::Handle;
+use tokio::{runtime::Runtime, task::JoinHandle};
+
+use super::NetlinkError;
+use crate::netns;
+
+pub struct Session {
+    rt: Runtime,
+    node: Handle,
+    pod: Option<Handle>,
+    connections: Vec<JoinHandle<()>>,
+}
+
+fn connect(
+    rt: &tokio::runtime::Handle,
+) -> Result<(Handle, impl Future<Output = ()> + Send + use<>), NetlinkError> {
+    let _inside = rt.enter();
+    let (conn, handle, _) = rtnetlink::new_connection().map_err(NetlinkError::Runtime)?;
+    Ok((handle, conn))
+}
+
+impl Session {
+    /// Connects to the calling thread's namespace (the Node's) and, with `pod_ns`, to
+    /// that namespace.
+    pub fn open(pod_ns: Option<&Path>) -> Result<Session, NetlinkError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(NetlinkError::Runtime)?;
+        let (node, conn) = connect(rt.handle())?;
+        let mut connections = vec![rt.spawn(conn)];
+        let pod = match pod_ns {
+            None => None,
+            Some(path) => {
+                let h = rt.handle().clone();
+                let (pod, conn) = netns::run_in(path, move || connect(&h))??;
+                connections.push(rt.spawn(conn));
+                Some(pod)
+            }
+        };
+        Ok(Session {
+            rt,
+            node,
+            pod,
+            connections,
+        })
+    }
+
+    /// The Node namespace's handle.
+    pub fn node(&self) -> &Handle {
+        &self.node
+    }
+
+    /// The Pod namespace's handle (the session was opened with one).
+    pub fn pod(&self) -> &Handle {
+        self.pod
+            .as_ref()
+            .expect("a session for Pod work is opened with the Pod's namespace")
+    }
+
+    /// Runs netlink work to completion on this session's runtime.
+    pub fn block_on<T>(&self, work: impl Future<Output = T>) -> T {
+        self.rt.block_on(work)
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        for c in &self.connections {
+            c.abort();
+        }
+    }
+}
