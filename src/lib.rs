@@ -11,6 +11,7 @@ pub mod cni;
 pub mod controller;
 pub mod netns;
 pub mod node;
+pub mod scenario;
 pub mod standalone;
 pub mod store;
 pub mod unixsock;

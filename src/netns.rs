@@ -100,19 +100,25 @@ impl Owned {
 
     /// Runs a program inside; its stdout, or its stderr as the error.
     pub fn exec(&self, argv: &[&str]) -> Result<String, String> {
-        let out = std::process::Command::new("ip")
-            .args(["netns", "exec", &self.name])
-            .args(argv)
-            .output()
-            .map_err(|e| format!("{argv:?}: {e}"))?;
-        if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-        } else {
-            Err(format!(
-                "{argv:?} failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ))
-        }
+        exec_in(&self.name, argv)
+    }
+}
+
+/// Runs a program inside the named namespace (`ip netns exec`); its stdout, or its
+/// stderr as the error.
+pub fn exec_in(name: &str, argv: &[&str]) -> Result<String, String> {
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", name])
+        .args(argv)
+        .output()
+        .map_err(|e| format!("{argv:?}: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!(
+            "{argv:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
     }
 }
 

@@ -11,6 +11,7 @@ use std::{
 
 use juneau::{
     node::metrics::sample,
+    scenario::Layer,
     standalone::{Options, PodDef, Run, Scenario},
 };
 
@@ -27,6 +28,10 @@ fn scenario(nodes: &[&str]) -> Scenario {
     };
     Scenario {
         description: "node daemon restart".into(),
+        layer: Layer::Stack,
+        proves: vec!["MX-03".into()],
+        segments: Default::default(),
+        steps: Vec::new(),
         nodes: nodes.iter().map(|n| n.to_string()).collect(),
         objects: vec![
             obj("Vpc", "t", serde_json::json!({})),
@@ -37,7 +42,6 @@ fn scenario(nodes: &[&str]) -> Scenario {
             ),
         ],
         pods: Vec::new(),
-        checks: Vec::new(),
     }
 }
 
@@ -51,7 +55,9 @@ fn pod(name: &str, node: &str) -> PodDef {
             r#"[{"interface": "eth0", "l2Network": "lab"}]"#.to_owned(),
         )]
         .into(),
-        run: Vec::new(),
+        segment: None,
+        addresses: Vec::new(),
+        bridge_hosts: Vec::new(),
     }
 }
 

@@ -15,7 +15,7 @@ fn l2_28_l2_25_standalone_demo_scenario_runs_end_to_end_and_cleans_up() {
             "standalone",
             "--once",
             "--scenario",
-            "scenarios/standalone/l2-demo.yaml",
+            "scenarios/stack/l2-demo.yaml",
         ])
         .output()
         .unwrap();
@@ -44,29 +44,8 @@ fn l2_28_l2_25_standalone_demo_scenario_runs_end_to_end_and_cleans_up() {
 
 #[test]
 fn l2_28_l2_30_standalone_runs_until_sigint_its_daemons_age_the_tables_then_it_tears_down() {
-    use std::io::{BufRead, BufReader};
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let root = env!("CARGO_MANIFEST_DIR");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_juneau"))
-        .current_dir(root)
-        .args([
-            "standalone",
-            "--fdb-aging",
-            "2",
-            "--scenario",
-            "scenarios/standalone/l2-demo.yaml",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let guard = Interrupt(child.id());
-    let mut lines = BufReader::new(stdout).lines();
-    let running = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .any(|l| l.starts_with("running; Ctrl-C"));
-    assert!(running, "standalone never reached its running state");
+    let (mut child, guard) = running(&["--fdb-aging", "2"]);
     let ours = |pid: u32| {
         let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
         String::from_utf8_lossy(&list.stdout).contains(&format!("jn-sa-{pid}-"))
@@ -100,6 +79,30 @@ fn l2_28_l2_30_standalone_runs_until_sigint_its_daemons_age_the_tables_then_it_t
             .unwrap()
             .len()
     };
+    // Traffic now (the scenario's own pings may have aged out already at 2 s): web on
+    // node-a pings db on node-b; node-a learns both MACs.
+    let web = format!("jn-sa-{}-0-default-web", child.id());
+    let ping = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &web,
+            "ping",
+            "-c",
+            "2",
+            "-i",
+            "0.2",
+            "-W",
+            "2",
+            "10.70.0.3",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&ping.stdout).contains("2 packets transmitted, 2 received"),
+        "{}",
+        String::from_utf8_lossy(&ping.stdout)
+    );
     assert!(dump() >= 2, "node-a learned nothing from the pings");
     // The Pods' neighbour probes refresh the entries once or twice after the pings;
     // after that the table must empty within the aging time plus a sweep.
@@ -155,28 +158,39 @@ fn processes_with(needle: &str) -> Vec<u32> {
         .collect()
 }
 
-#[test]
-fn mx_03_a_run_killed_with_sigkill_leaves_nothing_the_next_one_trips_on() {
+/// `juneau standalone` on the demo scenario with `extra` flags, once it says it runs;
+/// the guard interrupts it when dropped.
+fn running(extra: &[&str]) -> (std::process::Child, Interrupt) {
     use std::io::{BufRead, BufReader};
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let root = env!("CARGO_MANIFEST_DIR");
     let mut child = Command::new(env!("CARGO_BIN_EXE_juneau"))
-        .current_dir(root)
-        .args([
-            "standalone",
-            "--scenario",
-            "scenarios/standalone/l2-demo.yaml",
-        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("standalone")
+        .args(extra)
+        .args(["--scenario", "scenarios/stack/l2-demo.yaml"])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let pid = child.id();
-    let guard = Interrupt(pid);
-    let running = BufReader::new(child.stdout.take().unwrap())
-        .lines()
+    let guard = Interrupt(child.id());
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let up = lines
+        .by_ref()
         .map_while(Result::ok)
         .any(|l| l.starts_with("running; Ctrl-C"));
-    assert!(running, "standalone never reached its running state");
+    assert!(up, "standalone never reached its running state");
+    // Keep reading what it says until it exits.
+    std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+    (child, guard)
+}
+
+fn has_netns(prefix: &str) -> bool {
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    String::from_utf8_lossy(&list.stdout).contains(prefix)
+}
+
+/// Starts a run, kills it with SIGKILL, checks what it leaves; returns its pid.
+fn killed_run() -> u32 {
+    let (mut child, guard) = running(&[]);
+    let pid = child.id();
     let store = format!("/run/juneau/sa-{pid}-0/store.sock");
     assert_eq!(processes_with(&store).len(), 2, "one juneau node per Node");
     nix::sys::signal::kill(
@@ -195,15 +209,34 @@ fn mx_03_a_run_killed_with_sigkill_leaves_nothing_the_next_one_trips_on() {
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    let netns = || {
-        let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
-        String::from_utf8_lossy(&list.stdout).contains(&format!("jn-sa-{pid}-"))
-    };
     assert!(
-        netns(),
+        has_netns(&format!("jn-sa-{pid}-")),
         "a killed run leaves its namespaces (what cleanup is for)"
     );
     assert!(std::path::Path::new("/sys/fs/bpf/juneau/node-a").exists());
+    pid
+}
+
+fn nothing_left_of(pid: u32, text: &str) {
+    assert!(
+        !has_netns(&format!("jn-sa-{pid}-")),
+        "namespaces left: {text}"
+    );
+    assert!(
+        !std::path::Path::new(&format!("/run/juneau/sa-{pid}-0")).exists(),
+        "{text}"
+    );
+    assert!(
+        !std::path::Path::new(&format!("/run/juneau/standalone/{pid}-0.json")).exists(),
+        "{text}"
+    );
+}
+
+#[test]
+fn mx_03_a_run_killed_with_sigkill_leaves_nothing_the_next_one_trips_on() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // Cleaned by --cleanup...
+    let pid = killed_run();
     let out = Command::new(env!("CARGO_BIN_EXE_juneau"))
         .args(["standalone", "--cleanup"])
         .output()
@@ -214,7 +247,7 @@ fn mx_03_a_run_killed_with_sigkill_leaves_nothing_the_next_one_trips_on() {
         text.contains(&format!("run {pid} (killed) cleaned")),
         "{text}"
     );
-    assert!(!netns(), "cleanup left namespaces: {text}");
+    nothing_left_of(pid, &text);
     assert!(
         !std::path::Path::new("/sys/fs/bpf/juneau/node-a").exists(),
         "{text}"
@@ -223,6 +256,24 @@ fn mx_03_a_run_killed_with_sigkill_leaves_nothing_the_next_one_trips_on() {
         !std::path::Path::new("/run/juneau/node-a").exists(),
         "{text}"
     );
-    assert!(!std::path::Path::new(&format!("/run/juneau/sa-{pid}-0")).exists());
-    assert!(!std::path::Path::new(&format!("/run/juneau/standalone/{pid}-0.json")).exists());
+    // ...and by the next run itself, straight after the kill.
+    let pid = killed_run();
+    let out = Command::new(env!("CARGO_BIN_EXE_juneau"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "standalone",
+            "--once",
+            "--scenario",
+            "scenarios/stack/l2-demo.yaml",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the next run trips: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("removed what 1 killed run(s) left"), "{text}");
+    nothing_left_of(pid, &text);
 }

@@ -77,7 +77,7 @@ fn l2_04_l2_07_l2_19_l2_32_admission_reviews_over_https() {
         .block_on(handle.listening())
         .expect("webhook listening")
         .port();
-    let post = |body: serde_json::Value| -> serde_json::Value {
+    let post_to = |path: &str, body: serde_json::Value| -> serde_json::Value {
         let out = Command::new("curl")
             .args([
                 "--silent",
@@ -93,7 +93,7 @@ fn l2_04_l2_07_l2_19_l2_32_admission_reviews_over_https() {
                 "--data-binary",
                 &body.to_string(),
             ])
-            .arg(format!("https://localhost:{port}/validate"))
+            .arg(format!("https://localhost:{port}{path}"))
             .output()
             .expect("curl is installed by cargo xtask bootstrap");
         assert!(
@@ -103,6 +103,7 @@ fn l2_04_l2_07_l2_19_l2_32_admission_reviews_over_https() {
         );
         serde_json::from_slice(&out.stdout).unwrap()
     };
+    let post = |body: serde_json::Value| post_to("/validate", body);
     let verdict = |v: &serde_json::Value| {
         (
             v["response"]["allowed"].as_bool().unwrap(),
@@ -178,6 +179,48 @@ fn l2_04_l2_07_l2_19_l2_32_admission_reviews_over_https() {
             false,
             "metadata.name: Vpc \"t\" still has L2Networks \"pure\"; delete them first".to_owned()
         )
+    );
+    // L2-27 by the mutating half: eth0 on an L2Network gets dnsPolicy Default (a JSON
+    // patch); a Pod on no L2Network, or one that opted out, is left as it is.
+    let on_l2 = |extra: &str| {
+        serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "dns", "namespace": "team", "annotations": {
+            "juneau.loutres.me/networks": "[{\"interface\":\"eth0\",\"l2Network\":\"pure\"}]",
+            "juneau.loutres.me/dns-inject-skip": extra}}, "spec": {"containers": [], "dnsPolicy": "ClusterFirst"}})
+    };
+    let r = post_to(
+        "/mutate",
+        review(
+            "Pod",
+            "CREATE",
+            "dns",
+            on_l2("false"),
+            serde_json::Value::Null,
+        ),
+    );
+    assert_eq!(r["response"]["allowed"], true, "{r}");
+    assert_eq!(r["response"]["patchType"], "JSONPatch", "{r}");
+    // kube-rs writes the patch bytes as a JSON array (Go's decoder takes that for a
+    // []byte as well as base64).
+    let patch: Vec<u8> = serde_json::from_value(r["response"]["patch"].clone()).unwrap();
+    let patch: serde_json::Value = serde_json::from_slice(&patch).unwrap();
+    assert_eq!(
+        patch,
+        serde_json::json!([{"op": "add", "path": "/spec/dnsPolicy", "value": "Default"}])
+    );
+    let r = post_to(
+        "/mutate",
+        review(
+            "Pod",
+            "CREATE",
+            "dns",
+            on_l2("true"),
+            serde_json::Value::Null,
+        ),
+    );
+    assert_eq!(r["response"]["allowed"], true, "{r}");
+    assert!(
+        r["response"]["patch"].is_null(),
+        "dns-inject-skip: no patch: {r}"
     );
     handle.shutdown();
     let _ = std::fs::remove_dir_all(dir);

@@ -1,15 +1,16 @@
-//! Scenario files (`scenarios/*.yaml`): a topology, its segments and Pods, and steps
-//! with expected outcomes. A new scenario needs no new Rust: the runner builds the
-//! Cluster with the daemon's own code, runs the steps with real tools, and says which
-//! expectation failed.
+//! The datapath layer's runner of scenario files (`scenarios/datapath/*.yaml`, the
+//! format of `juneau::scenario`): it builds the Cluster with the daemon's own bring-up,
+//! plugs Pods into segments, runs the shared steps (`juneau::scenario::steps`) and its
+//! own (raw frames with expected counts, aging), and says which expectation failed. A
+//! new scenario needs no new Rust.
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
     time::Duration,
 };
 
-use serde::Deserialize;
+use juneau::scenario::steps::{self, Bed, Daemon};
+pub use juneau::scenario::{Layer, Scenario, Step};
 
 use crate::{
     Netns,
@@ -17,93 +18,6 @@ use crate::{
     node::{Cluster, PodOptions},
     scene::Scene,
 };
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Scenario {
-    pub description: String,
-    /// Requirement IDs this scenario proves.
-    pub proves: Vec<String>,
-    pub nodes: usize,
-    pub segments: BTreeMap<String, SegmentDef>,
-    pub pods: Vec<PodDef>,
-    /// Each step is a map with one key, the step's kind (`send: {...}`).
-    #[serde(with = "serde_yaml_ng::with::singleton_map_recursive")]
-    pub steps: Vec<Step>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SegmentDef {
-    pub vni: u32,
-    #[serde(default)]
-    pub mtu: u32,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PodDef {
-    pub name: String,
-    pub node: usize,
-    pub segment: String,
-    #[serde(default)]
-    pub addresses: Vec<String>,
-    /// Hosts behind a Linux bridge inside the Pod (a peer VM): their MACs are not the
-    /// NIC's own.
-    #[serde(default)]
-    pub bridge_hosts: Vec<HostDef>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HostDef {
-    pub name: String,
-    pub mac: String,
-    #[serde(default)]
-    pub addresses: Vec<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum Step {
-    /// A long-running program in a Pod or host, stopped when the scenario ends.
-    Daemon { at: String, cmd: Vec<String> },
-    /// A program that must succeed.
-    Run { at: String, cmd: Vec<String> },
-    /// `ping` that must get every reply.
-    Ping { from: String, to: String },
-    /// A raw frame, and how many frames each named Pod must receive.
-    Send {
-        from: String,
-        frame: FrameDef,
-        expect: BTreeMap<String, usize>,
-    },
-    /// Wait, then age Node `node`'s tables with `aging_seconds`.
-    Age { node: usize, aging_seconds: f64 },
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FrameDef {
-    /// `broadcast`, a Pod or host name, or a MAC.
-    pub dst: String,
-    /// A Pod or host name, or a MAC; the sender's own MAC when absent.
-    #[serde(default)]
-    pub src: Option<String>,
-    pub ethertype: u16,
-    #[serde(default)]
-    pub payload: String,
-}
-
-/// A program this runner started; stopped (only it) on drop.
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn parse_mac(s: &str) -> Result<[u8; 6], String> {
     let bytes: Vec<u8> = s
@@ -116,23 +30,15 @@ fn parse_mac(s: &str) -> Result<[u8; 6], String> {
         .map_err(|_| format!("{s:?} is not a MAC (six octets)"))
 }
 
+/// Reads a datapath scenario (`layer: datapath`).
 pub fn load(path: &Path) -> Result<Scenario, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let s: Scenario =
-        serde_yaml_ng::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    for p in &s.pods {
-        if p.node >= s.nodes {
-            return Err(format!(
-                "pod {}: node {} does not exist (nodes: {})",
-                p.name, p.node, s.nodes
-            ));
-        }
-        if !s.segments.contains_key(&p.segment) {
-            return Err(format!(
-                "pod {}: segment {:?} is not declared under segments",
-                p.name, p.segment
-            ));
-        }
+    let s = Scenario::load(path)?;
+    if s.layer != Layer::Datapath {
+        return Err(format!(
+            "{}: a {:?} scenario runs with juneau standalone, not the harness",
+            path.display(),
+            s.layer
+        ));
     }
     Ok(s)
 }
@@ -173,11 +79,15 @@ impl Running {
             None => parse_mac(name),
         }
     }
+}
 
-    fn expand(&self, cmd: &[String]) -> Vec<String> {
-        cmd.iter()
-            .map(|a| a.replace("{tmp}", self.tmp.to_str().unwrap()))
-            .collect()
+impl Bed for Running {
+    fn netns_name(&self, at: &str) -> Result<String, String> {
+        self.ns(at).map(|ns| ns.name().to_owned())
+    }
+
+    fn tmp(&self) -> &Path {
+        &self.tmp
     }
 }
 
@@ -190,13 +100,21 @@ pub fn run(path: &Path, say: &mut dyn FnMut(String)) -> Result<(), String> {
         path.display(),
         s.description.trim()
     ));
-    let mut cluster = Cluster::new(s.nodes);
+    let node_index = |name: &str| {
+        s.nodes
+            .iter()
+            .position(|n| n == name)
+            .expect("checked by load")
+    };
+    let mut cluster = Cluster::new(s.nodes.len());
     let mut places = BTreeMap::new();
     let mut hosts = Vec::new();
     for (i, p) in s.pods.iter().enumerate() {
-        let seg = &s.segments[&p.segment];
+        let segment = p.segment.as_deref().expect("checked by load");
+        let seg = &s.segments[segment];
+        let node = node_index(&p.node);
         let index = cluster.add_pod(
-            p.node,
+            node,
             i as u8,
             PodOptions {
                 vni: seg.vni,
@@ -204,7 +122,7 @@ pub fn run(path: &Path, say: &mut dyn FnMut(String)) -> Result<(), String> {
             },
         );
         let mac = fixtures::pod_mac(i as u8);
-        let pod = cluster.pod(p.node, index);
+        let pod = cluster.pod(node, index);
         for a in &p.addresses {
             pod.ns.ip(&["addr", "add", a, "dev", "eth0"]);
         }
@@ -232,19 +150,12 @@ pub fn run(path: &Path, say: &mut dyn FnMut(String)) -> Result<(), String> {
             );
             hosts.push(ns);
         }
-        places.insert(
-            p.name.clone(),
-            Place::Pod {
-                node: p.node,
-                index,
-                mac,
-            },
-        );
+        places.insert(p.name.clone(), Place::Pod { node, index, mac });
         say(format!(
-            "  pod {} on node{} segment {} (VNI {}){}",
+            "  pod {} on {} segment {} (VNI {}){}",
             p.name,
             p.node,
-            p.segment,
+            segment,
             seg.vni,
             if p.addresses.is_empty() {
                 String::new()
@@ -271,47 +182,13 @@ pub fn run(path: &Path, say: &mut dyn FnMut(String)) -> Result<(), String> {
 }
 
 fn steps(s: &Scenario, r: &mut Running, say: &mut dyn FnMut(String)) -> Result<(), String> {
-    let mut daemons = Vec::new();
+    let mut daemons: Vec<Daemon> = Vec::new();
     for (n, step) in s.steps.iter().enumerate() {
         let n = n + 1;
+        if steps::run_common(n, step, &*r, &mut daemons, say)? {
+            continue;
+        }
         match step {
-            Step::Daemon { at, cmd } => {
-                let cmd = r.expand(cmd);
-                let child = Command::new("ip")
-                    .args(["netns", "exec", r.ns(at)?.name()])
-                    .args(&cmd)
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .map_err(|e| format!("step {n}: cannot start {cmd:?}: {e}"))?;
-                daemons.push(Daemon(child));
-                std::thread::sleep(Duration::from_millis(300));
-                say(format!("  step {n}: started {} in {at}", cmd[0]));
-            }
-            Step::Run { at, cmd } => {
-                let cmd = r.expand(cmd);
-                let argv: Vec<&str> = cmd.iter().map(String::as_str).collect();
-                r.ns(at)?
-                    .try_exec(&argv)
-                    .map_err(|e| format!("step {n}: {e}"))?;
-                let mut shown = cmd.join(" ");
-                if shown.len() > 72 {
-                    shown.truncate(shown.floor_char_boundary(69));
-                    shown.push_str("...");
-                }
-                say(format!("  step {n}: {shown} in {at}: ok"));
-            }
-            Step::Ping { from, to } => {
-                let out = r
-                    .ns(from)?
-                    .try_exec(&["ping", "-c", "3", "-i", "0.2", "-W", "2", to])
-                    .map_err(|e| format!("step {n}: ping {from} -> {to}: {e}"))?;
-                let summary = out
-                    .lines()
-                    .find(|l| l.contains("transmitted"))
-                    .unwrap_or("");
-                say(format!("  step {n}: ping {from} -> {to}: {summary}"));
-            }
             Step::Send {
                 from,
                 frame,
@@ -361,17 +238,19 @@ fn steps(s: &Scenario, r: &mut Running, say: &mut dyn FnMut(String)) -> Result<(
             } => {
                 let aging = Duration::from_secs_f64(*aging_seconds);
                 std::thread::sleep(aging + Duration::from_millis(600));
-                let dp = &mut r
-                    .scene
-                    .cluster
+                let i = s
                     .nodes
-                    .get_mut(*node)
-                    .ok_or(format!("step {n}: no node{node}"))?
-                    .dataplane;
+                    .iter()
+                    .position(|x| x == node)
+                    .ok_or(format!("step {n}: no node {node}"))?;
+                let dp = &mut r.scene.cluster.nodes[i].dataplane;
                 let removed = dp.age(aging).map_err(|e| format!("step {n}: {e}"))?;
                 say(format!(
-                    "  step {n}: node{node} aged {removed} entr(ies) older than {aging_seconds}s"
+                    "  step {n}: {node} aged {removed} entr(ies) older than {aging_seconds}s"
                 ));
+            }
+            Step::Daemon { .. } | Step::Run { .. } | Step::Ping { .. } => {
+                unreachable!("shared steps are run by run_common")
             }
         }
     }

@@ -218,9 +218,12 @@ fn main() -> ExitCode {
             }
             let scenario = scenario.expect("clap requires --scenario without --cleanup");
             let aging = std::time::Duration::from_secs(fdb_aging);
-            match juneau::standalone::run_with(&scenario, once, aging, &mut |line| {
-                println!("{line}")
-            }) {
+            // A reader that went away (a closed pipe) must not stop the teardown.
+            let mut say = |line: String| {
+                use std::io::Write;
+                let _ = writeln!(std::io::stdout(), "{line}");
+            };
+            match juneau::standalone::run_with(&scenario, once, aging, &mut say) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("juneau standalone: {e}");

@@ -187,6 +187,9 @@ impl Agent {
             .map(nic::driver_for)
             .collect::<Result<Vec<_>, _>>()?;
         let ctx = self.context(req, &ns, &pod);
+        // One netlink session (the Node's and the Pod's connections) for the whole ADD.
+        let nl = netlink::Session::open(Some(Path::new(&req.netns)))
+            .map_err(|e| nic::io("cannot open netlink to the Node and the Pod")(e.to_string()))?;
         let mut made = Made::default();
         let mut endpoints = Vec::new();
         let mut result = CniResult {
@@ -196,7 +199,7 @@ impl Agent {
         };
         for (nic, driver) in nics.iter().zip(drivers) {
             let step = driver
-                .setup(&ctx, nic, &mut made, &mut result)
+                .setup(&ctx, &nl, nic, &mut made, &mut result)
                 .and_then(|()| {
                     let ep = self.endpoint_for(&ns, &pod, &req.container_id, nic);
                     let name = ep.metadata.name.clone().unwrap_or_default();
@@ -262,25 +265,7 @@ impl Agent {
     /// Removes every NIC of the container; succeeds when there is nothing left to do.
     fn del(&self, req: &Request) -> Result<(), CniError> {
         let links = port_links(&PortAlias::container_prefix(&req.container_id))?;
-        let mut errors = Vec::new();
-        for (name, ifindex, alias) in links {
-            errors.extend(nic::driver_for_port(&alias).teardown(
-                &self.dataplane,
-                &name,
-                ifindex,
-                &alias,
-            ));
-            let ep = format!("{}.{}", alias.pod, alias.interface);
-            if let Err(e) = self.cluster.delete_endpoint(&alias.namespace, &ep) {
-                errors.push(e.to_string());
-            }
-        }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(CniError::new(code::IO_FAILURE, "DEL left something behind")
-                .details(errors.join("; ")))
-        }
+        self.remove_nics(links, "DEL")
     }
 
     /// Every NIC of the Pod exists, is attached, and has its address.
@@ -301,30 +286,44 @@ impl Agent {
     /// Removes the attachments of containers that are not in the valid list.
     fn gc(&self, req: &Request) -> Result<(), CniError> {
         let valid = req.config.valid_attachments.clone().unwrap_or_default();
-        let mut errors = Vec::new();
-        for (name, ifindex, alias) in port_links(&format!("{}:", veth::OWNER_ALIAS))? {
-            let keep = valid
-                .iter()
-                .any(|a| a.container_id == alias.container_id && a.ifname == alias.interface);
-            if !keep {
-                tracing::info!(nic = %alias.nic(), host = name, "GC: removing a stale attachment");
-                errors.extend(nic::driver_for_port(&alias).teardown(
-                    &self.dataplane,
-                    &name,
-                    ifindex,
-                    &alias,
-                ));
-                let ep = format!("{}.{}", alias.pod, alias.interface);
-                if let Err(e) = self.cluster.delete_endpoint(&alias.namespace, &ep) {
-                    errors.push(e.to_string());
+        let stale: Vec<PortLink> = port_links(&format!("{}:", veth::OWNER_ALIAS))?
+            .into_iter()
+            .filter(|(name, _, alias)| {
+                let keep = valid
+                    .iter()
+                    .any(|a| a.container_id == alias.container_id && a.ifname == alias.interface);
+                if !keep {
+                    tracing::info!(nic = %alias.nic(), host = name, "GC: removing a stale attachment");
                 }
+                !keep
+            })
+            .collect();
+        self.remove_nics(stale, "GC")
+    }
+
+    /// Tears down NICs found by their host links (their driver's teardown, then their
+    /// NetworkEndpoint); every error is collected, none stops the rest.
+    fn remove_nics(&self, links: Vec<PortLink>, what: &str) -> Result<(), CniError> {
+        let mut errors = Vec::new();
+        for (name, ifindex, alias) in links {
+            errors.extend(nic::driver_for_port(&alias).teardown(
+                &self.dataplane,
+                &name,
+                ifindex,
+                &alias,
+            ));
+            let ep = format!("{}.{}", alias.pod, alias.interface);
+            if let Err(e) = self.cluster.delete_endpoint(&alias.namespace, &ep) {
+                errors.push(e.to_string());
             }
         }
         if errors.is_empty() {
             Ok(())
         } else {
-            Err(CniError::new(code::IO_FAILURE, "GC left something behind")
-                .details(errors.join("; ")))
+            Err(
+                CniError::new(code::IO_FAILURE, format!("{what} left something behind"))
+                    .details(errors.join("; ")),
+            )
         }
     }
 

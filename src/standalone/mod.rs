@@ -14,58 +14,16 @@ pub mod supervisor;
 pub mod topology;
 
 use std::{
-    collections::BTreeMap,
     path::{Path, PathBuf},
     time::Duration,
 };
-
-use serde::Deserialize;
 
 use crate::store::Store;
 
 pub use run::{Options, Run, RunningPod};
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Scenario {
-    pub description: String,
-    pub nodes: Vec<String>,
-    /// Juneau objects (Vpc, L2Network, RouteTable, ...), as `kubectl apply` takes them.
-    #[serde(default)]
-    pub objects: Vec<serde_json::Value>,
-    pub pods: Vec<PodDef>,
-    /// Pings that must succeed once every Pod is up.
-    #[serde(default)]
-    pub checks: Vec<Check>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PodDef {
-    pub name: String,
-    #[serde(default = "default_namespace")]
-    pub namespace: String,
-    pub node: String,
-    #[serde(default)]
-    pub annotations: BTreeMap<String, String>,
-    /// Commands run inside the Pod after its network is up (a DHCP server, say), in
-    /// the background.
-    #[serde(default)]
-    pub run: Vec<Vec<String>>,
-}
-
-fn default_namespace() -> String {
-    "default".into()
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum Check {
-    /// `from` pings `to` (an address).
-    Ping { from: String, to: String },
-    /// A command in a Pod that must succeed.
-    Exec { pod: String, cmd: Vec<String> },
-}
+use crate::scenario::{Layer, steps};
+pub use crate::scenario::{PodDef, Scenario};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StandaloneError {
@@ -87,22 +45,29 @@ pub enum StandaloneError {
     Io(#[from] std::io::Error),
 }
 
+/// Reads a whole-stack scenario (`layer: stack`).
 pub fn load(path: &Path) -> Result<Scenario, StandaloneError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| StandaloneError::Scenario(format!("{}: {e}", path.display())))?;
-    let s: Scenario = serde_yaml_ng::with::singleton_map_recursive::deserialize(
-        serde_yaml_ng::Deserializer::from_str(&text),
-    )
-    .map_err(|e| StandaloneError::Scenario(format!("{}: {e}", path.display())))?;
-    for p in &s.pods {
-        if !s.nodes.contains(&p.node) {
-            return Err(StandaloneError::Scenario(format!(
-                "pod {}: node {:?} is not listed under nodes",
-                p.name, p.node
-            )));
-        }
+    let s = Scenario::load(path).map_err(StandaloneError::Scenario)?;
+    if s.layer != Layer::Stack {
+        return Err(StandaloneError::Scenario(format!(
+            "{}: a datapath scenario drives the datapath alone; run it with the harness (cargo test -p juneau-harness --test scenarios)",
+            path.display()
+        )));
     }
     Ok(s)
+}
+
+/// One of the project's binaries, beside the running one (or one folder up: test
+/// binaries live in `target/<profile>/deps`).
+pub fn sibling_binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    let beside = dir.join(name);
+    if beside.exists() {
+        beside
+    } else {
+        dir.parent().unwrap_or(dir).join(name)
+    }
 }
 
 /// Where a Node's daemon listens.
@@ -179,18 +144,18 @@ pub fn run_with(
             }
         }
     }
-    if result.is_ok() {
-        result = run.start_pod_programs();
-    }
+    // Programs the steps start stay up until the teardown.
+    let mut programs = Vec::new();
     if result.is_ok() {
         run.settle();
         print_state(&run.store, out);
-        result = checks(&s.checks, run.pods(), out);
+        result = run_steps(&s, &run, &mut programs, out);
     }
     if result.is_ok() && !once {
         out("running; Ctrl-C tears everything down".into());
         wait_for_signal();
     }
+    drop(programs);
     let down = run.teardown(out);
     result.and(down)
 }
@@ -260,50 +225,21 @@ fn print_state(store: &Store, out: &mut dyn FnMut(String)) {
     }
 }
 
-fn checks(
-    checks: &[Check],
-    pods: &[RunningPod],
+/// The scenario's steps, in the Pods of the run.
+fn run_steps(
+    s: &Scenario,
+    run: &Run,
+    programs: &mut Vec<steps::Daemon>,
     out: &mut dyn FnMut(String),
 ) -> Result<(), StandaloneError> {
-    let find = |name: &str| {
-        pods.iter().find(|p| p.def.name == name).ok_or_else(|| {
-            StandaloneError::Scenario(format!(
-                "checks name pod {name:?}, which the scenario does not define"
-            ))
-        })
-    };
-    for c in checks {
-        match c {
-            Check::Ping { from, to } => {
-                let r = find(from)?
-                    .ns
-                    .exec(&["ping", "-c", "3", "-i", "0.2", "-W", "2", to]);
-                let line = r.as_ref().map(|o| {
-                    o.lines()
-                        .find(|l| l.contains("transmitted"))
-                        .unwrap_or("")
-                        .to_owned()
-                });
-                match line {
-                    Ok(l) => out(format!("check: ping {from} -> {to}: {l}")),
-                    Err(e) => {
-                        return Err(StandaloneError::Check(format!("ping {from} -> {to}: {e}")));
-                    }
-                }
-            }
-            Check::Exec { pod, cmd } => {
-                let argv: Vec<&str> = cmd.iter().map(String::as_str).collect();
-                find(pod)?
-                    .ns
-                    .exec(&argv)
-                    .map_err(|e| StandaloneError::Check(format!("{pod}: {e}")))?;
-                let mut shown = cmd.join(" ");
-                if shown.len() > 80 {
-                    shown.truncate(shown.floor_char_boundary(77));
-                    shown.push_str("...");
-                }
-                out(format!("check: {shown} in {pod}: ok"));
-            }
+    for (n, step) in s.steps.iter().enumerate() {
+        let handled =
+            steps::run_common(n + 1, step, run, programs, out).map_err(StandaloneError::Check)?;
+        if !handled {
+            return Err(StandaloneError::Scenario(format!(
+                "step {}: not a step of the stack layer",
+                n + 1
+            )));
         }
     }
     Ok(())

@@ -5,7 +5,7 @@
 use std::{
     io::Write,
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     sync::{
         Arc,
         atomic::{AtomicBool, Ordering},
@@ -59,7 +59,8 @@ pub struct Run {
     pub store: Store,
     pub daemons: Arc<Supervisor>,
     pods: Vec<RunningPod>,
-    programs: Vec<Child>,
+    /// Scratch folder of the scenario's steps (`{tmp}`).
+    tmp: PathBuf,
     prefix: String,
     seq: u32,
     run_dir: PathBuf,
@@ -70,14 +71,7 @@ pub struct Run {
 }
 
 fn cni_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap_or_default();
-    let dir = exe.parent().unwrap_or(Path::new("."));
-    let beside = dir.join("juneau-cni");
-    if beside.exists() {
-        beside
-    } else {
-        dir.parent().unwrap_or(dir).join("juneau-cni")
-    }
+    super::sibling_binary("juneau-cni")
 }
 
 /// Invokes the real CNI binary as a container runtime would.
@@ -164,7 +158,7 @@ impl Run {
             run_dir: run_dir.clone(),
         }
         .write()?;
-        std::fs::create_dir_all(&run_dir)?;
+        std::fs::create_dir_all(run_dir.join("tmp"))?;
 
         let store = Store::new();
         store.write(|w| w.objects.service_cidrs.push("10.96.0.0/12".into()));
@@ -217,7 +211,7 @@ impl Run {
             store,
             daemons,
             pods: Vec::new(),
-            programs: Vec::new(),
+            tmp: run_dir.join("tmp"),
             prefix,
             seq,
             run_dir,
@@ -281,13 +275,7 @@ impl Run {
         let ns = Owned::create(&format!("{}-{}-{}", self.prefix, def.namespace, def.name))?;
         self.pods.push(RunningPod {
             cid: container_id(&def.namespace, &def.name),
-            def: PodDef {
-                name: def.name.clone(),
-                namespace: def.namespace.clone(),
-                node: def.node.clone(),
-                annotations: def.annotations.clone(),
-                run: def.run.clone(),
-            },
+            def: def.clone(),
             ns,
         });
         cni("ADD", self.pods.last().expect("pushed"), "eth0")
@@ -317,36 +305,15 @@ impl Run {
         del.map(|_| ())
     }
 
-    /// Starts the scenario's per-Pod programs (a DHCP server, say) in the background.
-    pub fn start_pod_programs(&mut self) -> Result<(), StandaloneError> {
-        for p in &self.pods {
-            for cmd in &p.def.run {
-                let child = Command::new("ip")
-                    .args(["netns", "exec", p.ns.name()])
-                    .args(cmd)
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()?;
-                self.programs.push(child);
-            }
-        }
-        Ok(())
-    }
-
     /// Waits until every daemon has seen every endpoint (their sweeps follow the store
-    /// within a tenth of a second of a change) and the Pods' programs are up.
+    /// within a tenth of a second of a change).
     pub fn settle(&self) {
-        let wait = if self.programs.is_empty() { 200 } else { 600 };
-        std::thread::sleep(Duration::from_millis(wait));
+        std::thread::sleep(Duration::from_millis(200));
     }
 
     /// Tears down in reverse: Pod programs, CNI DEL of every Pod, the daemons, the
     /// Nodes' pins and sockets, the namespaces. Errors are reported, never stop it.
     pub fn teardown(mut self, out: &mut dyn FnMut(String)) -> Result<(), StandaloneError> {
-        for mut p in std::mem::take(&mut self.programs) {
-            let _ = p.kill();
-            let _ = p.wait();
-        }
         let mut first_error = None;
         let names: Vec<String> = self.pods.iter().rev().map(|p| p.def.name.clone()).collect();
         for name in names {
@@ -385,10 +352,19 @@ impl Run {
 /// daemons and removes its pins; the namespaces go with their owners.
 impl Drop for Run {
     fn drop(&mut self) {
-        for mut p in std::mem::take(&mut self.programs) {
-            let _ = p.kill();
-            let _ = p.wait();
-        }
         self.stop_everything();
+    }
+}
+
+/// Scenario steps act in the run's Pods.
+impl crate::scenario::steps::Bed for Run {
+    fn netns_name(&self, at: &str) -> Result<String, String> {
+        self.pod(at)
+            .map(|p| p.ns.name().to_owned())
+            .ok_or_else(|| format!("no Pod named {at:?}"))
+    }
+
+    fn tmp(&self) -> &Path {
+        &self.tmp
     }
 }

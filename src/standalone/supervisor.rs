@@ -8,7 +8,7 @@ use std::{
     collections::BTreeMap,
     fs::File,
     os::{fd::AsRawFd, unix::process::CommandExt},
-    path::{Path, PathBuf},
+    path::PathBuf,
     process::{Child, Command, Stdio},
     sync::{
         Arc, Mutex,
@@ -53,15 +53,7 @@ pub struct Supervisor {
 }
 
 fn juneau_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap_or_default();
-    // The test binaries live in target/<profile>/deps; the binaries one folder up.
-    let dir = exe.parent().unwrap_or(Path::new("."));
-    let beside = dir.join("juneau");
-    if beside.exists() {
-        beside
-    } else {
-        dir.parent().unwrap_or(dir).join("juneau")
-    }
+    super::sibling_binary("juneau")
 }
 
 impl Supervisor {
@@ -87,7 +79,9 @@ impl Supervisor {
 
     fn event(&self, line: String) {
         if self.echo {
-            println!("{line}");
+            use std::io::Write;
+            // Nobody reading any more (a closed pipe) is no reason to stop supervising.
+            let _ = writeln!(std::io::stdout(), "{line}");
         }
         tracing::info!("{line}");
         self.events.lock().expect("events lock").push(line);

@@ -72,10 +72,73 @@ pub fn review(req: &AdmissionRequest<DynamicObject>, snap: &Snapshot) -> Admissi
     }
 }
 
+/// The mutation for one request (pure): a Pod whose eth0 is on an L2Network gets
+/// `dnsPolicy: Default` (L2-27), as the embedded store applies it.
+pub fn mutate(req: &AdmissionRequest<DynamicObject>, snap: &Snapshot) -> AdmissionResponse {
+    let response = AdmissionResponse::from(req);
+    if (req.kind.kind.as_str(), &req.operation) != ("Pod", &Operation::Create) {
+        return response;
+    }
+    let Some(pod) = req.object.as_ref() else {
+        return response.deny(missing().to_string());
+    };
+    let record = crate::api::PodRecord {
+        namespace: req.namespace.clone().unwrap_or_default(),
+        name: req.name.clone(),
+        node: String::new(),
+        annotations: pod
+            .metadata
+            .annotations
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .collect(),
+        dns_policy: pod
+            .data
+            .pointer("/spec/dnsPolicy")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_owned(),
+    };
+    let Some(policy) = crate::admission::dns_policy(&record, snap) else {
+        return response;
+    };
+    // RFC 6902: `add` replaces a member that exists.
+    let patch: json_patch::Patch = serde_json::from_value(serde_json::json!([
+        {"op": "add", "path": "/spec/dnsPolicy", "value": policy}
+    ]))
+    .expect("a well-formed patch");
+    match response.clone().with_patch(patch) {
+        Ok(r) => r,
+        Err(e) => response.deny(format!("cannot write the dnsPolicy patch: {e}")),
+    }
+}
+
 fn missing() -> Rejection {
     Rejection {
         field: "request".into(),
         message: "carries no object".into(),
+    }
+}
+
+async fn mutate_handler(
+    State(source): State<Source>,
+    Json(review_in): Json<AdmissionReview<DynamicObject>>,
+) -> Json<AdmissionReview<DynamicObject>> {
+    let req: AdmissionRequest<DynamicObject> = match review_in.try_into() {
+        Ok(r) => r,
+        Err(e) => return Json(AdmissionResponse::invalid(e.to_string()).into_review()),
+    };
+    match source.read() {
+        Ok((world, _)) => Json(mutate(&req, &world.objects).into_review()),
+        Err(e) => {
+            tracing::error!(error = %e, "mutation without a view of the cluster");
+            Json(
+                AdmissionResponse::from(&req)
+                    .deny(e.to_string())
+                    .into_review(),
+            )
+        }
     }
 }
 
@@ -100,10 +163,11 @@ async fn validate_handler(
     }
 }
 
-/// The routes: `POST /validate`.
+/// The routes: `POST /validate` and `POST /mutate` (both halves of `admission`).
 pub fn router(source: Source) -> Router {
     Router::new()
         .route("/validate", post(validate_handler))
+        .route("/mutate", post(mutate_handler))
         .with_state(source)
 }
 

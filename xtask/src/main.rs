@@ -238,7 +238,7 @@ fn demo(args: &[String]) -> Result<()> {
     let scenario = args
         .first()
         .cloned()
-        .unwrap_or_else(|| "scenarios/standalone/l2-demo.yaml".into());
+        .unwrap_or_else(|| "scenarios/stack/l2-demo.yaml".into());
     run(Command::new(root().join("target/debug/juneau"))
         .current_dir(root())
         .args(["standalone", "--once", "--scenario", &scenario]))

@@ -291,21 +291,7 @@ pub fn mtu_and_ipv4(name: &str) -> Result<(u32, Vec<ipnet::Ipv4Net>), NetlinkErr
 
 /// Every interface index of the calling thread's namespace.
 pub fn all_ifindexes() -> std::collections::BTreeSet<u32> {
-    let mut out = std::collections::BTreeSet::new();
-    // SAFETY: if_nameindex returns an array ended by a zero entry, freed below.
-    unsafe {
-        let list = libc::if_nameindex();
-        if list.is_null() {
-            return out;
-        }
-        let mut p = list;
-        while (*p).if_index != 0 {
-            out.insert((*p).if_index);
-            p = p.add(1);
-        }
-        libc::if_freenameindex(list);
-    }
-    out
+    all_links().into_iter().map(|(_, i)| i).collect()
 }
 
 /// The index of `name` in the calling thread's namespace.

@@ -21,6 +21,7 @@ impl NicDriver for L2NetworkNic {
     fn setup(
         &self,
         ctx: &NicContext<'_>,
+        nl: &netlink::Session,
         nic: &NetworkInterface,
         made: &mut Made,
         result: &mut CniResult,
@@ -56,10 +57,7 @@ impl NicDriver for L2NetworkNic {
             mtu: (status.mtu != 0).then_some(status.mtu),
             alias: alias.render(),
         };
-        // One netlink session (Node and Pod connections) for everything this NIC needs.
-        let nl = netlink::Session::open(Some(ctx.netns))
-            .map_err(|e| io("cannot open netlink to the Node and the Pod")(e.to_string()))?;
-        let ifindex = veth::create_on(&nl, &spec)
+        let ifindex = veth::create_on(nl, &spec)
             .map_err(|e| io(format!("cannot create the veth pair for {iface}"))(e.to_string()))?;
         made.links.push(host.clone());
         result.interfaces.push(Interface {

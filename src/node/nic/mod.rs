@@ -8,7 +8,7 @@ use std::{net::Ipv4Addr, path::Path, sync::Mutex};
 use crate::{
     api::NetworkInterface,
     cni::{CniError, CniResult, code},
-    node::{Dataplane, veth::PortAlias},
+    node::{Dataplane, netlink::Session, veth::PortAlias},
 };
 
 pub use l2network::L2NetworkNic;
@@ -35,11 +35,13 @@ pub struct Made {
 
 /// One kind of Pod NIC.
 pub trait NicDriver: Sync {
-    /// Plumbs `nic` into the Pod and the datapath, recording what it made in `made`
-    /// (the caller undoes it on failure) and what it reports in `result`.
+    /// Plumbs `nic` into the Pod and the datapath with the ADD's netlink session,
+    /// recording what it made in `made` (the caller undoes it on failure) and what it
+    /// reports in `result`.
     fn setup(
         &self,
         ctx: &NicContext<'_>,
+        nl: &Session,
         nic: &NetworkInterface,
         made: &mut Made,
         result: &mut CniResult,

@@ -1,0 +1,248 @@
+//! Scenario files: one format for both layers a scenario can drive.
+//!
+//! - `layer: datapath` (`scenarios/datapath/`): the harness builds Nodes with the
+//!   daemon's own bring-up and plugs Pods into `segments` (VNI, MTU) directly; steps may
+//!   send raw frames and age tables.
+//! - `layer: stack` (`scenarios/stack/`): `juneau standalone` admits `objects` as
+//!   `kubectl apply` would, runs the controller and one `juneau node` per Node, and
+//!   creates Pods (with their annotations) through the real CNI plugin.
+//!
+//! Both share Nodes, Pods, `proves`, and the steps that act inside Pods (`daemon`, `run`,
+//! `ping`), executed by [`steps::run_common`]; each layer's runner adds its own.
+pub mod steps;
+
+use std::{collections::BTreeMap, path::Path};
+
+use serde::Deserialize;
+
+/// Which layer a scenario drives.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    Datapath,
+    Stack,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub description: String,
+    pub layer: Layer,
+    /// Requirement IDs this scenario proves (`L2-28`, `MX-01`, ...).
+    pub proves: Vec<String>,
+    /// Node names.
+    pub nodes: Vec<String>,
+    /// Datapath layer: segments by name.
+    #[serde(default)]
+    pub segments: BTreeMap<String, SegmentDef>,
+    /// Stack layer: Juneau objects, as `kubectl apply` takes them.
+    #[serde(default)]
+    pub objects: Vec<serde_json::Value>,
+    pub pods: Vec<PodDef>,
+    /// Each step is a map with one key, the step's kind (`send: {...}`).
+    #[serde(default, with = "serde_yaml_ng::with::singleton_map_recursive")]
+    pub steps: Vec<Step>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SegmentDef {
+    pub vni: u32,
+    #[serde(default)]
+    pub mtu: u32,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PodDef {
+    pub name: String,
+    #[serde(default = "default_namespace")]
+    pub namespace: String,
+    pub node: String,
+    /// Stack layer: the Pod's annotations (its NICs).
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+    /// Datapath layer: the segment its eth0 is plugged into.
+    #[serde(default)]
+    pub segment: Option<String>,
+    /// Datapath layer: addresses set on eth0.
+    #[serde(default)]
+    pub addresses: Vec<String>,
+    /// Datapath layer: hosts behind a Linux bridge inside the Pod (a peer VM): their
+    /// MACs are not the NIC's own.
+    #[serde(default)]
+    pub bridge_hosts: Vec<HostDef>,
+}
+
+fn default_namespace() -> String {
+    "default".into()
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostDef {
+    pub name: String,
+    pub mac: String,
+    #[serde(default)]
+    pub addresses: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Step {
+    /// A long-running program in a Pod or host, stopped when the scenario ends.
+    Daemon { at: String, cmd: Vec<String> },
+    /// A program that must succeed.
+    Run { at: String, cmd: Vec<String> },
+    /// `ping` that must get every reply.
+    Ping { from: String, to: String },
+    /// Datapath layer: a raw frame, and how many frames each named Pod must receive.
+    Send {
+        from: String,
+        frame: FrameDef,
+        expect: BTreeMap<String, usize>,
+    },
+    /// Datapath layer: wait, then age Node `node`'s tables with `aging_seconds`.
+    Age { node: String, aging_seconds: f64 },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FrameDef {
+    /// `broadcast`, a Pod or host name, or a MAC.
+    pub dst: String,
+    /// A Pod or host name, or a MAC; the sender's own MAC when absent.
+    #[serde(default)]
+    pub src: Option<String>,
+    pub ethertype: u16,
+    #[serde(default)]
+    pub payload: String,
+}
+
+/// A requirement ID: upper-case letters, a dash, digits (`L2-28`, `EIP-07`).
+fn is_requirement(id: &str) -> bool {
+    id.split_once('-').is_some_and(|(a, n)| {
+        !a.is_empty()
+            && a.bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+            && a.as_bytes()[0].is_ascii_uppercase()
+            && !n.is_empty()
+            && n.bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
+impl Scenario {
+    /// Reads and checks a scenario file; the error names the file and the field.
+    pub fn load(path: &Path) -> Result<Scenario, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let s: Scenario =
+            serde_yaml_ng::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        s.check().map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(s)
+    }
+
+    /// The rules the type cannot say.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(bad) = self.proves.iter().find(|p| !is_requirement(p)) {
+            return Err(format!(
+                "proves: {bad:?} is not a requirement ID (write it as in the spec, e.g. L2-28)"
+            ));
+        }
+        for p in &self.pods {
+            if !self.nodes.contains(&p.node) {
+                return Err(format!(
+                    "pods: {}: node {:?} is not listed under nodes",
+                    p.name, p.node
+                ));
+            }
+            match (self.layer, &p.segment) {
+                (Layer::Datapath, None) => {
+                    return Err(format!(
+                        "pods: {}: a datapath scenario plugs every Pod into a segment (segment: <name>)",
+                        p.name
+                    ));
+                }
+                (Layer::Datapath, Some(seg)) if !self.segments.contains_key(seg) => {
+                    return Err(format!(
+                        "pods: {}: segment {seg:?} is not declared under segments",
+                        p.name
+                    ));
+                }
+                (Layer::Stack, Some(_)) => {
+                    return Err(format!(
+                        "pods: {}: a stack scenario gives Pods their NICs by annotations, not segment",
+                        p.name
+                    ));
+                }
+                _ => {}
+            }
+        }
+        if self.layer == Layer::Stack {
+            if !self.segments.is_empty() {
+                return Err("segments: a stack scenario declares L2Networks under objects".into());
+            }
+            if let Some(step) = self
+                .steps
+                .iter()
+                .find(|s| matches!(s, Step::Send { .. } | Step::Age { .. }))
+            {
+                return Err(format!(
+                    "steps: {step:?} drives the datapath alone; put it in a datapath scenario"
+                ));
+            }
+        } else if !self.objects.is_empty() {
+            return Err("objects: a datapath scenario has no objects (it drives the datapath alone); use layer: stack".into());
+        }
+        for step in &self.steps {
+            if let Step::Age { node, .. } = step
+                && !self.nodes.contains(node)
+            {
+                return Err(format!(
+                    "steps: age: node {node:?} is not listed under nodes"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Scenario, String> {
+        let s: Scenario = serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?;
+        s.check().map(|()| s)
+    }
+
+    #[test]
+    fn l2_28_scenarios_are_checked_for_their_layer_and_their_requirement_ids() {
+        let ok = "description: d\nlayer: datapath\nproves: [L2-28]\nnodes: [n0]\nsegments: {s: {vni: 9}}\npods: [{name: a, node: n0, segment: s}]\n";
+        assert!(parse(ok).is_ok());
+        let bad_id = ok.replace("[L2-28]", "[l2_28]");
+        assert!(
+            parse(&bad_id)
+                .unwrap_err()
+                .contains("is not a requirement ID")
+        );
+        let no_node = ok.replace("node: n0,", "node: n9,");
+        assert!(
+            parse(&no_node)
+                .unwrap_err()
+                .contains("is not listed under nodes")
+        );
+        let stack = "description: d\nlayer: stack\nproves: [L2-28]\nnodes: [n0]\nobjects: []\npods: [{name: a, node: n0, segment: s}]\n";
+        assert!(
+            parse(stack)
+                .unwrap_err()
+                .contains("by annotations, not segment")
+        );
+        let send = "description: d\nlayer: stack\nproves: [L2-28]\nnodes: [n0]\npods: []\nsteps:\n  - send: {from: a, frame: {dst: broadcast, ethertype: 0x88b5}, expect: {}}\n";
+        assert!(
+            parse(send)
+                .unwrap_err()
+                .contains("drives the datapath alone")
+        );
+        assert!(parse(&ok.replace("layer: datapath", "layer: both")).is_err());
+    }
+}
