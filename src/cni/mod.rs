@@ -161,6 +161,10 @@ pub fn call(socket: &Path, req: &Request) -> Result<Option<CniResult>, CniError>
         .details(format!("{e}; is the juneau daemon running on this Node?"))
     };
     let mut conn = UnixStream::connect(socket).map_err(unavailable)?;
+    // An ADD waits for the controller (10 s) and then plumbs; a daemon that answers
+    // nothing for this long is stuck, and the runtime should retry.
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(120)))
+        .map_err(unavailable)?;
     let mut line = serde_json::to_vec(req).expect("requests serialize");
     line.push(b'\n');
     conn.write_all(&line).map_err(unavailable)?;
@@ -168,6 +172,17 @@ pub fn call(socket: &Path, req: &Request) -> Result<Option<CniResult>, CniError>
     BufReader::new(conn)
         .read_line(&mut answer)
         .map_err(unavailable)?;
+    if answer.trim().is_empty() {
+        // The daemon went away mid-request (a restart): nothing is known to be done.
+        return Err(CniError::new(
+            code::TRY_AGAIN_LATER,
+            format!(
+                "the node daemon at {} closed the connection without an answer",
+                socket.display()
+            ),
+        )
+        .details("it may have restarted; try again"));
+    }
     match serde_json::from_str(&answer) {
         Ok(Response::Ok(r)) => Ok(r),
         Ok(Response::Error(e)) => Err(e),

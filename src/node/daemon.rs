@@ -212,6 +212,13 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         Some(p) => Arc::new(RemoteStore::new(p)),
         None => return Err(DaemonError::NoCluster),
     };
+    let metrics = match cfg.metrics_addr {
+        Some(addr) => Some(
+            super::metrics_http::bind(addr)
+                .map_err(io(format!("cannot serve metrics on {addr}")))?,
+        ),
+        None => None,
+    };
     let underlay = resolve_underlay(&cfg.underlay)?;
     let (underlay_mtu, addrs) = netlink::mtu_and_ipv4(&underlay)?;
     let vtep = match cfg.vtep {
@@ -251,9 +258,9 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         .map_err(io(format!("cannot serve {}", cfg.cni_socket.display())))?;
     std::fs::write(cfg.pid_file(), std::process::id().to_string())
         .map_err(io(format!("cannot write {}", cfg.pid_file().display())))?;
-    if let Some(addr) = cfg.metrics_addr {
-        super::metrics_http::serve(agent.clone(), addr)
-            .map_err(io(format!("cannot serve metrics on {addr}")))?;
+    if let Some(listener) = metrics {
+        super::metrics_http::serve(agent.clone(), listener)
+            .map_err(io("cannot start the metrics server"))?;
     }
     tracing::info!(
         node = cfg.node_name,

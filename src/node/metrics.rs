@@ -47,12 +47,22 @@ impl Metrics {
         }
     }
 
-    /// The exposition text.
-    pub fn render(&self, dp: &Dataplane) -> String {
+    /// The exposition text. The dataplane lock is held only to read the counters and
+    /// to take handles on the learning tables, which are counted after it is released.
+    pub fn render(&self, dataplane: &Mutex<Dataplane>) -> String {
+        let (drops, tables, ports, stats) = {
+            let dp = dataplane.lock().expect("dataplane lock");
+            (
+                dp.drops(),
+                dp.fdb_tables(),
+                dp.ports().len(),
+                dp.program_stats(),
+            )
+        };
         let mut out = String::new();
         out.push_str("# HELP juneau_drops_total Frames dropped by the datapath, by reason.\n");
         out.push_str("# TYPE juneau_drops_total counter\n");
-        match dp.drops() {
+        match drops {
             Ok(drops) => {
                 for (reason, n) in drops {
                     let _ = writeln!(out, "juneau_drops_total{{reason=\"{reason}\"}} {n}");
@@ -62,12 +72,12 @@ impl Metrics {
         }
         out.push_str("# HELP juneau_fdb_entries Learned MACs per segment on this Node.\n");
         out.push_str("# TYPE juneau_fdb_entries gauge\n");
-        for (vni, n) in dp.fdb_sizes() {
+        for (vni, n) in super::Dataplane::count_entries(tables) {
             let _ = writeln!(out, "juneau_fdb_entries{{vni=\"{vni}\"}} {n}");
         }
         out.push_str("# HELP juneau_ports Datapath ports on this Node.\n");
         out.push_str("# TYPE juneau_ports gauge\n");
-        let _ = writeln!(out, "juneau_ports {}", dp.ports().len());
+        let _ = writeln!(out, "juneau_ports {ports}");
         out.push_str(
             "# HELP juneau_cni_requests_total CNI requests served, by command and result.\n",
         );
@@ -99,7 +109,6 @@ impl Metrics {
         }
         out.push_str("# HELP juneau_program_runs_total Runs of each datapath program (kernel BPF statistics).\n");
         out.push_str("# TYPE juneau_program_runs_total counter\n");
-        let stats = dp.program_stats();
         for (prog, runs, _) in &stats {
             let _ = writeln!(
                 out,

@@ -8,10 +8,11 @@ use axum::{Router, extract::State, http::header, response::IntoResponse, routing
 use super::agent::Agent;
 
 async fn metrics(State(agent): State<Arc<Agent>>) -> impl IntoResponse {
-    let body = {
-        let dp = agent.dataplane.lock().expect("dataplane lock");
-        agent.metrics.render(&dp)
-    };
+    // Counting learned entries walks whole tables: off the async thread, and the
+    // dataplane lock is held only to take handles on them (`Metrics::render`).
+    let body = tokio::task::spawn_blocking(move || agent.metrics.render(&agent.dataplane))
+        .await
+        .unwrap_or_else(|e| format!("# metrics failed: {e}\n"));
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body)
 }
 
@@ -19,10 +20,16 @@ async fn healthz() -> &'static str {
     "ok\n"
 }
 
-/// Binds `addr` now (so a taken port fails the start) and serves from a new thread.
-pub fn serve(agent: Arc<Agent>, addr: SocketAddr) -> std::io::Result<()> {
+/// Binds `addr`: called before the daemon touches anything, so that a taken port
+/// fails the start before any map is written.
+pub fn bind(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
     let listener = std::net::TcpListener::bind(addr)?;
     listener.set_nonblocking(true)?;
+    Ok(listener)
+}
+
+/// Serves `/metrics` and `/healthz` on a bound listener from a new thread.
+pub fn serve(agent: Arc<Agent>, listener: std::net::TcpListener) -> std::io::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

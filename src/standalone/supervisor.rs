@@ -94,6 +94,8 @@ impl Supervisor {
             .append(true)
             .open(&spec.log)?;
         let fd = netns.as_raw_fd();
+        // SAFETY: getpid cannot fail.
+        let parent = unsafe { libc::getpid() };
         let mut cmd = Command::new(juneau_binary());
         cmd.arg("node")
             .args(&spec.args)
@@ -108,6 +110,10 @@ impl Supervisor {
                 }
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
                     return Err(std::io::Error::last_os_error());
+                }
+                // The run may have died between fork and prctl: then no signal comes.
+                if libc::getppid() != parent {
+                    return Err(std::io::Error::other("the standalone run is gone"));
                 }
                 Ok(())
             });

@@ -242,11 +242,25 @@ impl Dataplane {
         }
     }
 
-    /// Segments served here, with their number of learned entries (metrics).
-    pub fn fdb_sizes(&self) -> Vec<(u32, usize)> {
+    /// Fresh handles on the learning tables of the segments served here, by VNI; they
+    /// stay valid without the Dataplane (counted by [`Dataplane::count_entries`]).
+    pub fn fdb_tables(&self) -> Vec<(u32, BpfHashMap<MapData, FdbKey, FdbEntry>)> {
         self.segments
             .vnis()
-            .map(|vni| (vni, self.fdb(vni).map(|t| t.len()).unwrap_or(0)))
+            .filter_map(|vni| {
+                let table = self.fdbs.get(&self.segments.get(vni)?.slot)?;
+                open_fdb(table).ok().map(|m| (vni, m))
+            })
+            .collect()
+    }
+
+    /// The number of entries of each table (metrics).
+    pub fn count_entries(
+        tables: Vec<(u32, BpfHashMap<MapData, FdbKey, FdbEntry>)>,
+    ) -> Vec<(u32, usize)> {
+        tables
+            .into_iter()
+            .map(|(vni, t)| (vni, t.keys().filter(Result::is_ok).count()))
             .collect()
     }
 
