@@ -1,9 +1,13 @@
 //! The goldens are ordinary pcaps: a real reader (tshark) must read every one of them
-//! and count the same frames as the harness.
-use juneau_harness::golden::{read_pcap, root};
+//! and count the same frames as the harness, and the `.txt` beside each must be its
+//! decoding.
+use juneau_harness::{
+    decode::render,
+    golden::{read_pcap, root},
+};
 
 #[test]
-fn l2_28_every_golden_pcap_is_read_by_tshark_with_the_same_frame_count() {
+fn l2_28_every_golden_pcap_is_read_by_tshark_and_its_txt_is_its_decoding() {
     let mut checked = 0;
     for dir in std::fs::read_dir(root()).unwrap() {
         let dir = dir.unwrap().path();
@@ -27,10 +31,14 @@ fn l2_28_every_golden_pcap_is_read_by_tshark_with_the_same_frame_count() {
             );
             let frames = String::from_utf8_lossy(&out.stdout).lines().count();
             assert_eq!(frames, read_pcap(&pcap).len(), "{}", pcap.display());
-            assert!(
-                pcap.with_extension("txt").exists(),
-                "no decoded .txt beside {}",
-                pcap.display()
+            // The decoded text reviewers read must say what the pcap holds.
+            let txt = std::fs::read_to_string(pcap.with_extension("txt"))
+                .unwrap_or_else(|e| panic!("no decoded .txt beside {}: {e}", pcap.display()));
+            assert_eq!(
+                txt,
+                render(&read_pcap(&pcap)),
+                "{} is stale: rewrite it with UPDATE_GOLDEN=1 and review the diff",
+                pcap.with_extension("txt").display()
             );
             checked += 1;
         }

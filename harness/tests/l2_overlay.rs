@@ -117,6 +117,33 @@ fn l2_28_split_horizon_a_frame_from_the_overlay_is_never_relayed() {
         node_ip(2).to_bits(),
         "X learned behind node2's VTEP"
     );
+    // Node0 sends a frame for X over the overlay, and it reaches node1 (as a stale
+    // entry at node0 would send it): injected on the underlay bridge's port toward
+    // node1, VXLAN from node0's VTEP with the segment's VNI.
+    let underlay_mac = |n: u8| [0x02, 0, 0, 0x99, 0, 1 + n];
+    let inner = frames::raw(x, pod_mac(0), 0x88b5, b"for X, via node1");
+    let outer = frames::vxlan(
+        (underlay_mac(0), underlay_mac(1)),
+        node_ip(0).octets(),
+        node_ip(1).octets(),
+        VNI,
+        &inner,
+    );
+    s.settle();
+    juneau_harness::capture::inject(&s.cluster.underlay, "n1", &outer);
+    let seen = s.settle();
+    assert_eq!(
+        count(&s, &seen, "node1-pod0"),
+        1,
+        "node1 floods it to its own ports"
+    );
+    assert_eq!(
+        count(&s, &seen, "underlay-node1"),
+        0,
+        "node1 sent a frame from the overlay back into the overlay"
+    );
+    assert_eq!(count(&s, &seen, "node2-pod0"), 0, "relayed to X's Node");
+    assert_eq!(count(&s, &seen, "node0-pod0"), 0);
     s.assert_goldens("l2_28_split_horizon");
 }
 

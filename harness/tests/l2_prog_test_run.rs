@@ -187,14 +187,41 @@ fn l2_28_prog_mac_move_is_followed_at_once_both_ways() {
 #[test]
 fn l2_28_prog_learned_entry_is_refreshed_at_most_once_a_second() {
     let b = Bed::new(2);
-    let f = frames::raw(BROADCAST, pod_mac(0), 0x88b5, b"busy sender");
-    b.send(0, &f);
-    let first = b.entry(pod_mac(0)).unwrap().last_seen_ns;
-    b.send(0, &f);
-    let second = b.entry(pod_mac(0)).unwrap().last_seen_ns;
+    let a = frames::raw(BROADCAST, pod_mac(0), 0x88b5, b"busy sender");
+    // A second MAC on the same port (a host behind a bridge in the Pod) takes the
+    // port's one-entry learning cache, so the next frame from `a` reaches the table.
+    let other = frames::raw(BROADCAST, pod_mac(5), 0x88b5, b"its neighbour");
+    b.send(0, &a);
+    let learned = b.entry(pod_mac(0)).unwrap();
+    // Pretend the entry was written `ago` ns earlier, then send from `a` again.
+    let resend_after = |ago: u64| -> u64 {
+        let (_, mut table) =
+            b.dp.fdb_tables()
+                .into_iter()
+                .find(|(v, _)| *v == VNI)
+                .unwrap();
+        let stamp = learned.last_seen_ns - ago;
+        let entry = juneau_common::FdbEntry {
+            last_seen_ns: stamp,
+            ..learned
+        };
+        table
+            .insert(juneau_common::FdbKey::new(pod_mac(0)), entry, 0)
+            .unwrap();
+        b.send(0, &other);
+        b.send(0, &a);
+        b.entry(pod_mac(0)).unwrap().last_seen_ns
+    };
+    let half = LEARN_REFRESH_NS / 2;
     assert_eq!(
-        first, second,
-        "a second frame within {LEARN_REFRESH_NS} ns rewrote the entry"
+        resend_after(half),
+        learned.last_seen_ns - half,
+        "an entry refreshed {half} ns ago was rewritten (limit {LEARN_REFRESH_NS} ns)"
+    );
+    let twice = 2 * LEARN_REFRESH_NS;
+    assert!(
+        resend_after(twice) >= learned.last_seen_ns,
+        "an entry last refreshed {twice} ns ago was not refreshed"
     );
 }
 
@@ -206,4 +233,53 @@ fn l2_28_prog_group_source_address_is_never_learned() {
         &frames::raw(BROADCAST, [0x01, 0, 0x5e, 0, 0, 1], 0x88b5, b"bogus source"),
     );
     assert!(b.dp.fdb(VNI).unwrap().is_empty());
+}
+
+#[test]
+fn l2_28_prog_a_zero_or_group_source_is_forwarded_and_never_learned() {
+    let b = Bed::new(2);
+    // Port 1's Pod speaks first, so its MAC is known.
+    b.send(1, &frames::raw(BROADCAST, pod_mac(1), 0x88b5, b"hello"));
+    for src in [[0u8; 6], [0x01, 0x00, 0x5e, 0x00, 0x00, 0x01], BROADCAST] {
+        let before = b.tx();
+        let run = b.send(0, &frames::raw(pod_mac(1), src, 0x88b5, b"odd source"));
+        assert_eq!(
+            run.verdict, TC_ACT_REDIRECT,
+            "{src:02x?}: forwarded to the known port"
+        );
+        assert_eq!(b.tx(), before, "{src:02x?}: by redirect_peer, no flood");
+        assert!(b.entry(src).is_none(), "{src:02x?} was learned");
+    }
+    assert_eq!(
+        b.dp.fdb(VNI).unwrap().len(),
+        1,
+        "only the real source is known"
+    );
+}
+
+#[test]
+fn l2_28_prog_a_full_table_still_forwards_every_frame() {
+    let b = Bed::new(2);
+    let dropped = |b: &Bed| -> u64 { b.dp.drops().unwrap().values().sum() };
+    let before = dropped(&b);
+    // More new sources than the table holds: LRU eviction makes room, nothing is
+    // refused, and every frame is forwarded.
+    let total = juneau_common::l2::FDB_ENTRIES + 64;
+    for i in 0..total {
+        let mut mac = [0x02, 0xfe, 0, 0, 0, 0];
+        mac[2..].copy_from_slice(&i.to_be_bytes());
+        let run = b.send(0, &frames::raw(BROADCAST, mac, 0x88b5, b"flood"));
+        assert_eq!(run.verdict, TC_ACT_REDIRECT, "frame {i} was not forwarded");
+    }
+    let held = b.dp.fdb(VNI).unwrap().len() as u32;
+    assert!(
+        held <= juneau_common::l2::FDB_ENTRIES && held > juneau_common::l2::FDB_ENTRIES / 2,
+        "{held} entries"
+    );
+    assert_eq!(dropped(&b), before, "no frame dropped, no learn refused");
+    let run = b.send(
+        1,
+        &frames::raw(pod_mac(0), pod_mac(1), 0x88b5, b"after the flood"),
+    );
+    assert_eq!(run.verdict, TC_ACT_REDIRECT);
 }

@@ -265,7 +265,16 @@ impl Agent {
     /// Removes every NIC of the container; succeeds when there is nothing left to do.
     fn del(&self, req: &Request) -> Result<(), CniError> {
         let links = port_links(&PortAlias::container_prefix(&req.container_id))?;
-        self.remove_nics(links, "DEL")
+        let mut result = self.remove_nics(links, "DEL");
+        // A sandbox deleted before DEL took the veths with it: what the datapath and the
+        // cluster still hold of them goes now.
+        self.prune_stale_ports();
+        if let Ok((ns, pod)) = Self::pod_of(req)
+            && let Err(e) = self.delete_endpoints_of(&ns, &pod, &req.container_id)
+        {
+            result = Err(e);
+        }
+        result
     }
 
     /// Every NIC of the Pod exists, is attached, and has its address.
@@ -299,6 +308,49 @@ impl Agent {
             })
             .collect();
         self.remove_nics(stale, "GC")
+    }
+
+    /// Removes the ports whose interface is gone; returns how many.
+    fn prune_stale_ports(&self) -> usize {
+        let live: BTreeSet<u32> = match port_links(&format!("{}:", veth::OWNER_ALIAS)) {
+            Ok(links) => links.iter().map(|(_, i, _)| *i).collect(),
+            Err(e) => {
+                tracing::warn!(error = %e.msg, "cannot list the Node's links; stale ports stay");
+                return 0;
+            }
+        };
+        let mut dp = self.dataplane.lock().expect("dataplane lock");
+        let mut removed = 0;
+        for ifindex in dp.ports() {
+            if !live.contains(&ifindex) {
+                match dp.remove_port(ifindex) {
+                    Ok(()) => removed += 1,
+                    Err(e) => tracing::warn!(ifindex, error = %e, "cannot remove a stale port"),
+                }
+            }
+        }
+        removed
+    }
+
+    /// Deletes this Node's NetworkEndpoints of the Pod's NICs made for `container_id`
+    /// (their MAC is derived from it, so a newer sandbox's endpoints stay).
+    fn delete_endpoints_of(&self, ns: &str, pod: &str, container_id: &str) -> Result<(), CniError> {
+        let (world, _) = self.cluster.read().map_err(cluster_err)?;
+        let prefix = format!("{pod}.");
+        for ep in world.endpoints.iter().filter(|e| {
+            e.spec.node_name == self.node && e.metadata.namespace.as_deref() == Some(ns)
+        }) {
+            let name = ep.metadata.name.as_deref().unwrap_or("");
+            let Some(iface) = name.strip_prefix(&prefix) else {
+                continue;
+            };
+            if ep.spec.mac_address == crate::format_mac(&nic::nic_mac(container_id, iface)) {
+                self.cluster
+                    .delete_endpoint(ns, name)
+                    .map_err(cluster_err)?;
+            }
+        }
+        Ok(())
     }
 
     /// Tears down NICs found by their host links (their driver's teardown, then their
@@ -380,19 +432,13 @@ impl Agent {
     /// Node's NetworkEndpoints match its ports (Pods deleted while the daemon was down
     /// lose theirs). Returns what it changed, for the log.
     pub fn reconcile_ports(&self) -> Result<ReconcileReport, CniError> {
-        let mut report = ReconcileReport::default();
+        let mut report = ReconcileReport {
+            stale_ports: self.prune_stale_ports(),
+            ..Default::default()
+        };
         let links = port_links(&format!("{}:", veth::OWNER_ALIAS))?;
-        let live: BTreeSet<u32> = links.iter().map(|(_, i, _)| *i).collect();
         let (world, _) = self.cluster.read().map_err(cluster_err)?;
         let mut dp = self.dataplane.lock().expect("dataplane lock");
-        for ifindex in dp.ports() {
-            if !live.contains(&ifindex) {
-                if let Err(e) = dp.remove_port(ifindex) {
-                    tracing::warn!(ifindex, error = %e, "cannot remove a stale port");
-                }
-                report.stale_ports += 1;
-            }
-        }
         let served: BTreeSet<u32> = dp.ports().into_iter().collect();
         for (name, ifindex, alias) in &links {
             let nic = world.objects.interfaces.iter().find(|n| {

@@ -62,14 +62,22 @@ impl Metrics {
         let mut out = String::new();
         out.push_str("# HELP juneau_drops_total Frames dropped by the datapath, by reason.\n");
         out.push_str("# TYPE juneau_drops_total counter\n");
+        let mut learn_failures = 0;
         match drops {
             Ok(drops) => {
                 for (reason, n) in drops {
+                    if reason == juneau_common::DropReason::LearnFailed.name() {
+                        learn_failures = n;
+                        continue;
+                    }
                     let _ = writeln!(out, "juneau_drops_total{{reason=\"{reason}\"}} {n}");
                 }
             }
             Err(e) => tracing::warn!(error = %e, "metrics: cannot read the drop counters"),
         }
+        out.push_str("# HELP juneau_learn_failures_total Source MACs the learning table refused (the frames were forwarded).\n");
+        out.push_str("# TYPE juneau_learn_failures_total counter\n");
+        let _ = writeln!(out, "juneau_learn_failures_total {learn_failures}");
         out.push_str("# HELP juneau_fdb_entries Learned MACs per segment on this Node.\n");
         out.push_str("# TYPE juneau_fdb_entries gauge\n");
         for (vni, n) in super::Dataplane::count_entries(tables) {

@@ -3,7 +3,8 @@
 //! answer in `kubectl juneau bpf dump jn_drops`.
 
 /// Why a frame (or one copy of it) was not delivered. The discriminant is the index
-/// in `jn_drops`.
+/// in `jn_drops`. (One slot, [`DropReason::LearnFailed`], counts an event that does not
+/// drop the frame.)
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DropReason {
@@ -23,7 +24,9 @@ pub enum DropReason {
     CloneFailed = 5,
     /// A frame larger than the segment MTU that cannot be fragmented.
     TooBig = 6,
-    /// The learning table refused an update (full beyond LRU eviction).
+    /// The learning table refused an update (full beyond LRU eviction, or a kernel
+    /// error). Not a drop: the frame is forwarded all the same; the slot counts how
+    /// often learning failed (`juneau_learn_failures_total`).
     LearnFailed = 7,
     /// A frame from the overlay without a readable tunnel key.
     NoTunnelKey = 8,

@@ -154,11 +154,31 @@ impl NicDriver for L2NetworkNic {
                 format!("{iface}: {host} is not an active datapath port"),
             ));
         }
-        let want = nic
-            .status
-            .as_ref()
-            .map(|s| s.address.clone())
-            .unwrap_or_default();
+        let status = nic.status.clone().unwrap_or_default();
+        if status.mtu != 0 {
+            // L2-21: both ends keep the segment's MTU.
+            let host_mtu = netlink::mtu_and_ipv4(host)
+                .map_err(|e| io(format!("cannot read {host}"))(e.to_string()))?
+                .0;
+            let pod_mtu = crate::netns::run_in(ctx.netns, || netlink::mtu_and_ipv4(iface))
+                .map_err(|e| {
+                    io(format!("cannot enter the Pod's namespace for {iface}"))(e.to_string())
+                })?
+                .map_err(|e| io(format!("cannot read {iface} in the Pod"))(e.to_string()))?
+                .0;
+            for (side, mtu) in [(host, host_mtu), (iface.as_str(), pod_mtu)] {
+                if mtu != status.mtu {
+                    return Err(CniError::new(
+                        code::IO_FAILURE,
+                        format!(
+                            "{iface}: {side} has MTU {mtu}, the segment's is {}",
+                            status.mtu
+                        ),
+                    ));
+                }
+            }
+        }
+        let want = status.address.clone();
         if !want.is_empty() {
             let have = netlink::addresses(ctx.netns, iface)
                 .map_err(|e| io("cannot read the Pod's addresses")(e.to_string()))?;

@@ -36,7 +36,7 @@ pub fn from_port(ctx: &TcContext) -> Result<i32, DropReason> {
     let segment = port.segment;
     let vni = port.vni;
     let fdb = maps::jn_l2_fdb.get(segment).ok_or(DropReason::NoSegment)?;
-    learn::learn_local(port, ifindex, fdb, &addrs.src)?;
+    learn::learn_local(port, ifindex, fdb, &addrs.src);
     forward(ctx, fdb, segment, vni, ifindex, &addrs, false)
 }
 
@@ -51,7 +51,7 @@ pub fn from_overlay(ctx: &TcContext) -> Result<i32, DropReason> {
         .ok_or(DropReason::UnknownVni)?;
     let addrs = eth::addrs(ctx).ok_or(DropReason::ShortFrame)?;
     let fdb = maps::jn_l2_fdb.get(segment).ok_or(DropReason::NoSegment)?;
-    learn::learn_remote(fdb, &addrs.src, vtep)?;
+    learn::learn_remote(fdb, &addrs.src, vtep);
     forward(ctx, fdb, segment, vni, 0, &addrs, true)
 }
 

@@ -111,7 +111,7 @@ pub fn from_underlay(ctx: &TcContext) -> Result<i32, DropReason> {
         // Not a local port: the device path floods it locally (split horizon).
         return Ok(TC_ACT_OK);
     }
-    learn::learn_remote(fdb, &src, saddr)?;
+    learn::learn_remote(fdb, &src, saddr);
     // A GSO packet (unsegmented from a veth underlay, or GRO-merged by a NIC) carries
     // UDP-tunnel GSO state: left on the inner packet it would mislead segmentation or
     // a NIC's tunnel offload if the Pod forwarded it. Only the DECAP_L4_UDP flag
