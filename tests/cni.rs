@@ -304,9 +304,10 @@ fn mx_01_an_add_that_fails_midway_is_rolled_back() {
         bed.store.read().0.endpoints.is_empty(),
         "an endpoint survived the failed ADD"
     );
+    let left = pod.exec(&["ip", "link", "show", "dev", "eth0"]);
     assert!(
-        pod.exec(&["ip", "link", "show", "dev", "eth0"]).is_err(),
-        "eth0 left in the Pod"
+        left.as_ref().is_err_and(|e| e.contains("does not exist")),
+        "eth0 left in the Pod: {left:?}"
     );
     // The name was never Juneau's: the squatter is untouched.
     assert!(

@@ -356,7 +356,8 @@ fn mx_03_cni_while_the_daemon_is_down_fails_clearly_and_pods_changed_meanwhile_a
     assert!(err.contains("cannot reach the node daemon"), "{err}");
     assert!(err.contains("\"code\":11"), "try again later: {err}");
     // DEL while it is down fails too; the sandbox goes anyway (its veth with it).
-    assert!(run.delete_pod("dn-gone").is_err());
+    let del = run.delete_pod("dn-gone").unwrap_err().to_string();
+    assert!(del.contains("cannot reach the node daemon"), "{del}");
 
     run.daemons.start("dn-a", Duration::from_secs(20)).unwrap();
     run.retry_add("dn-late").unwrap();

@@ -57,15 +57,21 @@ fn packet_socket(ns: &Netns, ifname: &str) -> (OwnedFd, i32) {
 
 /// Sends one raw frame out of `ifname` in `ns`, exactly as given.
 pub fn inject(ns: &Netns, ifname: &str, frame: &[u8]) {
+    if let Err(e) = try_inject(ns, ifname, frame) {
+        panic!("send: {e}");
+    }
+}
+
+/// [`inject`], returning the kernel's refusal (a frame above the MTU: EMSGSIZE).
+pub fn try_inject(ns: &Netns, ifname: &str, frame: &[u8]) -> std::io::Result<()> {
     let (fd, _) = packet_socket(ns, ifname);
     // SAFETY: sending a buffer we own on a bound packet socket.
     let n = unsafe { libc::send(fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
-    assert_eq!(
-        n as usize,
-        frame.len(),
-        "send: {}",
-        std::io::Error::last_os_error()
-    );
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    assert_eq!(n as usize, frame.len(), "a short send");
+    Ok(())
 }
 
 /// Everything an interface receives from the moment it is opened.

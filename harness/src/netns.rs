@@ -78,6 +78,21 @@ impl Netns {
         self.inner.exec(argv)
     }
 
+    /// `ping -c count` (0.2 s apart) from here that must get every reply: `ping` exits
+    /// 0 on partial loss, so the summary is read. `extra` goes before the target (`-6`).
+    pub fn ping_all(&self, extra: &[&str], target: &str, count: u32) {
+        let count_s = count.to_string();
+        let mut argv = vec!["ping", "-c", &count_s, "-i", "0.2", "-W", "2"];
+        argv.extend_from_slice(extra);
+        argv.push(target);
+        let out = self.try_exec(&argv).unwrap_or_else(|e| e);
+        let want = format!("{count} packets transmitted, {count} received");
+        assert!(
+            out.contains(&want),
+            "ping {target}: not every reply came back:\n{out}"
+        );
+    }
+
     pub fn sysctl(&self, key: &str, value: &str) {
         self.exec(&["sysctl", "-qw", &format!("{key}={value}")]);
     }

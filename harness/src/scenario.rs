@@ -209,21 +209,36 @@ fn steps(s: &Scenario, r: &mut Running, say: &mut dyn FnMut(String)) -> Result<(
                 let ns = r.ns(from)?;
                 crate::capture::inject(ns, "eth0", &f);
                 let seen = r.scene.settle();
+                // Every Pod is checked: one not named under `expect` must get nothing.
+                if let Some(who) = expect
+                    .keys()
+                    .find(|w| !matches!(r.places.get(*w), Some(Place::Pod { .. })))
+                {
+                    return Err(format!(
+                        "step {n}: expect names {who:?}, which is not a Pod"
+                    ));
+                }
                 let mut got = Vec::new();
-                for (who, want) in expect {
-                    let Some(Place::Pod { node, index, .. }) = r.places.get(who) else {
-                        return Err(format!(
-                            "step {n}: expect names {who:?}, which is not a Pod"
-                        ));
+                for (who, place) in &r.places {
+                    let Place::Pod { node, index, .. } = place else {
+                        continue;
                     };
+                    let want = expect.get(who).copied().unwrap_or(0);
                     let cap = format!("node{node}-pod{index}");
                     let have = r.scene.frames(&seen, &cap).len();
-                    if have != *want {
+                    if have != want {
                         return Err(format!(
-                            "step {n}: {who} received {have} frame(s), expected {want}"
+                            "step {n}: {who} received {have} frame(s), expected {want}{}",
+                            if expect.contains_key(who) {
+                                ""
+                            } else {
+                                " (not named under expect)"
+                            }
                         ));
                     }
-                    got.push(format!("{who}={have}"));
+                    if have > 0 || expect.contains_key(who) {
+                        got.push(format!("{who}={have}"));
+                    }
                 }
                 say(format!(
                     "  step {n}: {from} sends 0x{:04x} to {}: {}",

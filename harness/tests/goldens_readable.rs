@@ -7,7 +7,7 @@ use juneau_harness::{
 };
 
 #[test]
-fn l2_28_every_golden_pcap_is_read_by_tshark_and_its_txt_is_its_decoding() {
+fn every_golden_pcap_is_read_by_tshark_and_its_txt_is_its_decoding() {
     let mut checked = 0;
     for dir in std::fs::read_dir(root()).unwrap() {
         let dir = dir.unwrap().path();

@@ -73,7 +73,7 @@ fn l2_02_l2_25_dhcp_server_pod_leases_an_address_to_a_pod_on_another_node() {
         addr.contains("inet 10.50.0.1"),
         "no leased address on eth0: {addr}"
     );
-    client.exec(&["ping", "-c", "2", "-W", "2", "10.50.0.1"]);
+    client.ping_all(&[], "10.50.0.1", 2);
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -98,9 +98,7 @@ fn l2_01_ipv6_link_local_ping_with_neighbour_discovery_across_nodes() {
         .and_then(|a| a.split('/').next())
         .unwrap_or_else(|| panic!("no link-local address: {shown}"))
         .to_owned();
-    c.pod(0, 0)
-        .ns
-        .exec(&["ping", "-6", "-c", "2", "-W", "2", &format!("{ll}%eth0")]);
+    c.pod(0, 0).ns.ping_all(&["-6"], &format!("{ll}%eth0"), 2);
 }
 
 #[test]
@@ -138,8 +136,8 @@ fn l2_29_mx_01_a_host_behind_a_peer_vm_bridge_reaches_a_pod_on_another_node() {
     host.ip(&["addr", "add", "10.60.0.5/24", "dev", "eth0"]);
     let pod = &c.pod(1, 0).ns;
     pod.ip(&["addr", "add", "10.60.0.2/24", "dev", "eth0"]);
-    host.exec(&["ping", "-c", "3", "-i", "0.2", "-W", "2", "10.60.0.2"]);
-    pod.exec(&["ping", "-c", "3", "-i", "0.2", "-W", "2", "10.60.0.5"]);
+    host.ping_all(&[], "10.60.0.2", 3);
+    pod.ping_all(&[], "10.60.0.5", 3);
     // Both Nodes learned the host's MAC by itself, behind the VM's port / node0.
     let at0 = c.nodes[0].dataplane.fdb(VNI).unwrap();
     let e = at0

@@ -207,5 +207,5 @@ fn mx_02_an_unmanaged_node_nic_gets_no_program_and_its_traffic_is_untouched() {
         vec!["port_ingress".to_owned()],
         "Juneau's own port"
     );
-    other.exec(&["ping", "-c", "2", "-i", "0.2", "-W", "2", "10.77.0.1"]);
+    other.ping_all(&[], "10.77.0.1", 2);
 }

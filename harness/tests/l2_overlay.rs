@@ -228,23 +228,35 @@ fn l2_30_an_entry_refreshed_within_its_aging_time_survives_the_sweep() {
     c.add_pod(0, 0, PodOptions::vni(VNI));
     c.add_pod(1, 1, PodOptions::vni(VNI));
     let mut s = Scene::new(c);
-    let hello = frames::raw(BROADCAST, pod_mac(1), 0x88b5, b"alive");
-    s.send(1, 0, &hello);
-    std::thread::sleep(Duration::from_millis(1200));
-    s.send(1, 0, &hello);
-    std::thread::sleep(Duration::from_millis(1200));
-    s.cluster.nodes[0]
-        .dataplane
-        .age(Duration::from_secs(2))
-        .unwrap();
-    assert!(
+    let seen_at = |s: &Scene| {
         s.cluster.nodes[0]
             .dataplane
             .fdb(VNI)
             .unwrap()
             .iter()
-            .any(|(k, _)| k.mac == pod_mac(1)),
-        "an entry refreshed 1.2 s ago was aged with a 2 s aging time"
+            .find(|(k, _)| k.mac == pod_mac(1))
+            .map(|(_, e)| e.last_seen_ns)
+    };
+    let hello = frames::raw(BROADCAST, pod_mac(1), 0x88b5, b"alive");
+    s.send(1, 0, &hello);
+    let learned = seen_at(&s).expect("node0 learned pod1");
+    // Older than the 1 s aging used below, then refreshed by a frame: the sweep that
+    // follows at once must keep it (the refresh is a few ms old, the entry 1.2 s).
+    std::thread::sleep(Duration::from_millis(1200));
+    s.send(1, 0, &hello);
+    let refreshed = seen_at(&s).expect("still there");
+    assert!(
+        refreshed >= learned + 1_000_000_000,
+        "the frame did not refresh the entry ({learned} -> {refreshed})"
+    );
+    s.cluster.nodes[0]
+        .dataplane
+        .age(Duration::from_secs(1))
+        .unwrap();
+    assert_eq!(
+        seen_at(&s),
+        Some(refreshed),
+        "an entry refreshed just now was aged with a 1 s aging time"
     );
 }
 

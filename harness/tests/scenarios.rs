@@ -4,7 +4,7 @@
 use juneau_harness::scenario;
 
 #[test]
-fn l2_28_every_scenario_file_names_its_layer_by_its_folder() {
+fn every_scenario_file_names_its_layer_by_its_folder() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
     let mut seen = 0;
     for (folder, layer) in [
@@ -52,7 +52,7 @@ fn l2_28_every_scenario_file_holds() {
 }
 
 #[test]
-fn l2_28_a_scenario_with_a_wrong_expectation_fails_and_says_which() {
+fn a_scenario_with_a_wrong_expectation_fails_and_says_which() {
     let dir = std::env::temp_dir().join(format!("jn-bad-scenario-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let f = dir.join("bad.yaml");

@@ -152,7 +152,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn mx_03_samples_are_found_by_their_full_series_name() {
+    fn samples_are_found_by_their_full_series_name() {
         let body = "a_total{x=\"1\"} 3\na_total{x=\"10\"} 7\nb 2.5\n";
         assert_eq!(sample(body, "a_total{x=\"1\"}"), Some(3.0));
         assert_eq!(sample(body, "a_total{x=\"10\"}"), Some(7.0));

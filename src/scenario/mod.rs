@@ -216,7 +216,7 @@ mod tests {
     }
 
     #[test]
-    fn l2_28_scenarios_are_checked_for_their_layer_and_their_requirement_ids() {
+    fn scenarios_are_checked_for_their_layer_and_their_requirement_ids() {
         let ok = "description: d\nlayer: datapath\nproves: [L2-28]\nnodes: [n0]\nsegments: {s: {vni: 9}}\npods: [{name: a, node: n0, segment: s}]\n";
         assert!(parse(ok).is_ok());
         let bad_id = ok.replace("[L2-28]", "[l2_28]");

@@ -146,7 +146,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn mx_03_namespaces_are_traced_back_to_their_run_by_name() {
+    fn namespaces_are_traced_back_to_their_run_by_name() {
         assert_eq!(run_pid("jn-sa-1234-node-a"), Some(1234));
         assert_eq!(run_pid("jn-sa-1234-underlay"), Some(1234));
         assert_eq!(run_pid("jn-cl-1234-node-a"), None, "not a standalone run's");

@@ -169,7 +169,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn mx_03_link_pins_are_named_by_program_and_ifindex_under_the_version_folder() {
+    fn link_pins_are_named_by_program_and_ifindex_under_the_version_folder() {
         let l = PinLayout::new(Path::new("/sys/fs/bpf/juneau/n1"));
         let p = l.link_path("port_ingress", 42);
         assert_eq!(

@@ -33,6 +33,35 @@ const BPF_F_ADJ_ROOM_DECAP_L4_UDP: u64 = 1 << 10;
 /// The inner frame starts after the 50 bytes of outer headers.
 const INNER_ETH: usize = VXLAN_OVERHEAD as usize;
 
+/// The outer IPv4 header's total length fits the frame and covers a whole VXLAN frame,
+/// the UDP length fits inside it, and the header checksum is valid.
+#[inline(always)]
+fn outer_header_sound(ctx: &TcContext, start: usize) -> bool {
+    // SAFETY: inside [start, start + INNER_ETH + ETH_HLEN), checked by the caller.
+    let (tot_len, udp_len) = unsafe {
+        (
+            u16::from_be(load::<u16>(start + 16)) as u32,
+            u16::from_be(load::<u16>(start + 38)) as u32,
+        )
+    };
+    let ip_room = ctx.len() - ETH_HLEN as u32;
+    let least = (INNER_ETH - ETH_HLEN + ETH_HLEN) as u32;
+    if tot_len > ip_room || tot_len < least || udp_len > tot_len - 20 || udp_len < least - 20 {
+        return false;
+    }
+    let mut sum: u32 = 0;
+    let mut i = 0;
+    while i < 10 {
+        // SAFETY: the 20 header bytes are inside the checked range.
+        sum += u16::from_be(unsafe { load::<u16>(start + ETH_HLEN + 2 * i) }) as u32;
+        i += 1;
+    }
+    // Ten words sum to at most 0x9fff6: two folds bring any carry back in.
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum == 0xffff
+}
+
 #[inline(always)]
 pub fn from_underlay(ctx: &TcContext) -> Result<i32, DropReason> {
     let (start, end) = (ctx.data(), ctx.data_end());
@@ -61,6 +90,12 @@ pub fn from_underlay(ctx: &TcContext) -> Result<i32, DropReason> {
         || proto != IPPROTO_UDP
         || tos & 0x3 == 0x3
     {
+        return Ok(TC_ACT_OK);
+    }
+    // This path skips the Node's IP receive, so it checks what that would: lengths that
+    // fit the frame and a valid header checksum. Anything else goes to the stack, which
+    // drops it and counts it there.
+    if !outer_header_sound(ctx, start) {
         return Ok(TC_ACT_OK);
     }
     match maps::jn_node.get(0) {
