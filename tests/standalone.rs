@@ -8,23 +8,7 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 #[test]
 fn l2_28_l2_25_standalone_demo_scenario_runs_end_to_end_and_cleans_up() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let root = env!("CARGO_MANIFEST_DIR");
-    let out = Command::new(env!("CARGO_BIN_EXE_juneau"))
-        .current_dir(root)
-        .args([
-            "standalone",
-            "--once",
-            "--scenario",
-            "scenarios/stack/l2-demo.yaml",
-        ])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "standalone failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = once("standalone failed");
     // Addresses from lab-net's cidr (gateway .1 reserved), none on cidr-less dhcp-net.
     assert!(
         stdout.contains("default/web.eth0         node-a   -        lab-net      10.70.0.2/24"),
@@ -158,6 +142,27 @@ fn processes_with(needle: &str) -> Vec<u32> {
         .collect()
 }
 
+/// `juneau standalone --once` on the demo scenario, which must succeed; its stdout.
+fn once(what: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_juneau"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "standalone",
+            "--once",
+            "--scenario",
+            "scenarios/stack/l2-demo.yaml",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{what}:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 /// `juneau standalone` on the demo scenario with `extra` flags, once it says it runs;
 /// the guard interrupts it when dropped.
 fn running(extra: &[&str]) -> (std::process::Child, Interrupt) {
@@ -258,22 +263,7 @@ fn mx_03_a_run_killed_with_sigkill_leaves_nothing_the_next_one_trips_on() {
     );
     // ...and by the next run itself, straight after the kill.
     let pid = killed_run();
-    let out = Command::new(env!("CARGO_BIN_EXE_juneau"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args([
-            "standalone",
-            "--once",
-            "--scenario",
-            "scenarios/stack/l2-demo.yaml",
-        ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the next run trips: {text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = once("the next run trips");
     assert!(text.contains("removed what 1 killed run(s) left"), "{text}");
     nothing_left_of(pid, &text);
 }

@@ -6,11 +6,7 @@
 use std::net::Ipv4Addr;
 
 use aya::{EbpfLoader, maps::HashMap, programs::SchedClassifier};
-use juneau::node::{
-    Dataplane,
-    daemon::{self, NodeSetup},
-    dataplane::PortSpec,
-};
+use juneau::node::{Dataplane, dataplane::PortSpec};
 use juneau_harness::{
     bench::{Measurement, median, write_part},
     frames::{self, BROADCAST, fixtures::*},
@@ -72,11 +68,7 @@ fn ns_per(run: juneau_harness::testrun::Run) -> f64 {
 fn main() {
     let bed = PortBed::new(5);
     // An underlay and a Juneau VXLAN device, so the remote flood really encapsulates.
-    bed.ns
-        .ip(&["link", "add", "ul0", "type", "veth", "peer", "name", "ulp"]);
-    bed.ns.ip(&["addr", "add", "10.99.0.1/24", "dev", "ul0"]);
-    bed.ns.ip(&["link", "set", "ul0", "up"]);
-    bed.ns.ip(&["link", "set", "ulp", "up"]);
+    let mut dp = bed.bring_up_node();
     for (ip, mac) in [
         ("10.99.0.2", "02:00:00:99:00:02"),
         ("10.99.0.3", "02:00:00:99:00:03"),
@@ -93,14 +85,6 @@ fn main() {
             "permanent",
         ]);
     }
-    let setup = NodeSetup {
-        underlay: "ul0".into(),
-        vtep: Ipv4Addr::new(10, 99, 0, 1),
-        vxlan_mtu: 1450,
-        pin_root: None,
-        datapath_encap: true,
-    };
-    let mut dp = bed.ns.run(|| daemon::bring_up(&setup)).expect("bring up");
     for i in 0..5 {
         dp.configure_port(PortSpec {
             ifindex: bed.ifindex(i),

@@ -103,6 +103,27 @@ impl PortBed {
         self.ports[i].1
     }
 
+    /// Gives the bed an underlay (`ul0`, 10.99.0.1/24) and brings the Node's datapath
+    /// up on it with the daemon's own bring-up (VXLAN device, overlay and underlay
+    /// programs), as Node 10.99.0.1.
+    pub fn bring_up_node(&self) -> juneau::node::Dataplane {
+        self.ns
+            .ip(&["link", "add", "ul0", "type", "veth", "peer", "name", "ulp"]);
+        self.ns.ip(&["addr", "add", "10.99.0.1/24", "dev", "ul0"]);
+        self.ns.ip(&["link", "set", "ul0", "up"]);
+        self.ns.ip(&["link", "set", "ulp", "up"]);
+        let setup = juneau::node::daemon::NodeSetup {
+            underlay: "ul0".into(),
+            vtep: std::net::Ipv4Addr::new(10, 99, 0, 1),
+            vxlan_mtu: 1450,
+            pin_root: None,
+            datapath_encap: true,
+        };
+        self.ns
+            .run(|| juneau::node::daemon::bring_up(&setup))
+            .expect("bring up the Node")
+    }
+
     /// Frames sent out of port `i` so far.
     pub fn tx(&self, i: usize) -> u64 {
         self.ns.counter(&self.ports[i].0, "tx_packets")

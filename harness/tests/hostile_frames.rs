@@ -3,14 +3,10 @@
 //! must not be. A Pod's port forwards whatever it gets (L2-01: the segment is a wire),
 //! bar frames it cannot forward; the underlay program takes only sound VXLAN frames for
 //! local Pods and leaves everything else to the Node's stack (which validates it).
-use std::{collections::BTreeMap, net::Ipv4Addr};
+use std::collections::BTreeMap;
 
 use aya::programs::TestRun as _;
-use juneau::node::{
-    Dataplane,
-    daemon::{self, NodeSetup},
-    dataplane::PortSpec,
-};
+use juneau::node::{Dataplane, dataplane::PortSpec};
 use juneau_harness::{
     frames::{self, BROADCAST, fixtures::*},
     testrun::{PortBed, TC_ACT_REDIRECT, run_tc},
@@ -32,19 +28,7 @@ struct Bed {
 /// has spoken, so its MAC is known.
 fn bed() -> Bed {
     let bed = PortBed::new(2);
-    bed.ns
-        .ip(&["link", "add", "ul0", "type", "veth", "peer", "name", "ulp"]);
-    bed.ns.ip(&["addr", "add", "10.99.0.1/24", "dev", "ul0"]);
-    bed.ns.ip(&["link", "set", "ul0", "up"]);
-    bed.ns.ip(&["link", "set", "ulp", "up"]);
-    let setup = NodeSetup {
-        underlay: "ul0".into(),
-        vtep: Ipv4Addr::new(10, 99, 0, 1),
-        vxlan_mtu: 1450,
-        pin_root: None,
-        datapath_encap: true,
-    };
-    let mut dp = bed.ns.run(|| daemon::bring_up(&setup)).expect("bring up");
+    let mut dp = bed.bring_up_node();
     for i in 0..2 {
         dp.configure_port(PortSpec {
             ifindex: bed.ifindex(i),

@@ -121,37 +121,19 @@ fn missing() -> Rejection {
     }
 }
 
-async fn mutate_handler(
-    State(source): State<Source>,
-    Json(review_in): Json<AdmissionReview<DynamicObject>>,
+/// Decodes a review, answers it with `decide` over the cluster's objects, encodes the
+/// answer; a cluster that cannot be read denies (fail closed).
+fn answer(
+    source: &Source,
+    review_in: AdmissionReview<DynamicObject>,
+    decide: fn(&AdmissionRequest<DynamicObject>, &Snapshot) -> AdmissionResponse,
 ) -> Json<AdmissionReview<DynamicObject>> {
     let req: AdmissionRequest<DynamicObject> = match review_in.try_into() {
         Ok(r) => r,
         Err(e) => return Json(AdmissionResponse::invalid(e.to_string()).into_review()),
     };
     match source.read() {
-        Ok((world, _)) => Json(mutate(&req, &world.objects).into_review()),
-        Err(e) => {
-            tracing::error!(error = %e, "mutation without a view of the cluster");
-            Json(
-                AdmissionResponse::from(&req)
-                    .deny(e.to_string())
-                    .into_review(),
-            )
-        }
-    }
-}
-
-async fn validate_handler(
-    State(source): State<Source>,
-    Json(review_in): Json<AdmissionReview<DynamicObject>>,
-) -> Json<AdmissionReview<DynamicObject>> {
-    let req: AdmissionRequest<DynamicObject> = match review_in.try_into() {
-        Ok(r) => r,
-        Err(e) => return Json(AdmissionResponse::invalid(e.to_string()).into_review()),
-    };
-    match source.read() {
-        Ok((world, _)) => Json(review(&req, &world.objects).into_review()),
+        Ok((world, _)) => Json(decide(&req, &world.objects).into_review()),
         Err(e) => {
             tracing::error!(error = %e, "admission without a view of the cluster");
             Json(
@@ -161,6 +143,20 @@ async fn validate_handler(
             )
         }
     }
+}
+
+async fn mutate_handler(
+    State(source): State<Source>,
+    Json(review_in): Json<AdmissionReview<DynamicObject>>,
+) -> Json<AdmissionReview<DynamicObject>> {
+    answer(&source, review_in, mutate)
+}
+
+async fn validate_handler(
+    State(source): State<Source>,
+    Json(review_in): Json<AdmissionReview<DynamicObject>>,
+) -> Json<AdmissionReview<DynamicObject>> {
+    answer(&source, review_in, review)
 }
 
 /// The routes: `POST /validate` and `POST /mutate` (both halves of `admission`).
