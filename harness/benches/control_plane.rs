@@ -329,7 +329,13 @@ fn cni_part(out: &mut Vec<Measurement>) {
     let p99 = concurrent[(concurrent.len() * 99).div_ceil(100) - 1];
     let cmed = median(&mut concurrent);
     out.push(Measurement::new("cni_add_concurrent_100_p99", "ms", p99, ("goal", 100.0), "100 juneau-cni ADDs started at once against one daemon; each its own address and port (tested in tests/cni.rs); 99th percentile of the wall times"));
-    out.push(Measurement::new("cni_add_concurrent_100_median", "ms", cmed, ("cni_add_l2_median", med), "the same run's median, beside the median of 100 ADDs one after another"));
+    out.push(Measurement::new(
+        "cni_add_concurrent_100_median",
+        "ms",
+        cmed,
+        ("cni_add_l2_median", med),
+        "the same run's median, beside the median of 100 ADDs one after another",
+    ));
     drop(pods_ns);
     let _ = std::fs::remove_file(socket);
 }
