@@ -5,6 +5,7 @@
 
 pub mod admission;
 pub mod api;
+pub mod child;
 pub mod cli;
 pub mod cluster;
 pub mod cni;

@@ -47,8 +47,12 @@ pub fn bind_private(path: &Path) -> std::io::Result<UnixListener> {
 
 /// Reads one request line of at most 16 MiB, waiting at most 30 s for it.
 pub fn read_request(conn: &UnixStream) -> std::io::Result<String> {
+    read_line_within(conn, std::time::Duration::from_secs(30))
+}
+
+fn read_line_within(conn: &UnixStream, wait: std::time::Duration) -> std::io::Result<String> {
     use std::io::{BufRead, Read};
-    conn.set_read_timeout(Some(std::time::Duration::from_secs(30)))?;
+    conn.set_read_timeout(Some(wait))?;
     let mut line = String::new();
     std::io::BufReader::new(conn.take(16 << 20)).read_line(&mut line)?;
     Ok(line)
@@ -57,10 +61,7 @@ pub fn read_request(conn: &UnixStream) -> std::io::Result<String> {
 /// Refuses a caller: its request is read first (and dropped unparsed), so that the
 /// caller is never cut off mid-write and always gets the answer that says why.
 pub fn refuse(conn: &UnixStream) {
-    if let Err(e) = conn
-        .set_read_timeout(Some(std::time::Duration::from_secs(2)))
-        .and_then(|()| read_request(conn))
-    {
+    if let Err(e) = read_line_within(conn, std::time::Duration::from_secs(2)) {
         tracing::debug!(error = %e, "refused caller's request not read");
     }
 }

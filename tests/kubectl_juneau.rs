@@ -1,6 +1,8 @@
 //! `kubectl-juneau bpf dump l2_fdb` reads a Node's pinned maps (L2-30).
 use std::process::Command;
 
+mod common;
+
 use aya::programs::{TestRun, TestRunOptions};
 use juneau::node::{Dataplane, dataplane::PortSpec};
 
@@ -89,16 +91,10 @@ fn mx_03_bpf_dump_drops_counts_each_drop_under_its_reason() {
     let root = juneau::standalone::pin_dir_of(&node);
     let dp = Dataplane::load(Some(&root)).unwrap();
     let drops = || {
-        let out = Command::new(env!("CARGO_BIN_EXE_kubectl-juneau"))
-            .args(["bpf", "dump", "drops", "--node", &node, "-o", "json"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let rows: Vec<(String, u64)> = serde_json::from_slice(&out.stdout).unwrap();
+        let rows: Vec<(String, u64)> = serde_json::from_value(common::kubectl_juneau_json(&[
+            "bpf", "dump", "drops", "--node", &node,
+        ]))
+        .unwrap();
         rows.into_iter()
             .collect::<std::collections::BTreeMap<_, _>>()
     };

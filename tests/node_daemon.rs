@@ -15,6 +15,8 @@ use juneau::{
     standalone::{Options, PodDef, Run, Scenario},
 };
 
+mod common;
+
 const NETWORKS: &str = "juneau.loutres.me/networks";
 
 fn scenario(nodes: &[&str]) -> Scenario {
@@ -107,16 +109,12 @@ fn metrics(run: &Run, node: &str) -> String {
 
 /// `kubectl juneau attachments --node N -o json`.
 fn attachments(node: &str) -> Vec<serde_json::Value> {
-    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-juneau"))
-        .args(["attachments", "--node", node, "-o", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_value(common::kubectl_juneau_json(&[
+        "attachments",
+        "--node",
+        node,
+    ]))
+    .unwrap()
 }
 
 /// The kernel id of segment `vni`'s learning table on `node` (which table instance
@@ -282,13 +280,17 @@ fn l2_28_mx_03_a_daemon_killed_with_sigkill_comes_back_without_losing_a_ping_or_
         );
     }
     // `bpf dump l2_fdb` names the NIC behind each local port.
-    let dump = Command::new(env!("CARGO_BIN_EXE_kubectl-juneau"))
-        .args(["bpf", "dump", "l2_fdb", "--node", "rs-a", "--inner-key"])
-        .arg(format!("vni={vni}"))
-        .args(["-o", "json"])
-        .output()
-        .unwrap();
-    let rows: Vec<serde_json::Value> = serde_json::from_slice(&dump.stdout).unwrap();
+    let key = format!("vni={vni}");
+    let rows: Vec<serde_json::Value> = serde_json::from_value(common::kubectl_juneau_json(&[
+        "bpf",
+        "dump",
+        "l2_fdb",
+        "--node",
+        "rs-a",
+        "--inner-key",
+        &key,
+    ]))
+    .unwrap();
     let web_mac = run
         .pod("rs-web")
         .unwrap()

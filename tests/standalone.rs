@@ -1,6 +1,8 @@
 //! Tier 4: the whole stack from a scenario file, as the README's demo runs it.
 use std::{process::Command, sync::Mutex};
 
+mod common;
+
 /// Standalone runs own the Node names of their scenario (sockets, pinned maps): one at
 /// a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -38,30 +40,18 @@ fn l2_28_l2_30_standalone_runs_until_sigint_its_daemons_age_the_tables_then_it_t
     // L2-30 on the daemons: what the pings taught node-a's lab-net table (VNI 3) is
     // visible through kubectl-juneau, and gone once the 2 s aging time has passed.
     let dump = || {
-        let out = Command::new(env!("CARGO_BIN_EXE_kubectl-juneau"))
-            .args([
-                "bpf",
-                "dump",
-                "l2_fdb",
-                "--node",
-                "node-a",
-                "--inner-key",
-                "vni=3",
-                "-o",
-                "json",
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice::<serde_json::Value>(&out.stdout)
-            .unwrap()
-            .as_array()
-            .unwrap()
-            .len()
+        common::kubectl_juneau_json(&[
+            "bpf",
+            "dump",
+            "l2_fdb",
+            "--node",
+            "node-a",
+            "--inner-key",
+            "vni=3",
+        ])
+        .as_array()
+        .unwrap()
+        .len()
     };
     // Traffic now (the scenario's own pings may have aged out already at 2 s): web on
     // node-a pings db on node-b; node-a learns both MACs.
@@ -198,6 +188,12 @@ fn killed_run() -> u32 {
     let pid = child.id();
     let store = format!("/run/juneau/sa-{pid}-0/store.sock");
     assert_eq!(processes_with(&store).len(), 2, "one juneau node per Node");
+    let programs = format!("/run/juneau/sa-{pid}-0/tmp/");
+    assert_eq!(
+        processes_with(&programs).len(),
+        1,
+        "the scenario's dnsmasq runs"
+    );
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid as i32),
         nix::sys::signal::Signal::SIGKILL,
@@ -211,6 +207,14 @@ fn killed_run() -> u32 {
         assert!(
             std::time::Instant::now() < deadline,
             "daemons outlived their run"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // So do the programs its scenario started in Pods (dnsmasq).
+    while !processes_with(&programs).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run's dnsmasq outlived it"
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }

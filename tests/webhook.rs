@@ -187,16 +187,13 @@ fn l2_04_l2_07_l2_19_l2_32_admission_reviews_over_https() {
             "juneau.loutres.me/networks": "[{\"interface\":\"eth0\",\"l2Network\":\"pure\"}]",
             "juneau.loutres.me/dns-inject-skip": extra}}, "spec": {"containers": [], "dnsPolicy": "ClusterFirst"}})
     };
-    let r = post_to(
-        "/mutate",
-        review(
-            "Pod",
-            "CREATE",
-            "dns",
-            on_l2("false"),
-            serde_json::Value::Null,
-        ),
-    );
+    let mutate = |skip: &str| {
+        post_to(
+            "/mutate",
+            review("Pod", "CREATE", "dns", on_l2(skip), serde_json::Value::Null),
+        )
+    };
+    let r = mutate("false");
     assert_eq!(r["response"]["allowed"], true, "{r}");
     assert_eq!(r["response"]["patchType"], "JSONPatch", "{r}");
     // kube-rs writes the patch bytes as a JSON array (Go's decoder takes that for a
@@ -207,16 +204,7 @@ fn l2_04_l2_07_l2_19_l2_32_admission_reviews_over_https() {
         patch,
         serde_json::json!([{"op": "add", "path": "/spec/dnsPolicy", "value": "Default"}])
     );
-    let r = post_to(
-        "/mutate",
-        review(
-            "Pod",
-            "CREATE",
-            "dns",
-            on_l2("true"),
-            serde_json::Value::Null,
-        ),
-    );
+    let r = mutate("true");
     assert_eq!(r["response"]["allowed"], true, "{r}");
     assert!(
         r["response"]["patch"].is_null(),

@@ -1,8 +1,7 @@
 //! Real clients across Nodes on an L2Network (L2-01, L2-02, L2-25, L2-29): a user's own
 //! DHCP server, IPv6 neighbour discovery, 802.1Q-tagged frames, and a host behind a
 //! peer VM's bridge.
-use std::process::{Child, Command, Stdio};
-
+use juneau::scenario::steps::Daemon;
 use juneau_harness::{
     Capture, Netns,
     capture::inject,
@@ -12,25 +11,8 @@ use juneau_harness::{
 
 const VNI: u32 = 6001;
 
-/// A daemon started by this test inside a namespace; stopped (only it) on drop.
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn spawn_in(ns: &Netns, argv: &[&str]) -> Daemon {
-    let child = Command::new("ip")
-        .args(["netns", "exec", ns.name()])
-        .args(argv)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    Daemon(child)
+    Daemon::start(ns.name(), argv).expect("spawn")
 }
 
 #[test]

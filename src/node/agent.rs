@@ -53,6 +53,15 @@ fn port_links(prefix: &str) -> Result<Vec<PortLink>, CniError> {
         .collect())
 }
 
+/// The NetworkInterface a port serves.
+fn nic_of<'a>(world: &'a crate::store::World, alias: &PortAlias) -> Option<&'a NetworkInterface> {
+    world.objects.interfaces.iter().find(|n| {
+        n.metadata.namespace.as_deref() == Some(&alias.namespace)
+            && n.spec.pod_ref.name == alias.pod
+            && n.spec.interface == alias.interface
+    })
+}
+
 fn cluster_err(e: crate::cluster::ClusterError) -> CniError {
     CniError::new(code::TRY_AGAIN_LATER, "cannot read the cluster").details(e.to_string())
 }
@@ -441,11 +450,7 @@ impl Agent {
         let mut dp = self.dataplane.lock().expect("dataplane lock");
         let served: BTreeSet<u32> = dp.ports().into_iter().collect();
         for (name, ifindex, alias) in &links {
-            let nic = world.objects.interfaces.iter().find(|n| {
-                n.metadata.namespace.as_deref() == Some(&alias.namespace)
-                    && n.spec.pod_ref.name == alias.pod
-                    && n.spec.interface == alias.interface
-            });
+            let nic = nic_of(&world, alias);
             let Some(status) = nic.and_then(|n| n.status.as_ref()) else {
                 continue;
             };
@@ -514,11 +519,7 @@ impl Agent {
             if have.contains(&key) {
                 continue;
             }
-            let nic = world.objects.interfaces.iter().find(|n| {
-                n.metadata.namespace.as_deref() == Some(&alias.namespace)
-                    && n.spec.pod_ref.name == alias.pod
-                    && n.spec.interface == alias.interface
-            });
+            let nic = nic_of(&world, alias);
             if let Some(nic) = nic {
                 let ep = self.endpoint_for(&alias.namespace, &alias.pod, &alias.container_id, nic);
                 self.cluster.put_endpoint(ep).map_err(cluster_err)?;

@@ -16,8 +16,24 @@ pub trait Bed {
     fn tmp(&self) -> &Path;
 }
 
-/// A program a scenario started; stopped (only it) on drop.
+/// A program a scenario (or a test) started in a namespace; stopped (only it) on drop,
+/// and killed with the process that started it should that die first.
 pub struct Daemon(Child);
+
+impl Daemon {
+    /// Starts `argv` in the named namespace, output discarded.
+    pub fn start(netns: &str, argv: &[&str]) -> std::io::Result<Daemon> {
+        let mut command = Command::new("ip");
+        command
+            .args(["netns", "exec", netns])
+            .args(argv)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        crate::child::die_with_parent(&mut command, libc::SIGKILL)
+            .spawn()
+            .map(Daemon)
+    }
+}
 
 impl Drop for Daemon {
     fn drop(&mut self) {
@@ -73,14 +89,10 @@ pub fn run_common(
     match step {
         Step::Daemon { at, cmd } => {
             let cmd = expand(bed, cmd);
-            let child = Command::new("ip")
-                .args(["netns", "exec", &bed.netns_name(at)?])
-                .args(&cmd)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
+            let argv: Vec<&str> = cmd.iter().map(String::as_str).collect();
+            let daemon = Daemon::start(&bed.netns_name(at)?, &argv)
                 .map_err(|e| format!("step {n}: cannot start {cmd:?}: {e}"))?;
-            daemons.push(Daemon(child));
+            daemons.push(daemon);
             std::thread::sleep(Duration::from_millis(300));
             say(format!("  step {n}: started {} in {at}", cmd[0]));
         }

@@ -1,9 +1,10 @@
 //! One `juneau node` process per Node namespace, kept running as a DaemonSet keeps its
 //! Pods: a daemon that exits is started again, and the run says so.
 //!
-//! Every daemon is spawned by the supervisor's own thread: `PR_SET_PDEATHSIG` ties a
-//! child to the thread that forked it, so when the standalone run dies (even by
-//! SIGKILL) its daemons get SIGTERM and exit, and nothing of theirs serves on.
+//! Every daemon is spawned by the supervisor's own thread with a parent-death signal
+//! (`child::die_with_parent`, tied to the thread that forks), so when the standalone
+//! run dies (even by SIGKILL) its daemons get SIGTERM and exit, and nothing of theirs
+//! serves on.
 use std::{
     collections::BTreeMap,
     fs::File,
@@ -94,30 +95,23 @@ impl Supervisor {
             .append(true)
             .open(&spec.log)?;
         let fd = netns.as_raw_fd();
-        // SAFETY: getpid cannot fail.
-        let parent = unsafe { libc::getpid() };
         let mut cmd = Command::new(juneau_binary());
         cmd.arg("node")
             .args(&spec.args)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
-        // SAFETY: between fork and exec only async-signal-safe calls (setns, prctl).
+        // SAFETY: between fork and exec only async-signal-safe calls (setns).
         unsafe {
             cmd.pre_exec(move || {
                 if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // The run may have died between fork and prctl: then no signal comes.
-                if libc::getppid() != parent {
-                    return Err(std::io::Error::other("the standalone run is gone"));
-                }
                 Ok(())
             });
         }
+        // SIGTERM: the daemon exits cleanly, its datapath stays pinned.
+        crate::child::die_with_parent(&mut cmd, libc::SIGTERM);
         let child = cmd.spawn();
         drop(netns);
         child

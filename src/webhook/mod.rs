@@ -86,13 +86,7 @@ pub fn mutate(req: &AdmissionRequest<DynamicObject>, snap: &Snapshot) -> Admissi
         namespace: req.namespace.clone().unwrap_or_default(),
         name: req.name.clone(),
         node: String::new(),
-        annotations: pod
-            .metadata
-            .annotations
-            .clone()
-            .unwrap_or_default()
-            .into_iter()
-            .collect(),
+        annotations: pod.metadata.annotations.clone().unwrap_or_default(),
         dns_policy: pod
             .data
             .pointer("/spec/dnsPolicy")

@@ -273,12 +273,4 @@ impl Dataplane {
         drop(program.take_link(id).map_err(prog_err(prog))?);
         Ok(())
     }
-
-    /// Every attachment by ifindex and program name (what `kubectl juneau` compares
-    /// with the kernel's view).
-    pub fn attachments(&self) -> Vec<(u32, &'static str)> {
-        let mut out: Vec<_> = self.links.iter().map(|(i, a)| (*i, a.prog())).collect();
-        out.sort();
-        out
-    }
 }

@@ -34,10 +34,6 @@ impl PinLayout {
         }
     }
 
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
     /// `v<LAYOUT_VERSION>`: this build's folder.
     pub fn version_dir(&self) -> PathBuf {
         self.root.join(format!("v{LAYOUT_VERSION}"))
