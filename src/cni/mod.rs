@@ -16,6 +16,8 @@ pub const VERSION: &str = "1.1.0";
 /// Where the daemon listens unless the network configuration says otherwise.
 pub const DEFAULT_SOCKET: &str = "/run/juneau/cni.sock";
 
+pub mod plugin;
+
 /// CNI error codes (spec section "Error").
 pub mod code {
     pub const INCOMPATIBLE_VERSION: u32 = 1;

@@ -135,9 +135,13 @@ impl Scenario {
     /// Reads and checks a scenario file; the error names the file and the field.
     pub fn load(path: &Path) -> Result<Scenario, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let s: Scenario =
-            serde_yaml_ng::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        s.check().map_err(|e| format!("{}: {e}", path.display()))?;
+        Scenario::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Parses and checks a scenario's text.
+    pub fn parse(text: &str) -> Result<Scenario, String> {
+        let s: Scenario = serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?;
+        s.check()?;
         Ok(s)
     }
 

@@ -115,42 +115,62 @@ fn missing() -> Rejection {
     }
 }
 
-/// Decodes a review, answers it with `decide` over the cluster's objects, encodes the
-/// answer; a cluster that cannot be read denies (fail closed).
+/// Which half of the webhook answers a review.
+#[derive(Clone, Copy, Debug)]
+pub enum Half {
+    Validate,
+    Mutate,
+}
+
+/// Answers one decoded review over the cluster's objects (pure: the handlers and the
+/// fuzz target share it). A cluster that cannot be read denies (fail closed).
+pub fn answer_with(
+    review_in: AdmissionReview<DynamicObject>,
+    snap: Result<&Snapshot, String>,
+    half: Half,
+) -> AdmissionReview<DynamicObject> {
+    let req: AdmissionRequest<DynamicObject> = match review_in.try_into() {
+        Ok(r) => r,
+        Err(e) => return AdmissionResponse::invalid(e.to_string()).into_review(),
+    };
+    let decide = match half {
+        Half::Validate => review,
+        Half::Mutate => mutate,
+    };
+    match snap {
+        Ok(snap) => decide(&req, snap).into_review(),
+        Err(e) => {
+            tracing::error!(error = %e, "admission without a view of the cluster");
+            AdmissionResponse::from(&req).deny(e).into_review()
+        }
+    }
+}
+
 fn answer(
     source: &Source,
     review_in: AdmissionReview<DynamicObject>,
-    decide: fn(&AdmissionRequest<DynamicObject>, &Snapshot) -> AdmissionResponse,
+    half: Half,
 ) -> Json<AdmissionReview<DynamicObject>> {
-    let req: AdmissionRequest<DynamicObject> = match review_in.try_into() {
-        Ok(r) => r,
-        Err(e) => return Json(AdmissionResponse::invalid(e.to_string()).into_review()),
-    };
-    match source.read() {
-        Ok((world, _)) => Json(decide(&req, &world.objects).into_review()),
-        Err(e) => {
-            tracing::error!(error = %e, "admission without a view of the cluster");
-            Json(
-                AdmissionResponse::from(&req)
-                    .deny(e.to_string())
-                    .into_review(),
-            )
-        }
-    }
+    let world = source.read();
+    let snap = world
+        .as_ref()
+        .map(|(w, _)| &w.objects)
+        .map_err(|e| e.to_string());
+    Json(answer_with(review_in, snap, half))
 }
 
 async fn mutate_handler(
     State(source): State<Source>,
     Json(review_in): Json<AdmissionReview<DynamicObject>>,
 ) -> Json<AdmissionReview<DynamicObject>> {
-    answer(&source, review_in, mutate)
+    answer(&source, review_in, Half::Mutate)
 }
 
 async fn validate_handler(
     State(source): State<Source>,
     Json(review_in): Json<AdmissionReview<DynamicObject>>,
 ) -> Json<AdmissionReview<DynamicObject>> {
-    answer(&source, review_in, review)
+    answer(&source, review_in, Half::Validate)
 }
 
 /// The routes: `POST /validate` and `POST /mutate` (both halves of `admission`).

@@ -11,6 +11,8 @@ use std::{
 
 use anyhow::{Context, Result, bail};
 
+mod fuzz;
+
 /// Debian packages the tests and the demo run (real tools, real peers).
 const PACKAGES: &[&str] = &[
     "iproute2",
@@ -247,7 +249,9 @@ fn demo(args: &[String]) -> Result<()> {
 fn lint() -> Result<()> {
     run(cargo().args(["fmt", "--all", "--", "--check"]))
         .context("formatting differs: run `cargo fmt --all`")?;
-    run(cargo().args(["clippy", "--all-targets", "--", "-D", "warnings"]))
+    run(cargo().args(["clippy", "--all-targets", "--", "-D", "warnings"]))?;
+    // Not a default member (libFuzzer's build): checked on its own.
+    run(cargo().args(["clippy", "-p", "juneau-fuzz", "--", "-D", "warnings"]))
 }
 
 /// Every test: lint, unit tests, BPF_PROG_TEST_RUN tests, netns golden tests. Ends
@@ -282,11 +286,17 @@ fn test(args: &[String]) -> Result<()> {
         }
     }
     let status = child.wait()?;
+    // The fuzz targets only when the whole suite runs (a filter means one test).
+    let fuzzed = if args.is_empty() {
+        fuzz::run_all()
+    } else {
+        Ok(())
+    };
     println!("tests: {passed} passed, {failed} failed, {ignored} skipped");
     if !status.success() || failed > 0 {
         bail!("cargo test failed");
     }
-    Ok(())
+    fuzzed
 }
 
 /// Runs every benchmark (each writes `bench/parts/<name>.json`), then merges them into

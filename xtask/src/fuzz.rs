@@ -1,0 +1,97 @@
+//! The fuzz targets of `fuzz/` (cargo fuzz, libFuzzer), run for a bounded number of
+//! cases in the test suite. Each run starts from the committed seeds
+//! (`fuzz/corpus/<target>`) and the inputs of past findings (`fuzz/regressions/<target>`,
+//! each a crash once fixed: run first, so a regression fails at once); what libFuzzer
+//! finds new goes to `target/fuzz-corpus/`, never into the tree.
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use crate::{cargo, root, run};
+
+/// The targets, one per parser of untrusted input.
+pub const TARGETS: &[&str] = &[
+    "annotations",
+    "cni_invocation",
+    "scenario",
+    "admission_review",
+    "frames",
+];
+
+/// Cases per target in the suite, and a time cap per target: the slowest targets
+/// (annotations, frames) run 5,000 to 15,000 cases a second here, the others 100,000+.
+const RUNS: u32 = 100_000;
+const MAX_SECONDS: u32 = 15;
+
+/// The cargo-fuzz release known to work here (stable rustc with RUSTC_BOOTSTRAP).
+const CARGO_FUZZ_VERSION: &str = "0.13.2";
+
+pub fn install() -> Result<()> {
+    let have = Command::new("cargo").args(["fuzz", "--version"]).output();
+    if have.is_ok_and(|o| o.status.success()) {
+        return Ok(());
+    }
+    eprintln!("xtask: installing cargo-fuzz {CARGO_FUZZ_VERSION}");
+    run(Command::new("cargo").args([
+        "install",
+        "--locked",
+        "cargo-fuzz",
+        "--version",
+        CARGO_FUZZ_VERSION,
+    ]))
+    .context("cannot install cargo-fuzz: is crates.io reachable?")
+}
+
+/// Runs every target for [`RUNS`] cases; prints one line per target.
+pub fn run_all() -> Result<()> {
+    install()?;
+    // No sanitizer: ASan needs a nightly std; the targets' checks are their asserts and
+    // Rust's own (debug assertions and overflow checks are on).
+    run(cargo().args(["fuzz", "build", "-s", "none"])).context("building the fuzz targets")?;
+    let mut failed = Vec::new();
+    for t in TARGETS {
+        let scratch = root().join("target/fuzz-corpus").join(t);
+        std::fs::create_dir_all(&scratch)?;
+        let mut dirs = vec![scratch];
+        for kept in ["fuzz/corpus", "fuzz/regressions"] {
+            let d = root().join(kept).join(t);
+            if d.is_dir() {
+                dirs.push(d);
+            }
+        }
+        let out = cargo()
+            .args(["fuzz", "run", "-s", "none", t])
+            .args(&dirs)
+            .args([
+                "--",
+                &format!("-runs={RUNS}"),
+                &format!("-max_total_time={MAX_SECONDS}"),
+                "-max_len=4096",
+                "-timeout=10",
+                &format!(
+                    "-artifact_prefix={}/",
+                    root().join("target/fuzz-artifacts").display()
+                ),
+            ])
+            .output()
+            .with_context(|| format!("cannot run fuzz target {t}"))?;
+        let log = String::from_utf8_lossy(&out.stderr);
+        let done = log
+            .lines()
+            .rev()
+            .find(|l| l.starts_with("Done "))
+            .unwrap_or("no summary");
+        println!("fuzz {t}: {done}");
+        if !out.status.success() {
+            eprintln!("{log}");
+            failed.push(*t);
+        }
+    }
+    if !failed.is_empty() {
+        bail!(
+            "fuzz targets failed: {} (the input is in target/fuzz-artifacts; add it to fuzz/regressions/<target> with the fix)",
+            failed.join(", ")
+        );
+    }
+    Ok(())
+}
