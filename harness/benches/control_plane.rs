@@ -214,9 +214,9 @@ fn endpoints_part(out: &mut Vec<Measurement>) {
         "bytes",
         one_table / FDB_ENTRIES as f64,
         ("map_memory_16B_key_48B_value", 138.0),
-        "memlock of one segment's LRU table / its capacity (LRU maps are preallocated)",
+        "memlock of one segment's learning table / its capacity (preallocated hash)",
     ));
-    out.push(Measurement::new("memory_per_segment", "KiB", one_table / 1024.0, ("datapath_fixed_maps", whole / 1024.0), "one L2Network on a Node: its preallocated LRU table; baseline = every fixed map of the datapath"));
+    out.push(Measurement::new("memory_per_segment", "KiB", one_table / 1024.0, ("datapath_fixed_maps", whole / 1024.0), "one L2Network on a Node: its preallocated learning table; baseline = every fixed map of the datapath"));
 }
 
 fn yaml(s: &str) -> Object {

@@ -174,22 +174,37 @@ fn main() {
         ("floor_redirect", floor_b),
         "2 VTEPs: tunnel key + clone to the VXLAN device, last by redirect",
     ));
-    // Learning a new MAC: every frame a new source (repeat 1 each, kernel-timed).
-    let learn: Vec<f64> = (0..20_000u32)
-        .map(|i| {
-            let b = i.to_be_bytes();
-            p(
-                &dp,
-                bed.ifindex(0),
-                &frames::raw(
-                    pod_mac(1),
-                    [0x02, 0xee, b[0], b[1], b[2], b[3]],
-                    0x88b5,
-                    b"new",
-                ),
-                1,
-            )
+    // Learning a new MAC: every frame a new source (repeat 1 each, kernel-timed), in a
+    // segment of its own whose table has room (8,000 new sources into 8,192 places),
+    // to a destination known there; then new sources into the now full table, whose
+    // learning is refused and counted.
+    const LEARN_VNI: u32 = 11;
+    let (learner, known) = (58_001, 58_002);
+    for ifindex in [learner, known] {
+        dp.configure_port(PortSpec {
+            ifindex,
+            vni: LEARN_VNI,
+            mtu: 0,
+            peer: true,
         })
+        .unwrap();
+    }
+    let dst = [0x02, 0xdd, 0, 0, 0, 11];
+    p(&dp, known, &frames::raw(BROADCAST, dst, 0x88b5, b"dst"), 1);
+    let new_source = |i: u32| {
+        let b = i.to_be_bytes();
+        frames::raw(dst, [0x02, 0xee, b[0], b[1], b[2], b[3]], 0x88b5, b"new")
+    };
+    let cap = juneau_common::l2::FDB_ENTRIES;
+    let learn: Vec<f64> = (0..8_000u32)
+        .map(|i| p(&dp, learner, &new_source(i), 1))
+        .collect();
+    for i in 8_000..cap {
+        p(&dp, learner, &new_source(i), 1);
+    }
+    assert_eq!(dp.fdb(LEARN_VNI).unwrap().len() as u32, cap, "table full");
+    let refused: Vec<f64> = (cap..cap + 5_000)
+        .map(|i| p(&dp, learner, &new_source(i), 1))
         .collect();
     let floor1: Vec<f64> = (0..20_000)
         .map(|_| ns_per(run_tc(&bed.ns, floor_prog, bed.ifindex(0), &unicast, 1)))
@@ -200,7 +215,14 @@ fn main() {
         "ns",
         mean(&learn),
         ("floor_redirect_single_run", mean(&floor1)),
-        "20,000 runs of repeat 1, each a new source MAC",
+        "8,000 runs of repeat 1, each a new source MAC learned into a segment table with room, to a known destination",
+    ));
+    out.push(Measurement::new(
+        "l2_new_mac_full_table_vs_floor",
+        "ns",
+        mean(&refused),
+        ("floor_redirect_single_run", mean(&floor1)),
+        "5,000 runs of repeat 1, each a new source MAC into a full segment table: learning refused and counted, frame forwarded (a MAC flood)",
     ));
     let (u100, f100) = ratio_at(&mut dp, 90_000);
     out.push(Measurement::new(

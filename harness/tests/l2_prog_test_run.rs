@@ -258,28 +258,63 @@ fn l2_28_prog_a_zero_or_group_source_is_forwarded_and_never_learned() {
 }
 
 #[test]
-fn l2_28_prog_a_full_table_still_forwards_every_frame() {
+fn l2_28_prog_a_full_table_keeps_its_entries_and_still_forwards_every_frame() {
     let b = Bed::new(2);
-    let dropped = |b: &Bed| -> u64 { b.dp.drops().unwrap().values().sum() };
-    let before = dropped(&b);
-    // More new sources than the table holds: LRU eviction makes room, nothing is
-    // refused, and every frame is forwarded.
-    let total = juneau_common::l2::FDB_ENTRIES + 64;
-    for i in 0..total {
+    // A host of the segment, learned before the flood.
+    b.send(1, &frames::raw(BROADCAST, pod_mac(1), 0x88b5, b"hello"));
+    let dropped = |b: &Bed| -> u64 {
+        b.dp.drops()
+            .unwrap()
+            .iter()
+            .filter(|(r, _)| **r != "LEARN_FAILED")
+            .map(|(_, n)| n)
+            .sum()
+    };
+    let (before, refused_before) = (dropped(&b), b.drops("LEARN_FAILED"));
+    // More new sources than the table holds: the table fills, the rest is refused and
+    // counted, and every frame is forwarded all the same.
+    let cap = juneau_common::l2::FDB_ENTRIES;
+    let extra = 64;
+    let flood_mac = |i: u32| {
         let mut mac = [0x02, 0xfe, 0, 0, 0, 0];
         mac[2..].copy_from_slice(&i.to_be_bytes());
-        let run = b.send(0, &frames::raw(BROADCAST, mac, 0x88b5, b"flood"));
+        mac
+    };
+    for i in 0..cap + extra {
+        let run = b.send(0, &frames::raw(BROADCAST, flood_mac(i), 0x88b5, b"flood"));
         assert_eq!(run.verdict, TC_ACT_REDIRECT, "frame {i} was not forwarded");
     }
-    let held = b.dp.fdb(VNI).unwrap().len() as u32;
-    assert!(
-        held <= juneau_common::l2::FDB_ENTRIES && held > juneau_common::l2::FDB_ENTRIES / 2,
-        "{held} entries"
+    assert_eq!(
+        b.dp.fdb(VNI).unwrap().len() as u32,
+        cap,
+        "the table is full"
     );
-    assert_eq!(dropped(&b), before, "no frame dropped, no learn refused");
+    // The host learned before is still there (nothing evicted).
+    assert_eq!(
+        b.entry(pod_mac(1)).map(|e| e.ifindex),
+        Some(b.bed.ifindex(1))
+    );
+    assert!(
+        b.entry(flood_mac(0)).is_some(),
+        "the first flood source was kept"
+    );
+    assert!(
+        b.entry(flood_mac(cap + extra - 1)).is_none(),
+        "a source beyond the capacity was learned"
+    );
+    // Learned: the host and cap - 1 flood sources; each later one refused once.
+    assert_eq!(
+        b.drops("LEARN_FAILED") - refused_before,
+        u64::from(extra + 1),
+        "each source beyond the capacity counted once"
+    );
+    assert_eq!(dropped(&b), before, "no frame dropped");
+    // The host is still reached by one redirect, not a flood.
+    let tx = b.tx();
     let run = b.send(
-        1,
-        &frames::raw(pod_mac(0), pod_mac(1), 0x88b5, b"after the flood"),
+        0,
+        &frames::raw(pod_mac(1), pod_mac(0), 0x88b5, b"after the flood"),
     );
     assert_eq!(run.verdict, TC_ACT_REDIRECT);
+    assert_eq!(b.tx(), tx, "known unicast by redirect_peer, not a flood");
 }

@@ -32,8 +32,8 @@ pub fn dump_fdb(dir: &Path, vni: u32) -> Result<Vec<FdbRow>, CliError> {
     let inner = outer
         .get(&slot, 0)
         .map_err(|e| CliError::Map(map_names::L2_FDB, e))?;
-    let table: HashMap<_, FdbKey, FdbEntry> = HashMap::try_from(Map::LruHashMap(inner))
-        .map_err(|e| CliError::Map(map_names::L2_FDB, e))?;
+    let table: HashMap<_, FdbKey, FdbEntry> =
+        HashMap::try_from(Map::HashMap(inner)).map_err(|e| CliError::Map(map_names::L2_FDB, e))?;
     let now = crate::node::dataplane::monotonic_coarse_ns();
     let mut rows: Vec<FdbRow> = table
         .iter()

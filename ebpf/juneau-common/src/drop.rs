@@ -24,7 +24,7 @@ pub enum DropReason {
     CloneFailed = 5,
     /// A frame larger than the segment MTU that cannot be fragmented.
     TooBig = 6,
-    /// The learning table refused an update (full beyond LRU eviction, or a kernel
+    /// The learning table refused an update (the segment's table is full, or a kernel
     /// error). Not a drop: the frame is forwarded all the same; the slot counts how
     /// often learning failed (`juneau_learn_failures_total`).
     LearnFailed = 7,

@@ -9,8 +9,11 @@
 pub const MAX_PORTS: u32 = 65536;
 /// Segment slots per Node (L2Networks with at least one port on it).
 pub const MAX_SEGMENTS: u32 = 1024;
-/// Learned MACs per segment: one LRU table each, so that one tenant that floods source
-/// MACs evicts only its own entries.
+/// Learned MACs per segment: one preallocated hash table each. A full table learns
+/// nothing new until the aging sweep frees room, and never evicts: a tenant that floods
+/// source MACs cannot push out the entries of its own segment's other hosts, let alone
+/// another segment's (an LRU table evicts under a global lock and cost 1.5 to 1.8 times as much
+/// per new MAC: docs/benchmarks-findings.md).
 pub const FDB_ENTRIES: u32 = 8192;
 /// Local ports per segment that a broadcast reaches (more than the 110 Pods a
 /// Kubernetes Node runs by default).

@@ -3,7 +3,7 @@
 #![allow(non_upper_case_globals)]
 
 use aya_ebpf::{
-    btf_maps::{Array, ArrayOfMaps, HashMap, LruHashMap, PerCpuArray},
+    btf_maps::{Array, ArrayOfMaps, HashMap, PerCpuArray},
     macros::btf_map,
 };
 use juneau_common::{
@@ -26,7 +26,7 @@ pub static jn_l2_vni: HashMap<u32, u32, { MAX_SEGMENTS as usize }> = HashMap::ne
 /// One learning table per segment slot (written by the datapath only: L2-29).
 #[btf_map]
 pub static jn_l2_fdb: ArrayOfMaps<
-    LruHashMap<FdbKey, FdbEntry, { FDB_ENTRIES as usize }>,
+    HashMap<FdbKey, FdbEntry, { FDB_ENTRIES as usize }>,
     { MAX_SEGMENTS as usize },
 > = ArrayOfMaps::new();
 

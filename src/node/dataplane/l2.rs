@@ -161,7 +161,7 @@ impl Dataplane {
     pub(super) fn create_fdb(&mut self, vni: u32, slot: u32) -> Result<(), DataplaneError> {
         let name = format!("jn_fdb_{vni}");
         let obj = aya_obj::Map::new_from_params(
-            aya_obj::generated::bpf_map_type::BPF_MAP_TYPE_LRU_HASH as u32,
+            aya_obj::generated::bpf_map_type::BPF_MAP_TYPE_HASH as u32,
             size_of::<FdbKey>() as u32,
             size_of::<FdbEntry>() as u32,
             FDB_ENTRIES,
@@ -210,7 +210,7 @@ impl Dataplane {
             .collect();
         let mut removed = 0;
         for key in &keys {
-            // An entry the LRU evicted meanwhile is gone either way.
+            // An entry the aging sweep or a move removed meanwhile is gone either way.
             if map.remove(key).is_ok() {
                 removed += 1;
             }
@@ -278,7 +278,7 @@ pub(super) fn open_fdb(
 ) -> Result<BpfHashMap<MapData, FdbKey, FdbEntry>, DataplaneError> {
     let id = table.info().map_err(map_err("jn_fdb"))?.id();
     let data = MapData::from_id(id).map_err(map_err("jn_fdb"))?;
-    BpfHashMap::try_from(Map::LruHashMap(data)).map_err(map_err("jn_fdb"))
+    BpfHashMap::try_from(Map::HashMap(data)).map_err(map_err("jn_fdb"))
 }
 
 /// CLOCK_MONOTONIC_COARSE in ns: the clock of `bpf_ktime_get_coarse_ns`.

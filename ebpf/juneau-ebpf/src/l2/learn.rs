@@ -62,7 +62,7 @@ pub fn learn_remote(fdb: &Fdb, src: &FdbKey, vtep: u32) {
 #[inline(always)]
 fn learn(fdb: &Fdb, src: &FdbKey, ifindex: u32, vtep: u32, flags: u32, now: u64) -> bool {
     if let Some(entry) = fdb.get_ptr_mut(src) {
-        // SAFETY: the entry pointer is used immediately; a concurrent LRU reuse at worst
+        // SAFETY: the entry pointer is used immediately; a concurrent delete and reuse at worst
         // refreshes the wrong entry's timestamp once.
         let (old_ifindex, old_vtep, seen) =
             unsafe { ((*entry).ifindex, (*entry).vtep, (*entry).last_seen_ns) };

@@ -4,7 +4,7 @@
 mod flood;
 pub mod learn;
 
-use aya_ebpf::{btf_maps::LruHashMap, programs::TcContext};
+use aya_ebpf::{btf_maps::HashMap, programs::TcContext};
 use juneau_common::{
     DropReason, FdbEntry, FdbKey,
     l2::{FDB_ENTRIES, PORT_ACTIVE},
@@ -12,7 +12,7 @@ use juneau_common::{
 
 use crate::{deliver::deliver, eth, maps, overlay};
 
-pub type Fdb = LruHashMap<FdbKey, FdbEntry, { FDB_ENTRIES as usize }>;
+pub type Fdb = HashMap<FdbKey, FdbEntry, { FDB_ENTRIES as usize }>;
 
 /// Frames sent by a workload into its port.
 #[inline(always)]
@@ -69,7 +69,7 @@ fn forward(
     let dst = &addrs.dst;
     if !eth::is_group(dst) {
         if let Some(entry) = fdb.get_ptr(dst) {
-            // SAFETY: copied out at once; an LRU entry may be reused after this point.
+            // SAFETY: copied out at once; a deleted entry may be reused after this point.
             let entry: FdbEntry = unsafe { *entry };
             if entry.vtep != 0 {
                 if !from_overlay {

@@ -138,7 +138,7 @@ pub fn from_underlay(ctx: &TcContext) -> Result<i32, DropReason> {
         return Ok(TC_ACT_OK);
     };
     let entry: FdbEntry = match fdb.get_ptr(&dst) {
-        // SAFETY: copied out at once; an LRU entry may be reused after this point.
+        // SAFETY: copied out at once; a deleted entry may be reused after this point.
         Some(entry) => unsafe { *entry },
         None => return Ok(TC_ACT_OK),
     };
