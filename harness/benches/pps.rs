@@ -11,7 +11,7 @@ use aya::{
 };
 use juneau_harness::{
     Netns, Node,
-    bench::{LiveFrames, Measurement, median, write_part},
+    bench::{LiveFrames, Measurement, gro_on, median, plain_pods, write_part},
     capture::inject,
     frames::{self, BROADCAST, fixtures::*},
 };
@@ -32,10 +32,6 @@ struct Bed {
     sender: Netns,
     receiver: Netns,
     _keep: Box<dyn std::any::Any>,
-}
-
-fn gro_on(ns: &Netns, dev: &str) {
-    ns.exec(&["ethtool", "-K", dev, "gro", "on"]);
 }
 
 fn juneau_bed() -> Bed {
@@ -62,16 +58,9 @@ fn juneau_bed() -> Bed {
 
 /// Node namespace with two veth pairs into two Pod namespaces.
 fn plain_pair() -> (Netns, Netns, Netns) {
-    let node = Netns::new("pps-node");
-    let (a, b) = (Netns::new("pps-pod"), Netns::new("pps-pod"));
-    for (i, pod) in [&a, &b].into_iter().enumerate() {
-        let host = format!("h{i}");
-        node.add_veth(&host, pod, "eth0", None);
-        let mac = juneau::format_mac(&pod_mac(i as u8));
-        pod.ip(&["link", "set", "eth0", "address", &mac, "up"]);
-        node.ip(&["link", "set", &host, "up"]);
-    }
-    (node, a, b)
+    let (node, mut pods) = plain_pods(2);
+    let b = pods.pop().unwrap();
+    (node, pods.pop().unwrap(), b)
 }
 
 fn bridge_bed() -> Bed {

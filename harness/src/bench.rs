@@ -72,6 +72,27 @@ pub fn pin_to_cpu(cpu: usize) {
     }
 }
 
+/// Turns GRO on for `dev` in `ns`: the XDP live-frames generator's frames are dropped by
+/// a veth whose peer has it off.
+pub fn gro_on(ns: &crate::Netns, dev: &str) {
+    ns.exec(&["ethtool", "-K", dev, "gro", "on"]);
+}
+
+/// A Node namespace with `n` veth pairs (`h<i>` in the Node) into `n` Pod namespaces
+/// (`eth0`, MAC `pod_mac(i)`), all up and joined by nothing: the bed for baselines.
+pub fn plain_pods(n: usize) -> (crate::Netns, Vec<crate::Netns>) {
+    let node = crate::Netns::new("bed-node");
+    let pods: Vec<crate::Netns> = (0..n).map(|_| crate::Netns::new("bed-pod")).collect();
+    for (i, pod) in pods.iter().enumerate() {
+        let host = format!("h{i}");
+        node.add_veth(&host, pod, "eth0", None);
+        let mac = juneau::format_mac(&crate::frames::fixtures::pod_mac(i as u8));
+        pod.ip(&["link", "set", "eth0", "address", &mac, "up"]);
+        node.ip(&["link", "set", &host, "up"]);
+    }
+    (node, pods)
+}
+
 /// The kernel has no pktgen: an XDP live-frames test run transmits `count` copies of
 /// `frame` out of `ifname` in the `sender` namespace (the `xdp_tx` program of
 /// [`juneau::baseline::FLOOR_OBJECT`], XDP_TX). The interface's peer needs GRO on, or
@@ -92,11 +113,34 @@ impl LiveFrames {
             .try_into()
             .expect("an XDP program");
         prog.load().expect("load xdp_tx");
+        let flood: &mut aya::programs::Xdp = obj
+            .program_mut("xdp_tx_new_source")
+            .expect("xdp_tx_new_source")
+            .try_into()
+            .expect("an XDP program");
+        flood.load().expect("load xdp_tx_new_source");
         Self { obj }
     }
 
+    /// [`Self::blast_with`] of `xdp_tx` on CPU 1.
     pub fn blast(
         &self,
+        sender: &crate::Netns,
+        ifname: &str,
+        receiver: &crate::Netns,
+        frame: &[u8],
+        count: u32,
+    ) -> f64 {
+        self.blast_with("xdp_tx", 1, sender, ifname, receiver, frame, count)
+    }
+
+    /// `count` frames by `program` (`xdp_tx`, or `xdp_tx_new_source` for a MAC flood)
+    /// from a thread pinned to `cpu`; Mpps delivered at `receiver`'s eth0.
+    #[allow(clippy::too_many_arguments)]
+    pub fn blast_with(
+        &self,
+        program: &str,
+        cpu: usize,
         sender: &crate::Netns,
         ifname: &str,
         receiver: &crate::Netns,
@@ -106,15 +150,15 @@ impl LiveFrames {
         use aya::programs::{TestRun, TestRunAttrs, TestRunOptions, Xdp};
         let generator: &Xdp = self
             .obj
-            .program("xdp_tx")
-            .expect("xdp_tx")
+            .program(program)
+            .expect("a generator program")
             .try_into()
             .expect("an XDP program");
         let before = receiver.counter("eth0", "rx_packets");
         let start = std::time::Instant::now();
         sender
             .run(|| {
-                pin_to_cpu(1);
+                pin_to_cpu(cpu);
                 let c = std::ffi::CString::new(ifname).unwrap();
                 // SAFETY: a C string we own.
                 let ifindex = unsafe { libc::if_nametoindex(c.as_ptr()) };

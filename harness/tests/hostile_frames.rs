@@ -292,3 +292,50 @@ fn l2_01_stp_bpdus_and_lacp_cross_a_pure_segment_like_any_frame() {
     }
     s.assert_goldens("l2_01_stp_and_lacp_cross_a_pure_segment");
 }
+
+/// The same unsound VXLAN frames on the wire of a whole Node (sent by the underlay's
+/// switch port to the Node's NIC): the underlay program leaves them to the stack, the
+/// kernel's checks or `overlay_ingress` stop each, and no Pod sees any. The one the
+/// kernel hands to the VXLAN device (a VNI nobody serves) is counted by `overlay_ingress`.
+#[rstest]
+#[case::vxlan_shorter_than_its_header(vxlan_to_pod1(VNI, 0, |f| { f.truncate(46); }), None)]
+#[case::a_vni_this_node_does_not_serve(vxlan_to_pod1(VNI + 1, 60, |_| {}), Some("UNKNOWN_VNI"))]
+#[case::inner_frame_shorter_than_14_bytes(vxlan_to_pod1(VNI, 10, |_| {}), None)]
+#[case::outer_ihl_below_5(vxlan_to_pod1(VNI, 60, |f| { f[14] = 0x44; outer_checksum(f); }), None)]
+#[case::outer_total_length_beyond_the_frame(vxlan_to_pod1(VNI, 60, |f| { f[16..18].copy_from_slice(&1400u16.to_be_bytes()); outer_checksum(f); }), None)]
+#[case::outer_header_checksum_wrong(vxlan_to_pod1(VNI, 60, |f| { f[24] ^= 0xff; }), None)]
+#[case::udp_length_beyond_the_ip_packet(vxlan_to_pod1(VNI, 60, |f| { let l = u16::from_be_bytes([f[16], f[17]]); f[38..40].copy_from_slice(&(l - 10).to_be_bytes()); }), None)]
+fn l2_28_unsound_vxlan_on_a_nodes_wire_reaches_no_pod(
+    #[case] f: Vec<u8>,
+    #[case] counted: Option<&str>,
+) {
+    use std::time::Duration;
+
+    use juneau_harness::{
+        capture::{Capture, inject},
+        node::{Cluster, PodOptions},
+    };
+    // Node 0 hosts Pods 0 and 1 of the segment; the frames come from node 1's address.
+    let mut c = Cluster::new(2);
+    c.add_pod(0, 0, PodOptions::vni(VNI));
+    let p1 = c.add_pod(0, 1, PodOptions::vni(VNI));
+    let pod1 = &c.pod(0, p1).ns;
+    let dp = &c.nodes[0].dataplane;
+    let learned = |mac: [u8; 6]| dp.fdb(VNI).unwrap().iter().any(|(k, _)| k.mac == mac);
+    let quiet = Duration::from_millis(300);
+    let before = dp.drops().unwrap();
+    let cap = Capture::start(pod1, "eth0", "pod1");
+    inject(&c.underlay, "n0", &f);
+    assert_eq!(cap.received(quiet), Vec::<Vec<u8>>::new(), "a Pod got it");
+    assert!(
+        !learned(STRANGER),
+        "learned the inner source of an unsound frame"
+    );
+    let want: Vec<(&str, u64)> = counted.map(|r| (r, 1)).into_iter().collect();
+    assert_eq!(delta(&before, &dp.drops().unwrap()), want);
+    // The frame made sound crosses: the path was live and the capture would have seen it.
+    let cap = Capture::start(pod1, "eth0", "pod1");
+    inject(&c.underlay, "n0", &vxlan_to_pod1(VNI, 60, |_| {}));
+    assert_eq!(cap.received(quiet).len(), 1, "the sound frame is delivered");
+    assert!(learned(STRANGER));
+}

@@ -37,7 +37,7 @@ pub fn crds()
 -> Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>
 {
     use kube::CustomResourceExt;
-    vec![
+    let crds = vec![
         Vpc::crd(),
         VpcPeering::crd(),
         TransitGateway::crd(),
@@ -49,7 +49,53 @@ pub fn crds()
         NetworkInterface::crd(),
         NetworkEndpoint::crd(),
         AllocationPool::crd(),
-    ]
+    ];
+    crds.into_iter()
+        .map(|c| {
+            let mut v = serde_json::to_value(c).expect("CRDs serialize");
+            drop_unknown_formats(&mut v);
+            serde_json::from_value(v).expect("and read back")
+        })
+        .collect()
+}
+
+/// The OpenAPI formats the API server knows; schemars also writes `uint32` and the like,
+/// which `kubectl apply` warns about ("unrecognized format") and the server ignores.
+const KNOWN_FORMATS: &[&str] = &[
+    "int32",
+    "int64",
+    "float",
+    "double",
+    "byte",
+    "binary",
+    "date",
+    "date-time",
+    "duration",
+    "password",
+    "uri",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "cidr",
+    "mac",
+    "uuid",
+];
+
+fn drop_unknown_formats(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            if m.get("format")
+                .and_then(|f| f.as_str())
+                .is_some_and(|f| !KNOWN_FORMATS.contains(&f))
+            {
+                m.remove("format");
+            }
+            m.values_mut().for_each(drop_unknown_formats);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(drop_unknown_formats),
+        _ => {}
+    }
 }
 
 /// The CRDs as one multi-document YAML (what `kind/crds.yaml` holds).

@@ -38,7 +38,9 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("bootstrap") => bootstrap(),
         Some("demo") => bootstrap().and_then(|()| demo(&args[1..])),
-        Some("test") => bootstrap().and_then(|()| test(&args[1..])),
+        Some("test") => bootstrap()
+            .and_then(|()| kubernetes_tools())
+            .and_then(|()| test(&args[1..])),
         Some("lint") => lint(),
         Some("bench") if args.get(1).is_some_and(|a| a == "--render") => render_saved(),
         Some("bench") => bootstrap().and_then(|()| bench()),
@@ -109,6 +111,15 @@ fn bootstrap() -> Result<()> {
     bpf_linker()?;
     bpffs()?;
     Ok(())
+}
+
+/// etcd, kube-apiserver and kubectl built from their Go modules (`tools/build.sh`,
+/// cached per version under /var/cache/juneau-tools: about 10 minutes on 2 idle cores
+/// the first time, nothing after). The tests start a real control plane from them; the
+/// demo does not need them.
+fn kubernetes_tools() -> Result<()> {
+    run(Command::new(root().join("tools/build.sh")).args(["k8s", "etcd"]))
+        .context("building the Kubernetes components (Go and the Go module proxy needed)")
 }
 
 unsafe extern "C" {
@@ -318,11 +329,11 @@ fn bench() -> Result<()> {
     let _ = std::fs::remove_dir_all(&parts);
     // The CNI benchmark runs the release plugin binary.
     run(cargo().args(["build", "--release", "--quiet", "-p", "juneau", "--bins"]))?;
-    for b in ["l2_prog", "pps", "tcp", "control_plane"] {
+    for b in ["l2_prog", "pps", "mac_flood", "tcp", "control_plane"] {
         run(cargo().args(["bench", "--quiet", "-p", "juneau-harness", "--bench", b]))?;
     }
     let mut all: Vec<serde_json::Value> = Vec::new();
-    for part in ["prog", "pps", "tcp", "control_plane"] {
+    for part in ["prog", "pps", "mac_flood", "tcp", "control_plane"] {
         let text = std::fs::read_to_string(parts.join(format!("{part}.json")))
             .with_context(|| format!("benchmark part {part} is missing"))?;
         let v: Vec<serde_json::Value> = serde_json::from_str(&text)?;

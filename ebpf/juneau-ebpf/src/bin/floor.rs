@@ -6,14 +6,16 @@
 //!   delivering into a Pod from its sender's veth;
 //! - `xdp_tx`: the traffic generator (XDP live-frames test runs transmit every frame it
 //!   returns `XDP_TX` for); the benchmarked paths never rewrite frames, so it need not
-//!   rewrite headers on the recycled pages.
+//!   rewrite headers on the recycled pages;
+//! - `xdp_tx_new_source`: the MAC-flood generator, every frame with a source MAC never
+//!   sent before.
 #![no_std]
 #![no_main]
 #![allow(non_upper_case_globals)]
 
 use aya_ebpf::{
     bindings::{TC_ACT_SHOT, xdp_action},
-    btf_maps::HashMap,
+    btf_maps::{HashMap, PerCpuArray},
     helpers::{bpf_redirect, bpf_redirect_peer},
     macros::{btf_map, classifier, xdp},
     programs::{TcContext, XdpContext},
@@ -46,6 +48,35 @@ pub fn floor_redirect_peer(ctx: TcContext) -> i32 {
 
 #[xdp]
 pub fn xdp_tx(_ctx: XdpContext) -> u32 {
+    xdp_action::XDP_TX
+}
+
+/// The flood generator's sequence number, per CPU (it runs on one).
+#[btf_map]
+static jn_floor_seq: PerCpuArray<u32, 1> = PerCpuArray::new();
+
+/// A tenant trying to overflow the learning tables: source MAC `02:f1:<seq>`, a new
+/// one on every frame (written on each run, so page recycling cannot repeat one).
+#[xdp]
+pub fn xdp_tx_new_source(ctx: XdpContext) -> u32 {
+    let (data, end) = (ctx.data(), ctx.data_end());
+    if data + 12 > end {
+        return xdp_action::XDP_ABORTED;
+    }
+    let Some(seq) = jn_floor_seq.get_ptr_mut(0) else {
+        return xdp_action::XDP_ABORTED;
+    };
+    // SAFETY: the per-CPU value is ours for this run; bytes 6..12 are inside the frame
+    // (checked above).
+    unsafe {
+        *seq = (*seq).wrapping_add(1);
+        let src = (data + 6) as *mut u8;
+        *src = 0x02;
+        *src.add(1) = 0xf1;
+        for (i, b) in (*seq).to_be_bytes().into_iter().enumerate() {
+            *src.add(2 + i) = b;
+        }
+    }
     xdp_action::XDP_TX
 }
 

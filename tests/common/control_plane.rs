@@ -1,0 +1,254 @@
+//! A real Kubernetes control plane for tests: etcd and kube-apiserver built from their Go
+//! modules (`tools/build.sh`, run by `cargo xtask test`), started on loopback with
+//! certificates made here: one CA signs the serving certificate (rustls refuses a
+//! self-signed leaf as its own anchor), a second CA the admin client certificate, and a
+//! key pair signs ServiceAccount tokens. Flags as envtest's, plus what docs/kubernetes-
+//! testbed.md found missing (`--advertise-address` with `--endpoint-reconciler-type=none`).
+//! Dropping it kills both processes (its own children, by PID) and removes its folder.
+use std::{
+    net::TcpListener,
+    path::{Path, PathBuf},
+    process::{Child, Command, Output, Stdio},
+    time::{Duration, Instant},
+};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+    KeyUsagePurpose,
+};
+
+pub struct ControlPlane {
+    dir: PathBuf,
+    children: Vec<Child>,
+    pub kubeconfig: PathBuf,
+}
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `<cache>/<component>-<version>/bin/<name>`, the layout of `tools/build.sh`, versions
+/// from `tools/versions.env`.
+pub fn tool(component: &str, name: &str) -> PathBuf {
+    let env = std::fs::read_to_string(repo().join("tools/versions.env")).unwrap();
+    let key = format!("{}_VERSION=", component.to_uppercase());
+    let version = env
+        .lines()
+        .find_map(|l| l.strip_prefix(&key))
+        .unwrap_or_else(|| panic!("tools/versions.env has no {key}"));
+    let root =
+        std::env::var("JUNEAU_TOOLS_CACHE").unwrap_or_else(|_| "/var/cache/juneau-tools".into());
+    let bin = Path::new(&root)
+        .join(format!("{component}-{version}"))
+        .join("bin")
+        .join(name);
+    assert!(
+        bin.exists(),
+        "{} is missing: run `tools/build.sh {component}` (cargo xtask test does)",
+        bin.display()
+    );
+    bin
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn ca(name: &str) -> (rcgen::Certificate, KeyPair) {
+    let key = KeyPair::generate().unwrap();
+    let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    p.distinguished_name.push(DnType::CommonName, name);
+    p.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    (p.self_signed(&key).unwrap(), key)
+}
+
+fn leaf(
+    sans: &[&str],
+    cn: &str,
+    org: Option<&str>,
+    usage: ExtendedKeyUsagePurpose,
+    (ca, ca_key): &(rcgen::Certificate, KeyPair),
+) -> (String, String) {
+    let key = KeyPair::generate().unwrap();
+    let mut p =
+        CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+    p.distinguished_name.push(DnType::CommonName, cn);
+    if let Some(o) = org {
+        p.distinguished_name.push(DnType::OrganizationName, o);
+    }
+    p.extended_key_usages = vec![usage];
+    let cert = p.signed_by(&key, ca, ca_key).unwrap();
+    (cert.pem(), key.serialize_pem())
+}
+
+impl ControlPlane {
+    /// Starts etcd and kube-apiserver and waits until `/readyz` says ok (about 5 s).
+    pub fn start() -> ControlPlane {
+        let dir =
+            std::env::temp_dir().join(format!("juneau-cp-{}-{}", std::process::id(), free_port()));
+        let certs = dir.join("certs");
+        std::fs::create_dir_all(&certs).unwrap();
+        let write = |name: &str, text: &str| std::fs::write(certs.join(name), text).unwrap();
+        let serving_ca = ca("juneau-test-serving-ca");
+        let (crt, key) = leaf(
+            &["localhost", "127.0.0.1"],
+            "localhost",
+            None,
+            ExtendedKeyUsagePurpose::ServerAuth,
+            &serving_ca,
+        );
+        write("ca.crt", &serving_ca.0.pem());
+        write("apiserver.crt", &crt);
+        write("apiserver.key", &key);
+        let client_ca = ca("juneau-test-client-ca");
+        let (crt, key) = leaf(
+            &[],
+            "admin",
+            Some("system:masters"),
+            ExtendedKeyUsagePurpose::ClientAuth,
+            &client_ca,
+        );
+        write("client-ca.crt", &client_ca.0.pem());
+        write("admin.crt", &crt);
+        write("admin.key", &key);
+        let sa = KeyPair::generate().unwrap();
+        write("sa.key", &sa.serialize_pem());
+        write("sa.pub", &sa.public_key_pem());
+
+        let (etcd_port, peer_port, api_port) = (free_port(), free_port(), free_port());
+        let etcd_url = format!("http://127.0.0.1:{etcd_port}");
+        let peer_url = format!("http://127.0.0.1:{peer_port}");
+        let log = |name: &str| std::fs::File::create(dir.join(name)).unwrap();
+        let mut children = Vec::new();
+        let mut etcd = Command::new(tool("etcd", "etcd"));
+        etcd.args([
+            "--name=t",
+            &format!("--data-dir={}", dir.join("etcd").display()),
+            "--unsafe-no-fsync=true",
+            &format!("--listen-client-urls={etcd_url}"),
+            &format!("--advertise-client-urls={etcd_url}"),
+            &format!("--listen-peer-urls={peer_url}"),
+            &format!("--initial-advertise-peer-urls={peer_url}"),
+            &format!("--initial-cluster=t={peer_url}"),
+        ])
+        .stdout(Stdio::null())
+        .stderr(log("etcd.log"));
+        juneau::child::die_with_parent(&mut etcd, libc::SIGKILL);
+        children.push(etcd.spawn().expect("start etcd"));
+        let server = format!("https://127.0.0.1:{api_port}");
+        let mut api = Command::new(tool("k8s", "kube-apiserver"));
+        api.args([
+            &format!("--etcd-servers={etcd_url}"),
+            &format!("--cert-dir={}", certs.display()),
+            &format!("--secure-port={api_port}"),
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            "--endpoint-reconciler-type=none",
+            "--service-cluster-ip-range=10.0.0.0/24",
+            "--allow-privileged=true",
+            "--authorization-mode=RBAC",
+            "--disable-admission-plugins=ServiceAccount",
+            &format!("--service-account-issuer={server}/"),
+            &format!(
+                "--service-account-key-file={}",
+                certs.join("sa.pub").display()
+            ),
+            &format!(
+                "--service-account-signing-key-file={}",
+                certs.join("sa.key").display()
+            ),
+            &format!("--client-ca-file={}", certs.join("client-ca.crt").display()),
+        ])
+        .stdout(Stdio::null())
+        .stderr(log("kube-apiserver.log"));
+        juneau::child::die_with_parent(&mut api, libc::SIGKILL);
+        children.push(api.spawn().expect("start kube-apiserver"));
+
+        let kubeconfig = dir.join("kubeconfig");
+        std::fs::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: {server}\n    certificate-authority: {ca}\nusers:\n- name: admin\n  user:\n    client-certificate: {crt}\n    client-key: {key}\ncontexts:\n- name: t\n  context: {{cluster: t, user: admin}}\ncurrent-context: t\n",
+                ca = certs.join("ca.crt").display(),
+                crt = certs.join("admin.crt").display(),
+                key = certs.join("admin.key").display(),
+            ),
+        )
+        .unwrap();
+        let cp = ControlPlane {
+            dir,
+            children,
+            kubeconfig,
+        };
+        cp.wait_ready(Duration::from_secs(60));
+        cp
+    }
+
+    fn wait_ready(&self, within: Duration) {
+        let deadline = Instant::now() + within;
+        loop {
+            let out = self.kubectl(&["get", "--raw", "/readyz"]);
+            if out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "ok" {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "kube-apiserver not ready within {within:?}; last answer: {}{}; its log: {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr),
+                self.log_tail("kube-apiserver.log")
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// The last lines of one component's log, for failure messages.
+    pub fn log_tail(&self, name: &str) -> String {
+        let text = std::fs::read_to_string(self.dir.join(name)).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+
+    /// kubectl (of the same build) against this control plane, as admin.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        Command::new(tool("k8s", "kubectl"))
+            .arg(format!("--kubeconfig={}", self.kubeconfig.display()))
+            .args(args)
+            .output()
+            .expect("run kubectl")
+    }
+
+    /// kubectl that must succeed; its stdout.
+    pub fn kubectl_ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            if let Err(e) = c.kill() {
+                eprintln!("control plane: cannot kill {}: {e}", c.id());
+            }
+            let _ = c.wait();
+        }
+        if let Err(e) = std::fs::remove_dir_all(&self.dir) {
+            eprintln!("control plane: cannot remove {}: {e}", self.dir.display());
+        }
+    }
+}

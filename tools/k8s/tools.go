@@ -1,0 +1,10 @@
+//go:build tools
+
+// Package tools pins the Kubernetes commands that tools/build.sh builds, so that
+// `go mod tidy` keeps their dependencies in go.mod and go.sum.
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
