@@ -4,7 +4,7 @@
 //! concrete store. The embedded [`crate::store::Store`] implements it in-process (the
 //! standalone run and the tests), [`crate::store::remote::RemoteStore`] implements it
 //! for a `juneau node` process that reads the standalone run's store over a local
-//! socket, and a Kubernetes backend (kube-rs reflectors) implements it in a cluster.
+//! socket, and [`crate::store::k8s::KubeCluster`] implements it over the Kubernetes API.
 use std::time::Duration;
 
 use crate::{

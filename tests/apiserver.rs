@@ -150,3 +150,138 @@ fn l2_03_eip_07_the_crds_are_accepted_and_kubectl_prints_the_seed_columns() {
         "{nics}"
     );
 }
+
+/// The controller's reconcilers (segments, NICs and IPAM, RouteTables) over the real API:
+/// one pass writes the L2Network status, the Pod's NetworkInterface with its address, and
+/// the connected route (L2-14); a second pass, as a restarted controller makes, changes
+/// nothing.
+#[test]
+fn l2_06_l2_14_the_controller_writes_through_the_real_api_and_a_second_pass_changes_nothing() {
+    use juneau::{cluster::Cluster, controller, store::k8s::KubeCluster};
+    let cp = ControlPlane::start();
+    let crds =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/kind/crds.yaml")).unwrap();
+    assert!(apply(&cp, &crds).status.success());
+    cp.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=30s",
+        "crd",
+        "--all",
+    ]);
+    let out = apply(
+        &cp,
+        "apiVersion: juneau.loutres.me/v1alpha1\nkind: Vpc\nmetadata: {name: tenant-a}\nspec: {}\n---\n\
+         apiVersion: juneau.loutres.me/v1alpha1\nkind: RouteTable\nmetadata: {name: tenant-a}\nspec: {vpc: tenant-a}\n---\n\
+         apiVersion: juneau.loutres.me/v1alpha1\nkind: L2Network\nmetadata: {name: lab-net}\n\
+         spec: {vpc: tenant-a, cidr: 10.70.0.0/24, gateway: {}}\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: default\n  annotations:\n    \
+         juneau.loutres.me/networks: '[{\"interface\": \"eth0\", \"l2Network\": \"lab-net\"}]'\n\
+         spec:\n  nodeName: node-a\n  containers: [{name: c, image: busybox}]\n",
+    );
+    assert!(
+        out.status.success(),
+        "objects refused: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cluster = KubeCluster::connect(Some(&cp.kubeconfig), juneau::store::k8s::CONTROLLER)
+        .expect("connect with the kubeconfig");
+    let cfg = controller::Config {
+        default_l2_mtu: 1450,
+    };
+    assert!(
+        controller::run_once(&cluster, &cfg).unwrap(),
+        "the first pass writes"
+    );
+    let vni = cp.kubectl_ok(&["get", "l2net", "lab-net", "-o", "jsonpath={.status.vni}"]);
+    assert!(vni.parse::<u32>().is_ok_and(|v| v > 0), "VNI {vni:?}");
+    let nic = cp.kubectl_ok(&[
+        "get",
+        "networkinterface",
+        "web.eth0",
+        "-n",
+        "default",
+        "-o",
+        "jsonpath={.spec.l2Network} {.status.address}",
+    ]);
+    assert_eq!(nic, "lab-net 10.70.0.2/24");
+    let routes = cp.kubectl_ok(&[
+        "get",
+        "routetable",
+        "tenant-a",
+        "-o",
+        "jsonpath={.spec.routes[*].dst}",
+    ]);
+    assert_eq!(routes, "10.70.0.0/24", "the connected route (L2-14)");
+    // What a restarted controller does first: one more pass over the same cluster.
+    assert!(
+        !controller::run_once(&cluster, &cfg).unwrap(),
+        "a second pass changed something"
+    );
+    let (world, _) = cluster.read().unwrap();
+    assert_eq!(world.pods.len(), 1);
+    assert_eq!(world.objects.interfaces.len(), 1);
+}
+
+/// `juneau controller` as a process, as its Deployment runs it: objects applied after it
+/// started are reconciled (its passes follow the API's watches, not a timer).
+#[test]
+fn l2_06_juneau_controller_follows_the_api_and_writes_a_pods_nic() {
+    let cp = ControlPlane::start();
+    let crds =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/kind/crds.yaml")).unwrap();
+    assert!(apply(&cp, &crds).status.success());
+    cp.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=30s",
+        "crd",
+        "--all",
+    ]);
+    /// Our child, killed however the test ends.
+    struct Child(std::process::Child);
+    impl Drop for Child {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let controller = Child(
+        std::process::Command::new(env!("CARGO_BIN_EXE_juneau"))
+            .args(["controller", "--kubeconfig"])
+            .arg(&cp.kubeconfig)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let out = apply(
+        &cp,
+        "apiVersion: juneau.loutres.me/v1alpha1\nkind: Vpc\nmetadata: {name: tenant-b}\nspec: {}\n---\n\
+         apiVersion: juneau.loutres.me/v1alpha1\nkind: L2Network\nmetadata: {name: b-net}\n\
+         spec: {vpc: tenant-b, cidr: 10.71.0.0/24}\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata:\n  name: db\n  namespace: default\n  annotations:\n    \
+         juneau.loutres.me/networks: '[{\"interface\": \"eth0\", \"l2Network\": \"b-net\"}]'\n\
+         spec:\n  nodeName: node-b\n  containers: [{name: c, image: busybox}]\n",
+    );
+    assert!(out.status.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let address = loop {
+        let out = cp.kubectl(&[
+            "get",
+            "networkinterface",
+            "db.eth0",
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.status.address}",
+        ]);
+        let address = String::from_utf8_lossy(&out.stdout).into_owned();
+        if !address.is_empty() || std::time::Instant::now() > deadline {
+            break address;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    drop(controller);
+    assert_eq!(address, "10.71.0.1/24", "no address written within 20 s");
+}

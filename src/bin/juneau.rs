@@ -41,10 +41,14 @@ struct NodeArgs {
     /// [default: /run/juneau/<node-name>/cni.sock].
     #[arg(long)]
     cni_socket: Option<PathBuf>,
-    /// A standalone run's store socket: the cluster this daemon reads. (The Kubernetes
-    /// API backend comes with the in-cluster mode.)
+    /// A standalone run's store socket: the cluster this daemon reads instead of the
+    /// Kubernetes API.
     #[arg(long)]
     store_socket: Option<PathBuf>,
+    /// The Kubernetes API's kubeconfig [default: KUBECONFIG, ~/.kube/config, or the
+    /// Pod's service account].
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
     /// Seconds without a frame after which a learned MAC expires (L2-30) [default: 300].
     #[arg(long)]
     fdb_aging: Option<u64>,
@@ -91,6 +95,10 @@ impl NodeArgs {
         set(
             "store-socket",
             self.store_socket.map(|p| p.display().to_string().into()),
+        );
+        set(
+            "kubeconfig",
+            self.kubeconfig.map(|p| p.display().to_string().into()),
         );
         set("fdb-aging", self.fdb_aging.map(Into::into));
         if self.bpf_stats {
@@ -154,12 +162,16 @@ enum Cmd {
     },
     /// Print the CustomResourceDefinitions (what kind/crds.yaml holds).
     Crds,
-    /// Run the L2Network controller against the cluster in the kubeconfig / service
-    /// account (kube-rs).
+    /// Run every reconciler (L2Network VNIs and status, Pod NICs and IPAM, RouteTables)
+    /// against the Kubernetes API until SIGTERM: a pass after every change (watched).
     Controller {
         /// MTU of L2Networks that do not set one (1500 underlay less 50 of VXLAN).
         #[arg(long, default_value_t = 1450)]
         default_l2_mtu: u32,
+        /// The API's kubeconfig [default: KUBECONFIG, ~/.kube/config, or the Pod's
+        /// service account].
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
     },
 }
 
@@ -235,22 +247,29 @@ fn main() -> ExitCode {
             print!("{}", juneau::api::crds_yaml());
             ExitCode::SUCCESS
         }
-        Cmd::Controller { default_l2_mtu } => {
+        Cmd::Controller {
+            default_l2_mtu,
+            kubeconfig,
+        } => {
             init_logs("info");
             let cfg = juneau::controller::Config { default_l2_mtu };
-            let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
-            rt.block_on(async {
-                match kube::Client::try_default().await {
-                    Ok(client) => {
-                        juneau::controller::kube::run(client, cfg).await;
-                        ExitCode::SUCCESS
-                    }
-                    Err(e) => {
-                        eprintln!("juneau controller: no Kubernetes API reachable ({e}); use `juneau standalone` on a machine without one");
-                        ExitCode::FAILURE
-                    }
+            let cluster = match juneau::store::k8s::KubeCluster::connect(
+                kubeconfig.as_deref(),
+                juneau::store::k8s::CONTROLLER,
+            ) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!(
+                        "juneau controller: {e}; use `juneau standalone` on a machine without a cluster"
+                    );
+                    return ExitCode::FAILURE;
                 }
-            })
+            };
+            // SIGTERM ends the process where it is: every pass is idempotent, so what a
+            // pass left unwritten the next controller writes.
+            let never = std::sync::atomic::AtomicBool::new(false);
+            juneau::controller::run_loop(&cluster, &cfg, &never);
+            ExitCode::SUCCESS
         }
     }
 }

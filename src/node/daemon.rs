@@ -46,10 +46,6 @@ pub enum DaemonError {
     AmbiguousUnderlay { pattern: String, found: Vec<String> },
     #[error("the underlay {0} has no IPv4 address to use as the VTEP; give it one or set --vtep")]
     NoVtep(String),
-    #[error(
-        "no cluster to read: pass --store-socket (a standalone run's store); the Kubernetes API backend (--kubeconfig) is not built yet"
-    )]
-    NoCluster,
     #[error("cannot reach the cluster: {0}")]
     Cluster(#[from] crate::cluster::ClusterError),
     #[error(transparent)]
@@ -87,9 +83,14 @@ pub struct DaemonConfig {
     /// Pin root of this Node's datapath (maps and links under `v<layout>/`).
     pub pin_dir: PathBuf,
     pub cni_socket: PathBuf,
-    /// The standalone run's store socket.
+    /// The standalone run's store socket; without it the daemon reads the Kubernetes
+    /// API.
     #[serde(default)]
     pub store_socket: Option<PathBuf>,
+    /// The API's kubeconfig; default: `KUBECONFIG`, `~/.kube/config`, or the Pod's
+    /// service account (in a DaemonSet).
+    #[serde(default)]
+    pub kubeconfig: Option<PathBuf>,
     /// Seconds without a frame after which a learned MAC expires (L2-30).
     pub fdb_aging: u64,
     /// Where `/metrics` is served; `None` turns it off.
@@ -210,7 +211,10 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     let _lock = lock(&cfg)?;
     let cluster: Arc<dyn Cluster> = match &cfg.store_socket {
         Some(p) => Arc::new(RemoteStore::new(p)),
-        None => return Err(DaemonError::NoCluster),
+        None => Arc::new(crate::store::k8s::KubeCluster::connect(
+            cfg.kubeconfig.as_deref(),
+            crate::store::k8s::NODE,
+        )?),
     };
     let metrics = match cfg.metrics_addr {
         Some(addr) => Some(

@@ -11,6 +11,7 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
+pub mod k8s;
 pub mod remote;
 
 pub use crate::api::PodRecord;

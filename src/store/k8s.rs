@@ -1,0 +1,361 @@
+//! The [`Cluster`] of a real cluster: the Kubernetes API through kube-rs. Reads list
+//! every kind the reconcilers and daemons look at; watches on the same kinds move the
+//! generation that `wait` blocks on; writes go through server-side apply (objects) and
+//! the status subresource (statuses), as field manager `juneau-controller` or
+//! `juneau-node`. Synchronous like the other backends: it owns a small runtime, and
+//! callers on any thread block on it.
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Condvar, Mutex},
+    time::{Duration, Instant},
+};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::{
+    Api, Client, Resource, ResourceExt,
+    api::{DeleteParams, ListParams, Patch, PatchParams},
+    runtime::watcher,
+};
+use serde::{Serialize, de::DeserializeOwned};
+
+use super::World;
+use crate::{
+    admission::Snapshot,
+    api::{
+        L2Network, NetworkACL, NetworkEndpoint, NetworkInterface, PodRecord, RouteTable,
+        SecurityGroup, Subnet, TransitGateway, Vpc, VpcPeering,
+    },
+    cluster::{Cluster, ClusterError},
+    controller::Desired,
+};
+
+/// Field manager of what the controller writes.
+pub const CONTROLLER: &str = "juneau-controller";
+/// Field manager of what the node daemons write.
+pub const NODE: &str = "juneau-node";
+
+pub struct KubeCluster {
+    client: Client,
+    rt: tokio::runtime::Runtime,
+    manager: &'static str,
+    generation: Arc<(Mutex<u64>, Condvar)>,
+}
+
+fn refused(what: &str) -> impl Fn(kube::Error) -> ClusterError + '_ {
+    move |e| ClusterError::Refused(format!("{what}: {e}"))
+}
+
+fn is_not_found(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 404)
+}
+
+async fn list<K>(client: &Client) -> Result<Vec<K>, ClusterError>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let api: Api<K> = Api::all(client.clone());
+    Ok(api
+        .list(&ListParams::default())
+        .await
+        .map_err(refused(&K::plural(&K::DynamicType::default())))?
+        .items)
+}
+
+async fn list_cluster<K>(client: &Client) -> Result<Vec<K>, ClusterError>
+where
+    K: Resource<Scope = k8s_openapi::ClusterResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let api: Api<K> = Api::all(client.clone());
+    Ok(api
+        .list(&ListParams::default())
+        .await
+        .map_err(refused(&K::plural(&K::DynamicType::default())))?
+        .items)
+}
+
+/// What the components need of a Pod.
+fn pod_record(p: &Pod) -> PodRecord {
+    let spec = p.spec.clone().unwrap_or_default();
+    PodRecord {
+        namespace: p.namespace().unwrap_or_default(),
+        name: p.name_any(),
+        node: spec.node_name.unwrap_or_default(),
+        annotations: p.metadata.annotations.clone().unwrap_or_default(),
+        dns_policy: spec.dns_policy.unwrap_or_default(),
+    }
+}
+
+/// Bumps the generation on every event of a watch, for as long as it runs.
+fn watch_into<K>(rt: &tokio::runtime::Runtime, api: Api<K>, generation: Arc<(Mutex<u64>, Condvar)>)
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K::DynamicType: Default,
+{
+    rt.spawn(async move {
+        watcher(api, watcher::Config::default())
+            .for_each(|event| {
+                if let Err(e) = &event {
+                    tracing::warn!(error = %e, "watch interrupted; it resumes by itself");
+                }
+                let (lock, cv) = &*generation;
+                *lock.lock().expect("generation lock") += 1;
+                cv.notify_all();
+                futures::future::ready(())
+            })
+            .await;
+    });
+}
+
+impl KubeCluster {
+    /// A client from the kubeconfig (`KUBECONFIG` or `~/.kube/config`) or the Pod's
+    /// service account; `manager` is the field manager of the writes.
+    pub fn connect(
+        kubeconfig: Option<&std::path::Path>,
+        manager: &'static str,
+    ) -> Result<Self, ClusterError> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("juneau-kube")
+            .enable_all()
+            .build()
+            .map_err(|e| ClusterError::Unreachable {
+                at: "the Kubernetes API".into(),
+                cause: format!("no runtime: {e}"),
+            })?;
+        let client = rt.block_on(async {
+            let config = match kubeconfig {
+                Some(path) => {
+                    let kc =
+                        kube::config::Kubeconfig::read_from(path).map_err(|e| e.to_string())?;
+                    kube::Config::from_custom_kubeconfig(kc, &Default::default())
+                        .await
+                        .map_err(|e| e.to_string())?
+                }
+                None => kube::Config::infer().await.map_err(|e| e.to_string())?,
+            };
+            Client::try_from(config).map_err(|e| e.to_string())
+        });
+        let client = client.map_err(|cause| ClusterError::Unreachable {
+            at: "the Kubernetes API".into(),
+            cause,
+        })?;
+        let generation = Arc::new((Mutex::new(1), Condvar::new()));
+        {
+            watch_into(&rt, Api::<Pod>::all(client.clone()), generation.clone());
+            watch_into(
+                &rt,
+                Api::<L2Network>::all(client.clone()),
+                generation.clone(),
+            );
+            watch_into(&rt, Api::<Subnet>::all(client.clone()), generation.clone());
+            watch_into(&rt, Api::<Vpc>::all(client.clone()), generation.clone());
+            watch_into(
+                &rt,
+                Api::<RouteTable>::all(client.clone()),
+                generation.clone(),
+            );
+            watch_into(
+                &rt,
+                Api::<NetworkInterface>::all(client.clone()),
+                generation.clone(),
+            );
+            watch_into(
+                &rt,
+                Api::<NetworkEndpoint>::all(client.clone()),
+                generation.clone(),
+            );
+        }
+        Ok(Self {
+            client,
+            rt,
+            manager,
+            generation,
+        })
+    }
+
+    fn generation(&self) -> u64 {
+        *self.generation.0.lock().expect("generation lock")
+    }
+
+    async fn read_all(&self) -> Result<World, ClusterError> {
+        let c = &self.client;
+        let pods: Vec<Pod> = list(c).await?;
+        Ok(World {
+            objects: Snapshot {
+                vpcs: list_cluster(c).await?,
+                peerings: list_cluster::<VpcPeering>(c).await?,
+                transit_gateways: list_cluster::<TransitGateway>(c).await?,
+                subnets: list_cluster(c).await?,
+                l2networks: list_cluster(c).await?,
+                route_tables: list_cluster::<RouteTable>(c).await?,
+                network_acls: list_cluster::<NetworkACL>(c).await?,
+                security_groups: list_cluster::<SecurityGroup>(c).await?,
+                interfaces: list(c).await?,
+                service_cidrs: Vec::new(),
+            },
+            endpoints: list(c).await?,
+            pods: pods.iter().map(pod_record).collect(),
+        })
+    }
+
+    fn params(&self) -> PatchParams {
+        PatchParams::apply(self.manager).force()
+    }
+
+    /// Server-side apply of a whole object (what this manager owns of it).
+    async fn apply_object<K>(&self, api: &Api<K>, obj: &K) -> Result<(), ClusterError>
+    where
+        K: Resource + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
+        K::DynamicType: Default,
+    {
+        let mut obj = obj.clone();
+        let meta = obj.meta_mut();
+        meta.resource_version = None;
+        meta.managed_fields = None;
+        meta.uid = None;
+        meta.creation_timestamp = None;
+        let mut v = serde_json::to_value(&obj).map_err(|e| ClusterError::Refused(e.to_string()))?;
+        if let Some(o) = v.as_object_mut() {
+            o.insert(
+                "apiVersion".into(),
+                K::api_version(&Default::default()).into(),
+            );
+            o.insert("kind".into(), K::kind(&Default::default()).into());
+            o.remove("status");
+        }
+        api.patch(&obj.name_any(), &self.params(), &Patch::Apply(&v))
+            .await
+            .map_err(refused(&format!("apply {}", obj.name_any())))?;
+        Ok(())
+    }
+
+    async fn apply_status<K>(
+        &self,
+        api: &Api<K>,
+        name: &str,
+        status: &impl Serialize,
+    ) -> Result<(), ClusterError>
+    where
+        K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+        K::DynamicType: Default,
+    {
+        let patch = serde_json::json!({
+            "apiVersion": K::api_version(&Default::default()),
+            "kind": K::kind(&Default::default()),
+            "status": status,
+        });
+        api.patch_status(name, &self.params(), &Patch::Apply(&patch))
+            .await
+            .map_err(refused(&format!("status of {name}")))?;
+        Ok(())
+    }
+
+    async fn apply_desired(&self, desired: &Desired) -> Result<bool, ClusterError> {
+        let world = self.read_all().await?;
+        let c = &self.client;
+        let mut changed = false;
+        let nets: Api<L2Network> = Api::all(c.clone());
+        for l in &world.objects.l2networks {
+            let name = l.name_any();
+            if let Some(want) = desired.l2_status.get(&name)
+                && l.status.as_ref() != Some(want)
+            {
+                self.apply_status(&nets, &name, want).await?;
+                changed = true;
+            }
+        }
+        let tables: Api<RouteTable> = Api::all(c.clone());
+        for want in &desired.route_tables {
+            let have = world
+                .objects
+                .route_tables
+                .iter()
+                .find(|t| t.name_any() == want.name_any());
+            if have.map(|t| &t.spec) != Some(&want.spec) {
+                self.apply_object(&tables, want).await?;
+                changed = true;
+            }
+        }
+        let key = |n: &NetworkInterface| (n.namespace().unwrap_or_default(), n.name_any());
+        let have: BTreeMap<_, &NetworkInterface> = world
+            .objects
+            .interfaces
+            .iter()
+            .map(|n| (key(n), n))
+            .collect();
+        for want in &desired.interfaces {
+            let (ns, name) = key(want);
+            let api: Api<NetworkInterface> = Api::namespaced(c.clone(), &ns);
+            let current = have.get(&(ns.clone(), name.clone()));
+            if current.map(|n| &n.spec) != Some(&want.spec) {
+                self.apply_object(&api, want).await?;
+                changed = true;
+            }
+            if current.and_then(|n| n.status.as_ref()) != want.status.as_ref()
+                && let Some(status) = &want.status
+            {
+                self.apply_status(&api, &name, status).await?;
+                changed = true;
+            }
+        }
+        let wanted: std::collections::BTreeSet<_> = desired.interfaces.iter().map(key).collect();
+        for gone in have.keys().filter(|k| !wanted.contains(*k)) {
+            let api: Api<NetworkInterface> = Api::namespaced(c.clone(), &gone.0);
+            match api.delete(&gone.1, &DeleteParams::default()).await {
+                Ok(_) => changed = true,
+                Err(e) if is_not_found(&e) => {}
+                Err(e) => return Err(refused(&format!("delete {}", gone.1))(e)),
+            }
+        }
+        Ok(changed)
+    }
+}
+
+impl Cluster for KubeCluster {
+    fn read(&self) -> Result<(World, u64), ClusterError> {
+        let generation = self.generation();
+        Ok((self.rt.block_on(self.read_all())?, generation))
+    }
+
+    fn wait(&self, seen: u64, timeout: Duration) -> Result<u64, ClusterError> {
+        let deadline = Instant::now() + timeout;
+        let (lock, cv) = &*self.generation;
+        let mut g = lock.lock().expect("generation lock");
+        while *g <= seen {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            g = cv.wait_timeout(g, left).expect("generation lock").0;
+        }
+        Ok(*g)
+    }
+
+    fn put_endpoint(&self, endpoint: NetworkEndpoint) -> Result<(), ClusterError> {
+        let ns = endpoint.namespace().unwrap_or_default();
+        let api: Api<NetworkEndpoint> = Api::namespaced(self.client.clone(), &ns);
+        self.rt.block_on(self.apply_object(&api, &endpoint))
+    }
+
+    fn delete_endpoint(&self, namespace: &str, name: &str) -> Result<(), ClusterError> {
+        let api: Api<NetworkEndpoint> = Api::namespaced(self.client.clone(), namespace);
+        match self.rt.block_on(api.delete(name, &DeleteParams::default())) {
+            Ok(_) => Ok(()),
+            Err(e) if is_not_found(&e) => Ok(()),
+            Err(e) => Err(refused(&format!("delete endpoint {namespace}/{name}"))(e)),
+        }
+    }
+
+    fn apply(&self, desired: &Desired) -> Result<bool, ClusterError> {
+        self.rt.block_on(self.apply_desired(desired))
+    }
+}
