@@ -162,6 +162,23 @@ enum Cmd {
     },
     /// Print the CustomResourceDefinitions (what kind/crds.yaml holds).
     Crds,
+    /// The admission webhook over HTTPS (`/validate`, `/mutate`), reading the cluster
+    /// through the Kubernetes API. The certificate files are read again when they change
+    /// (a rotated Secret).
+    Webhook {
+        #[arg(long, default_value = "0.0.0.0:9443")]
+        listen: std::net::SocketAddr,
+        /// PEM certificate chain.
+        #[arg(long)]
+        cert_file: PathBuf,
+        /// PEM private key.
+        #[arg(long)]
+        key_file: PathBuf,
+        /// The API's kubeconfig [default: KUBECONFIG, ~/.kube/config, or the Pod's
+        /// service account].
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+    },
     /// Run every reconciler (L2Network VNIs and status, Pod NICs and IPAM, RouteTables)
     /// against the Kubernetes API until SIGTERM: a pass after every change (watched).
     Controller {
@@ -239,6 +256,37 @@ fn main() -> ExitCode {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("juneau standalone: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Cmd::Webhook {
+            listen,
+            cert_file,
+            key_file,
+            kubeconfig,
+        } => {
+            init_logs("info");
+            let cluster = match juneau::store::k8s::KubeCluster::connect(
+                kubeconfig.as_deref(),
+                juneau::store::k8s::CONTROLLER,
+            ) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("juneau webhook: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
+            match rt.block_on(juneau::webhook::serve_files(
+                listen,
+                &cert_file,
+                &key_file,
+                std::sync::Arc::new(cluster),
+            )) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("juneau webhook: {e}");
                     ExitCode::FAILURE
                 }
             }

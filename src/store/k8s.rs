@@ -40,6 +40,9 @@ pub struct KubeCluster {
     rt: tokio::runtime::Runtime,
     manager: &'static str,
     generation: Arc<(Mutex<u64>, Condvar)>,
+    /// The last read and the generation it was read at: reads between two watch events
+    /// (every admission request, every CNI poll) cost no API call.
+    cache: Mutex<Option<(u64, World)>>,
 }
 
 fn refused(what: &str) -> impl Fn(kube::Error) -> ClusterError + '_ {
@@ -179,6 +182,7 @@ impl KubeCluster {
             rt,
             manager,
             generation,
+            cache: Mutex::new(None),
         })
     }
 
@@ -322,8 +326,17 @@ impl KubeCluster {
 
 impl Cluster for KubeCluster {
     fn read(&self) -> Result<(World, u64), ClusterError> {
+        // The generation is taken before the lists, so a change during them moves it
+        // past what is cached and the next read lists again.
         let generation = self.generation();
-        Ok((self.rt.block_on(self.read_all())?, generation))
+        if let Some((at, world)) = self.cache.lock().expect("cache lock").as_ref()
+            && *at == generation
+        {
+            return Ok((world.clone(), generation));
+        }
+        let world = self.rt.block_on(self.read_all())?;
+        *self.cache.lock().expect("cache lock") = Some((generation, world.clone()));
+        Ok((world, generation))
     }
 
     fn wait(&self, seen: u64, timeout: Duration) -> Result<u64, ClusterError> {

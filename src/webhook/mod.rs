@@ -146,31 +146,49 @@ pub fn answer_with(
     }
 }
 
-fn answer(
-    source: &Source,
+/// Reads the cluster and answers. The read blocks (a `Cluster` is synchronous; the
+/// Kubernetes one drives a runtime of its own), so it runs on a blocking thread, never
+/// on the server's async workers.
+async fn answer(
+    source: Source,
     review_in: AdmissionReview<DynamicObject>,
     half: Half,
 ) -> Json<AdmissionReview<DynamicObject>> {
-    let world = source.read();
-    let snap = world
-        .as_ref()
-        .map(|(w, _)| &w.objects)
-        .map_err(|e| e.to_string());
-    Json(answer_with(review_in, snap, half))
+    let uid = review_in.request.as_ref().map(|r| r.uid.clone());
+    let answered = tokio::task::spawn_blocking(move || {
+        let world = source.read();
+        let snap = world
+            .as_ref()
+            .map(|(w, _)| &w.objects)
+            .map_err(|e| e.to_string());
+        answer_with(review_in, snap, half)
+    })
+    .await;
+    match answered {
+        Ok(review) => Json(review),
+        Err(e) => {
+            tracing::error!(error = %e, "admission review panicked");
+            let mut response = AdmissionResponse::invalid(format!("the webhook failed: {e}"));
+            if let Some(uid) = uid {
+                response.uid = uid;
+            }
+            Json(response.into_review())
+        }
+    }
 }
 
 async fn mutate_handler(
     State(source): State<Source>,
     Json(review_in): Json<AdmissionReview<DynamicObject>>,
 ) -> Json<AdmissionReview<DynamicObject>> {
-    answer(&source, review_in, Half::Mutate)
+    answer(source, review_in, Half::Mutate).await
 }
 
 async fn validate_handler(
     State(source): State<Source>,
     Json(review_in): Json<AdmissionReview<DynamicObject>>,
 ) -> Json<AdmissionReview<DynamicObject>> {
-    answer(&source, review_in, Half::Validate)
+    answer(source, review_in, Half::Validate).await
 }
 
 /// The routes: `POST /validate` and `POST /mutate` (both halves of `admission`).
@@ -179,6 +197,48 @@ pub fn router(source: Source) -> Router {
         .route("/validate", post(validate_handler))
         .route("/mutate", post(mutate_handler))
         .with_state(source)
+}
+
+/// Serves HTTPS on `addr` with the certificate and key read from files, and reads them
+/// again when either file changes (checked every 10 s), so that a rotated Secret takes
+/// effect without a restart. Runs until the process ends.
+pub async fn serve_files(
+    addr: SocketAddr,
+    cert: &std::path::Path,
+    key: &std::path::Path,
+    source: Source,
+) -> Result<(), WebhookError> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let tls = axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key)
+        .await
+        .map_err(WebhookError::Tls)?;
+    let (cert, key) = (cert.to_owned(), key.to_owned());
+    let reload = tls.clone();
+    tokio::spawn(async move {
+        let stamp = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        let mut seen = (stamp(&cert), stamp(&key));
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+            let now = (stamp(&cert), stamp(&key));
+            if now == seen {
+                continue;
+            }
+            match reload.reload_from_pem_file(&cert, &key).await {
+                Ok(()) => {
+                    tracing::info!(cert = %cert.display(), "webhook certificate reloaded");
+                    seen = now;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "new webhook certificate not loaded; serving the old one")
+                }
+            }
+        }
+    });
+    tracing::info!(%addr, "admission webhook serving /validate and /mutate");
+    axum_server::bind_rustls(addr, tls)
+        .serve(router(source).into_make_service())
+        .await
+        .map_err(WebhookError::Serve)
 }
 
 /// Serves HTTPS on `addr` with the PEM certificate and key until `handle` shuts it down.

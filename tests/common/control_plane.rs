@@ -5,6 +5,8 @@
 //! key pair signs ServiceAccount tokens. Flags as envtest's, plus what docs/kubernetes-
 //! testbed.md found missing (`--advertise-address` with `--endpoint-reconciler-type=none`).
 //! Dropping it kills both processes (its own children, by PID) and removes its folder.
+// Shared by several test binaries; each uses a part of it.
+#![allow(dead_code)]
 use std::{
     net::TcpListener,
     path::{Path, PathBuf},
@@ -50,7 +52,7 @@ pub fn tool(component: &str, name: &str) -> PathBuf {
     bin
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -58,7 +60,8 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn ca(name: &str) -> (rcgen::Certificate, KeyPair) {
+/// A CA of its own: (certificate, key).
+pub fn ca(name: &str) -> (rcgen::Certificate, KeyPair) {
     let key = KeyPair::generate().unwrap();
     let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
     p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -71,7 +74,8 @@ fn ca(name: &str) -> (rcgen::Certificate, KeyPair) {
     (p.self_signed(&key).unwrap(), key)
 }
 
-fn leaf(
+/// A certificate for `sans` signed by `ca`: (certificate PEM, key PEM).
+pub fn leaf(
     sans: &[&str],
     cn: &str,
     org: Option<&str>,
@@ -216,6 +220,26 @@ impl ControlPlane {
         let text = std::fs::read_to_string(self.dir.join(name)).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+
+    /// A kubeconfig that authenticates with `token` (a ServiceAccount's, from
+    /// `kubectl create token`) instead of the admin certificate.
+    pub fn kubeconfig_for_token(&self, name: &str, token: &str) -> PathBuf {
+        let server = std::fs::read_to_string(&self.kubeconfig)
+            .unwrap()
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("server: ").map(str::to_owned))
+            .unwrap();
+        let path = self.dir.join(format!("kubeconfig-{name}"));
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: {server}\n    certificate-authority: {ca}\nusers:\n- name: {name}\n  user:\n    token: {token}\ncontexts:\n- name: t\n  context: {{cluster: t, user: {name}}}\ncurrent-context: t\n",
+                ca = self.dir.join("certs/ca.crt").display(),
+            ),
+        )
+        .unwrap();
+        path
     }
 
     /// kubectl (of the same build) against this control plane, as admin.
