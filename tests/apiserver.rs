@@ -238,6 +238,8 @@ fn l2_06_juneau_controller_follows_the_api_and_writes_a_pods_nic() {
         "crd",
         "--all",
     ]);
+    // The leader-election Lease's namespace, as kind/namespace.yaml makes it.
+    cp.kubectl_ok(&["create", "namespace", "juneau-system"]);
     /// Our child, killed however the test ends.
     struct Child(std::process::Child);
     impl Drop for Child {
@@ -284,4 +286,137 @@ fn l2_06_juneau_controller_follows_the_api_and_writes_a_pods_nic() {
     };
     drop(controller);
     assert_eq!(address, "10.71.0.1/24", "no address written within 20 s");
+}
+
+/// Two `juneau controller` replicas, as the Deployment runs them: one holds the Lease and
+/// writes, the other only waits; when the leader dies the other takes the Lease over and
+/// reconciles what came meanwhile.
+#[test]
+fn l2_06_two_controller_replicas_one_acts_and_the_other_takes_over() {
+    use std::{
+        process::{Child, Command, Stdio},
+        time::{Duration, Instant},
+    };
+    struct Replica {
+        child: Child,
+        log: std::path::PathBuf,
+    }
+    impl Drop for Replica {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            let _ = std::fs::remove_file(&self.log);
+        }
+    }
+    let cp = ControlPlane::start();
+    let crds =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/kind/crds.yaml")).unwrap();
+    assert!(apply(&cp, &crds).status.success());
+    cp.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=30s",
+        "crd",
+        "--all",
+    ]);
+    cp.kubectl_ok(&["create", "namespace", "juneau-system"]);
+    let start = |name: &str| {
+        let log = std::env::temp_dir().join(format!("juneau-{name}-{}.log", std::process::id()));
+        let child = Command::new(env!("CARGO_BIN_EXE_juneau"))
+            .args([
+                "controller",
+                "--lease-duration",
+                "3",
+                "--identity",
+                name,
+                "--kubeconfig",
+            ])
+            .arg(&cp.kubeconfig)
+            .stderr(std::fs::File::create(&log).unwrap())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        Replica { child, log }
+    };
+    let holder = || {
+        String::from_utf8_lossy(
+            &cp.kubectl(&[
+                "get",
+                "lease",
+                "juneau-controller",
+                "-n",
+                "juneau-system",
+                "-o",
+                "jsonpath={.spec.holderIdentity}",
+            ])
+            .stdout,
+        )
+        .into_owned()
+    };
+    let wait_for = |what: &str, f: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !f() {
+            assert!(Instant::now() < deadline, "{what} within 30 s");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    let mut replicas = vec![start("replica-a"), start("replica-b")];
+    wait_for("a holder", &|| !holder().is_empty());
+    let address = |pod: &str| {
+        String::from_utf8_lossy(
+            &cp.kubectl(&[
+                "get",
+                "networkinterface",
+                &format!("{pod}.eth0"),
+                "-n",
+                "default",
+                "-o",
+                "jsonpath={.status.address}",
+            ])
+            .stdout,
+        )
+        .into_owned()
+    };
+    let pod = |name: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\n  annotations:\n    \
+             juneau.loutres.me/networks: '[{{\"interface\": \"eth0\", \"l2Network\": \"c-net\"}}]'\n\
+             spec:\n  nodeName: node-a\n  containers: [{{name: c, image: busybox}}]\n"
+        )
+    };
+    let out = apply(
+        &cp,
+        &format!(
+            "apiVersion: juneau.loutres.me/v1alpha1\nkind: Vpc\nmetadata: {{name: tenant-c}}\nspec: {{}}\n---\n\
+             apiVersion: juneau.loutres.me/v1alpha1\nkind: L2Network\nmetadata: {{name: c-net}}\n\
+             spec: {{vpc: tenant-c, cidr: 10.72.0.0/24}}\n---\n{}",
+            pod("one")
+        ),
+    );
+    assert!(out.status.success());
+    wait_for("the first Pod's NIC", &|| !address("one").is_empty());
+    let leader = holder();
+    let (lead, other) = if leader == "replica-a" {
+        (0, 1)
+    } else {
+        (1, 0)
+    };
+    let wrote = |r: &Replica| {
+        std::fs::read_to_string(&r.log)
+            .unwrap()
+            .contains("pass wrote changes")
+    };
+    assert!(wrote(&replicas[lead]), "the leader {leader} wrote nothing");
+    assert!(
+        !wrote(&replicas[other]),
+        "the replica that does not lead wrote"
+    );
+    // The leader dies; the other takes over after the Lease's 3 s and does the work.
+    drop(replicas.remove(lead));
+    assert!(apply(&cp, &pod("two")).status.success());
+    wait_for("the second Pod's NIC from the new leader", &|| {
+        !address("two").is_empty()
+    });
+    assert_ne!(holder(), leader, "the Lease changed hands");
+    assert!(wrote(&replicas[0]));
 }

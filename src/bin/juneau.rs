@@ -189,6 +189,16 @@ enum Cmd {
         /// service account].
         #[arg(long)]
         kubeconfig: Option<PathBuf>,
+        /// Namespace of the leader-election Lease `juneau-controller`.
+        #[arg(long, env = "POD_NAMESPACE", default_value = "juneau-system")]
+        lease_namespace: String,
+        /// Seconds a leader's Lease lasts without renewal before another replica takes
+        /// over (renewed every third of it).
+        #[arg(long, default_value_t = 15)]
+        lease_duration: u64,
+        /// This replica's identity in the Lease [default: the host name and PID].
+        #[arg(long, env = "POD_NAME")]
+        identity: Option<String>,
     },
 }
 
@@ -298,6 +308,9 @@ fn main() -> ExitCode {
         Cmd::Controller {
             default_l2_mtu,
             kubeconfig,
+            lease_namespace,
+            lease_duration,
+            identity,
         } => {
             init_logs("info");
             let cfg = juneau::controller::Config { default_l2_mtu };
@@ -313,11 +326,19 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
+            let identity = identity.unwrap_or_else(|| {
+                let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                    .map(|h| h.trim().to_owned())
+                    .unwrap_or_else(|_| "unknown".into());
+                format!("{host}-{}", std::process::id())
+            });
+            let duration = std::time::Duration::from_secs(lease_duration.max(1));
+            tracing::info!(identity, lease = %format!("{lease_namespace}/juneau-controller"), "starting");
             // SIGTERM ends the process where it is: every pass is idempotent, so what a
-            // pass left unwritten the next controller writes.
-            let never = std::sync::atomic::AtomicBool::new(false);
-            juneau::controller::run_loop(&cluster, &cfg, &never);
-            ExitCode::SUCCESS
+            // pass left unwritten the next leader writes.
+            juneau::controller::run_elected(&cluster, &cfg, duration / 3, &|| {
+                cluster.hold_lease(&lease_namespace, "juneau-controller", &identity, duration)
+            })
         }
     }
 }

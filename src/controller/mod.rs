@@ -79,5 +79,43 @@ pub fn run_loop(cluster: &dyn Cluster, cfg: &Config, stop: &std::sync::atomic::A
     }
 }
 
+/// Reconciles while `lead` says this replica holds the leadership (asked before every
+/// pass, and at least every `renew` while nothing changes): the other replicas only
+/// wait, so two replicas never write at once. Runs until the process ends.
+pub fn run_elected(
+    cluster: &dyn Cluster,
+    cfg: &Config,
+    renew: std::time::Duration,
+    lead: &dyn Fn() -> Result<bool, ClusterError>,
+) -> ! {
+    let mut seen = 0;
+    let mut leading = false;
+    loop {
+        let now = lead().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "cannot renew the leadership; standing by");
+            false
+        });
+        if now != leading {
+            if now {
+                tracing::info!("leading: this replica reconciles");
+            } else {
+                tracing::info!("not leading: another replica holds the lease");
+            }
+            leading = now;
+        }
+        if leading {
+            match run_once(cluster, cfg) {
+                Ok(true) => {
+                    tracing::info!("pass wrote changes");
+                    continue;
+                }
+                Ok(false) => {}
+                Err(e) => tracing::warn!(error = %e, "controller pass failed; retrying"),
+            }
+        }
+        seen = cluster.wait(seen, renew).unwrap_or(seen);
+    }
+}
+
 #[cfg(test)]
 mod kube_tests;

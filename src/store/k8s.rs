@@ -20,6 +20,8 @@ use kube::{
 use serde::{Serialize, de::DeserializeOwned};
 
 use super::World;
+
+mod lease;
 use crate::{
     admission::Snapshot,
     api::{
