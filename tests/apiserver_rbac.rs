@@ -160,6 +160,26 @@ fn l2_06_the_components_work_with_their_service_accounts_and_fail_clearly_withou
         "-p",
         &format!(r#"[{{"op":"remove","path":"/rules/{index}"}}]"#),
     ]);
+    // RBAC changes take effect within a moment: wait until the API says no.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while cp
+        .kubectl(&[
+            "auth",
+            "can-i",
+            "patch",
+            "networkinterfaces.juneau.loutres.me",
+            "--subresource=status",
+            "--as=system:serviceaccount:juneau-system:juneau-controller",
+        ])
+        .status
+        .success()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the role change never took effect"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
     apply_text(&cp, &pod("db"));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let e = loop {

@@ -96,6 +96,14 @@ fn l2_04_l2_07_l2_10_l2_27_the_registered_webhook_refuses_with_the_seed_messages
     let dir =
         std::env::temp_dir().join(format!("juneau-wh-{}-{}", std::process::id(), free_port()));
     std::fs::create_dir_all(&dir).unwrap();
+    /// The folder goes however the test ends.
+    struct Folder(std::path::PathBuf);
+    impl Drop for Folder {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _folder = Folder(dir.clone());
     let authority = ca("juneau-test-webhook-ca");
     let (crt, key) = leaf(
         &["127.0.0.1"],
@@ -117,6 +125,7 @@ fn l2_04_l2_07_l2_10_l2_27_the_registered_webhook_refuses_with_the_seed_messages
             .arg("--kubeconfig")
             .arg(&cp.kubeconfig)
             .stderr(Stdio::null())
+            .pipe(|c| juneau::child::die_with_parent(c, libc::SIGKILL))
             .spawn()
             .unwrap(),
     );
@@ -135,7 +144,24 @@ fn l2_04_l2_07_l2_10_l2_27_the_registered_webhook_refuses_with_the_seed_messages
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let _ = std::fs::remove_dir_all(&dir);
+    // The configurations take effect within a moment: wait until the webhook answers a
+    // dry run.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let out = kubectl_stdin(
+            &cp,
+            &["create", "--dry-run=server", "-f", "-"],
+            "apiVersion: juneau.loutres.me/v1alpha1\nkind: L2Network\nmetadata: {name: probe}\nspec: {vpc: ''}\n",
+        );
+        if String::from_utf8_lossy(&out.stderr).contains("admission webhook") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the webhook configurations never took effect"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     let vpc =
         "apiVersion: juneau.loutres.me/v1alpha1\nkind: Vpc\nmetadata: {name: tenant-a}\nspec: {}\n";
     assert!(
@@ -212,3 +238,11 @@ fn l2_04_l2_07_l2_10_l2_27_the_registered_webhook_refuses_with_the_seed_messages
         "Default"
     );
 }
+
+/// `f(self)` in a builder chain.
+trait Pipe {
+    fn pipe(&mut self, f: impl FnOnce(&mut Self) -> &mut Self) -> &mut Self {
+        f(self)
+    }
+}
+impl Pipe for Command {}

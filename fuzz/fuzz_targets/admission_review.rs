@@ -10,9 +10,13 @@ fuzz_target!(|body: &[u8]| {
     let Ok(review) = serde_json::from_slice::<AdmissionReview<DynamicObject>>(body) else {
         return;
     };
+    let uid = review.request.as_ref().map(|r| r.uid.clone());
     for half in [Half::Validate, Half::Mutate] {
         let out = answer_with(review.clone(), Ok(snapshot()), half);
-        assert!(out.response.is_some(), "a review without a response");
+        let response = out.response.as_ref().expect("a review without a response");
+        if let Some(uid) = &uid {
+            assert_eq!(&response.uid, uid, "answered another request");
+        }
         serde_json::to_vec(&out).expect("responses serialize");
     }
 });

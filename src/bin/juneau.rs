@@ -287,13 +287,19 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
+            // Kept here so that the cluster (and its runtime) is dropped outside the
+            // server's runtime, whatever ends the server.
+            let cluster = std::sync::Arc::new(cluster);
             let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
-            match rt.block_on(juneau::webhook::serve_files(
+            let served = rt.block_on(juneau::webhook::serve_files(
                 listen,
                 &cert_file,
                 &key_file,
-                std::sync::Arc::new(cluster),
-            )) {
+                cluster.clone(),
+            ));
+            drop(rt);
+            drop(cluster);
+            match served {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("juneau webhook: {e}");

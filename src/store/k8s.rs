@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::{
     Api, Client, Resource, ResourceExt,
     api::{DeleteParams, ListParams, Patch, PatchParams},
-    runtime::watcher,
+    runtime::{WatchStreamExt, watcher},
 };
 use serde::{Serialize, de::DeserializeOwned};
 
@@ -45,6 +45,9 @@ pub struct KubeCluster {
     /// The last read and the generation it was read at: reads between two watch events
     /// (every admission request, every CNI poll) cost no API call.
     cache: Mutex<Option<(u64, World)>>,
+    /// The leader-election Lease's resourceVersion when this replica last saw it
+    /// change, and when.
+    lease_seen: Mutex<Option<(String, Instant)>>,
 }
 
 fn refused(what: &str) -> impl Fn(kube::Error) -> ClusterError + '_ {
@@ -107,6 +110,7 @@ where
 {
     rt.spawn(async move {
         watcher(api, watcher::Config::default())
+            .default_backoff()
             .for_each(|event| {
                 if let Err(e) = &event {
                     tracing::warn!(error = %e, "watch interrupted; it resumes by itself");
@@ -178,6 +182,26 @@ impl KubeCluster {
                 Api::<NetworkEndpoint>::all(client.clone()),
                 generation.clone(),
             );
+            watch_into(
+                &rt,
+                Api::<VpcPeering>::all(client.clone()),
+                generation.clone(),
+            );
+            watch_into(
+                &rt,
+                Api::<TransitGateway>::all(client.clone()),
+                generation.clone(),
+            );
+            watch_into(
+                &rt,
+                Api::<NetworkACL>::all(client.clone()),
+                generation.clone(),
+            );
+            watch_into(
+                &rt,
+                Api::<SecurityGroup>::all(client.clone()),
+                generation.clone(),
+            );
         }
         Ok(Self {
             client,
@@ -185,7 +209,14 @@ impl KubeCluster {
             manager,
             generation,
             cache: Mutex::new(None),
+            lease_seen: Mutex::new(None),
         })
+    }
+
+    /// After our own writes: the next read lists again instead of waiting for their
+    /// watch events, so a process always reads what it wrote.
+    fn forget_read(&self) {
+        *self.cache.lock().expect("cache lock") = None;
     }
 
     fn generation(&self) -> u64 {
@@ -281,13 +312,27 @@ impl KubeCluster {
         }
         let tables: Api<RouteTable> = Api::all(c.clone());
         for want in &desired.route_tables {
-            let have = world
+            // Only tables that still exist (one deleted meanwhile stays deleted), and only
+            // the routes: the rest of the object is its owner's.
+            let Some(have) = world
                 .objects
                 .route_tables
                 .iter()
-                .find(|t| t.name_any() == want.name_any());
-            if have.map(|t| &t.spec) != Some(&want.spec) {
-                self.apply_object(&tables, want).await?;
+                .find(|t| t.name_any() == want.name_any())
+            else {
+                continue;
+            };
+            if have.spec.routes != want.spec.routes {
+                let patch = serde_json::json!({
+                    "apiVersion": RouteTable::api_version(&()),
+                    "kind": RouteTable::kind(&()),
+                    "metadata": {"name": want.name_any()},
+                    "spec": {"routes": want.spec.routes},
+                });
+                tables
+                    .patch(&want.name_any(), &self.params(), &Patch::Apply(&patch))
+                    .await
+                    .map_err(refused(&format!("routes of {}", want.name_any())))?;
                 changed = true;
             }
         }
@@ -358,12 +403,16 @@ impl Cluster for KubeCluster {
     fn put_endpoint(&self, endpoint: NetworkEndpoint) -> Result<(), ClusterError> {
         let ns = endpoint.namespace().unwrap_or_default();
         let api: Api<NetworkEndpoint> = Api::namespaced(self.client.clone(), &ns);
-        self.rt.block_on(self.apply_object(&api, &endpoint))
+        let done = self.rt.block_on(self.apply_object(&api, &endpoint));
+        self.forget_read();
+        done
     }
 
     fn delete_endpoint(&self, namespace: &str, name: &str) -> Result<(), ClusterError> {
         let api: Api<NetworkEndpoint> = Api::namespaced(self.client.clone(), namespace);
-        match self.rt.block_on(api.delete(name, &DeleteParams::default())) {
+        let deleted = self.rt.block_on(api.delete(name, &DeleteParams::default()));
+        self.forget_read();
+        match deleted {
             Ok(_) => Ok(()),
             Err(e) if is_not_found(&e) => Ok(()),
             Err(e) => Err(refused(&format!("delete endpoint {namespace}/{name}"))(e)),
@@ -371,6 +420,8 @@ impl Cluster for KubeCluster {
     }
 
     fn apply(&self, desired: &Desired) -> Result<bool, ClusterError> {
-        self.rt.block_on(self.apply_desired(desired))
+        let done = self.rt.block_on(self.apply_desired(desired));
+        self.forget_read();
+        done
     }
 }

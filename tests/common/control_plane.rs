@@ -20,6 +20,9 @@ use rcgen::{
 };
 
 pub struct ControlPlane {
+    /// One control plane at a time per test binary: several at once on two cores make
+    /// every timing in the tests a guess.
+    _turn: std::sync::MutexGuard<'static, ()>,
     dir: PathBuf,
     children: Vec<Child>,
     pub kubeconfig: PathBuf,
@@ -97,6 +100,10 @@ pub fn leaf(
 impl ControlPlane {
     /// Starts etcd and kube-apiserver and waits until `/readyz` says ok (about 5 s).
     pub fn start() -> ControlPlane {
+        static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let turn = TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Missing binaries fail here, before anything exists to clean up.
+        let (etcd_bin, apiserver_bin) = (tool("etcd", "etcd"), tool("k8s", "kube-apiserver"));
         let dir =
             std::env::temp_dir().join(format!("juneau-cp-{}-{}", std::process::id(), free_port()));
         let certs = dir.join("certs");
@@ -133,7 +140,7 @@ impl ControlPlane {
         let peer_url = format!("http://127.0.0.1:{peer_port}");
         let log = |name: &str| std::fs::File::create(dir.join(name)).unwrap();
         let mut children = Vec::new();
-        let mut etcd = Command::new(tool("etcd", "etcd"));
+        let mut etcd = Command::new(etcd_bin);
         etcd.args([
             "--name=t",
             &format!("--data-dir={}", dir.join("etcd").display()),
@@ -149,7 +156,7 @@ impl ControlPlane {
         juneau::child::die_with_parent(&mut etcd, libc::SIGKILL);
         children.push(etcd.spawn().expect("start etcd"));
         let server = format!("https://127.0.0.1:{api_port}");
-        let mut api = Command::new(tool("k8s", "kube-apiserver"));
+        let mut api = Command::new(apiserver_bin);
         api.args([
             &format!("--etcd-servers={etcd_url}"),
             &format!("--cert-dir={}", certs.display()),
@@ -189,6 +196,7 @@ impl ControlPlane {
         )
         .unwrap();
         let cp = ControlPlane {
+            _turn: turn,
             dir,
             children,
             kubeconfig,

@@ -9,6 +9,7 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::MicroTime,
     jiff::Timestamp,
 };
+
 use kube::api::{Api, ObjectMeta, PostParams};
 
 use super::{KubeCluster, is_not_found, refused};
@@ -63,17 +64,28 @@ impl KubeCluster {
                 }
                 Err(e) => return Err(refused(&what)(e)),
             };
+            // Expiry is timed on this replica's own clock, from when it last saw the
+            // record change (as client-go does): another host's renewTime is never
+            // compared with ours, so clock skew cannot hand over a live Lease.
+            let version = current.metadata.resource_version.clone().unwrap_or_default();
+            let seen_since = {
+                let mut seen = self.lease_seen.lock().expect("lease lock");
+                match seen.as_ref() {
+                    Some((v, at)) if *v == version => *at,
+                    _ => {
+                        let at = std::time::Instant::now();
+                        *seen = Some((version, at));
+                        at
+                    }
+                }
+            };
             let mut lease = current.clone();
             let spec = lease.spec.get_or_insert_with(Default::default);
             let ours = spec.holder_identity.as_deref() == Some(identity);
             if !ours {
-                let held_for = spec.lease_duration_seconds.unwrap_or(seconds) as i64 * 1000;
-                let renewed = spec
-                    .renew_time
-                    .as_ref()
-                    .map(|t| t.0.as_millisecond())
-                    .unwrap_or(0);
-                if Timestamp::now().as_millisecond() - renewed < held_for {
+                let held_for =
+                    Duration::from_secs(spec.lease_duration_seconds.unwrap_or(seconds).max(1) as u64);
+                if spec.holder_identity.is_some() && seen_since.elapsed() < held_for {
                     return Ok(false);
                 }
                 spec.holder_identity = Some(identity.into());
