@@ -74,7 +74,7 @@ fn configurations(base: &str, ca_pem: &str) -> String {
 }
 
 #[test]
-fn l2_04_l2_07_l2_10_l2_27_the_registered_webhook_refuses_with_the_seed_messages_and_rewrites_dns_policy()
+fn l2_04_l2_07_l2_08_l2_10_l2_27_the_registered_webhook_refuses_with_the_seed_messages_and_rewrites_dns_policy()
  {
     let cp = ControlPlane::start();
     let crds =
@@ -118,6 +118,8 @@ fn l2_04_l2_07_l2_10_l2_27_the_registered_webhook_refuses_with_the_seed_messages
     let _webhook = Killed(
         Command::new(env!("CARGO_BIN_EXE_juneau"))
             .args(["webhook", "--listen", &format!("127.0.0.1:{port}")])
+            // What the fixture's kube-apiserver has as --service-cluster-ip-range.
+            .args(["--service-cidr", "10.0.0.0/24"])
             .arg("--cert-file")
             .arg(dir.join("tls.crt"))
             .arg("--key-file")
@@ -197,6 +199,10 @@ fn l2_04_l2_07_l2_10_l2_27_the_registered_webhook_refuses_with_the_seed_messages
     refused(
         &l2("{vpc: tenant-a, cidr: 10.0.1.5/24}"),
         "spec.cidr: 10.0.1.5/24 has host bits set; use 10.0.1.0/24",
+    );
+    refused(
+        &l2("{vpc: tenant-a, cidr: 10.0.0.0/16}"),
+        "spec.cidr: 10.0.0.0/16 overlaps the cluster's Service CIDR 10.0.0.0/24",
     );
     refused(
         &l2("{vpc: nope}"),

@@ -174,6 +174,10 @@ enum Cmd {
         /// PEM private key.
         #[arg(long)]
         key_file: PathBuf,
+        /// The cluster's Service CIDR (kube-apiserver --service-cluster-ip-range);
+        /// repeat for several. L2Networks may not overlap it (L2-08).
+        #[arg(long = "service-cidr")]
+        service_cidrs: Vec<String>,
         /// The API's kubeconfig [default: KUBECONFIG, ~/.kube/config, or the Pod's
         /// service account].
         #[arg(long)]
@@ -274,6 +278,7 @@ fn main() -> ExitCode {
             listen,
             cert_file,
             key_file,
+            service_cidrs,
             kubeconfig,
         } => {
             init_logs("info");
@@ -281,7 +286,7 @@ fn main() -> ExitCode {
                 kubeconfig.as_deref(),
                 juneau::store::k8s::CONTROLLER,
             ) {
-                Ok(c) => c,
+                Ok(c) => c.with_service_cidrs(service_cidrs),
                 Err(e) => {
                     eprintln!("juneau webhook: {e}");
                     return ExitCode::FAILURE;

@@ -48,6 +48,9 @@ pub struct KubeCluster {
     /// The leader-election Lease's resourceVersion when this replica last saw it
     /// change, and when.
     lease_seen: Mutex<Option<(String, Instant)>>,
+    /// The cluster's Service CIDRs (kube-apiserver `--service-cluster-ip-range`), which
+    /// the API does not list to everyone: given by the operator.
+    service_cidrs: Vec<String>,
 }
 
 fn refused(what: &str) -> impl Fn(kube::Error) -> ClusterError + '_ {
@@ -210,7 +213,14 @@ impl KubeCluster {
             generation,
             cache: Mutex::new(None),
             lease_seen: Mutex::new(None),
+            service_cidrs: Vec::new(),
         })
+    }
+
+    /// The Service CIDRs the admission rules keep L2Networks out of.
+    pub fn with_service_cidrs(mut self, cidrs: Vec<String>) -> Self {
+        self.service_cidrs = cidrs;
+        self
     }
 
     /// After our own writes: the next read lists again instead of waiting for their
@@ -237,7 +247,7 @@ impl KubeCluster {
                 network_acls: list_cluster::<NetworkACL>(c).await?,
                 security_groups: list_cluster::<SecurityGroup>(c).await?,
                 interfaces: list(c).await?,
-                service_cidrs: Vec::new(),
+                service_cidrs: self.service_cidrs.clone(),
             },
             endpoints: list(c).await?,
             pods: pods.iter().map(pod_record).collect(),
