@@ -48,6 +48,10 @@ pub fn run_all() -> Result<()> {
     // No sanitizer: ASan needs a nightly std; the targets' checks are their asserts and
     // Rust's own (debug assertions and overflow checks are on).
     run(cargo().args(["fuzz", "build", "-s", "none"])).context("building the fuzz targets")?;
+    // libFuzzer refuses an artifact prefix whose folder does not exist (a fresh clone).
+    let artifacts = root().join("target/fuzz-artifacts");
+    std::fs::create_dir_all(&artifacts)
+        .with_context(|| format!("cannot create {}", artifacts.display()))?;
     let mut failed = Vec::new();
     for t in TARGETS {
         let scratch = root().join("target/fuzz-corpus").join(t);
@@ -68,10 +72,7 @@ pub fn run_all() -> Result<()> {
                 &format!("-max_total_time={MAX_SECONDS}"),
                 "-max_len=4096",
                 "-timeout=10",
-                &format!(
-                    "-artifact_prefix={}/",
-                    root().join("target/fuzz-artifacts").display()
-                ),
+                &format!("-artifact_prefix={}/", artifacts.display()),
             ])
             .output()
             .with_context(|| format!("cannot run fuzz target {t}"))?;

@@ -42,15 +42,17 @@ fn main() -> ExitCode {
             .and_then(|()| kubernetes_tools())
             .and_then(|()| test(&args[1..])),
         Some("lint") => lint(),
+        Some("fuzz") => fuzz::run_all(),
         Some("bench") if args.get(1).is_some_and(|a| a == "--render") => render_saved(),
         Some("bench") => bootstrap().and_then(|()| bench()),
         _ => {
             eprintln!(
-                "usage: cargo xtask <bootstrap | demo | test [filter] | lint | bench>\n\
+                "usage: cargo xtask <bootstrap | demo | test [filter] | lint | fuzz | bench>\n\
                  \n  bootstrap  install what the build and the tests need (idempotent)\
                  \n  demo       run the standalone demo (or: demo SCENARIO, demo --datapath)\
                  \n  test       run every test: unit, BPF_PROG_TEST_RUN, netns goldens\
                  \n  lint       cargo fmt --check and clippy -D warnings\
+                 \n  fuzz       every fuzz target for a bounded number of cases (test runs it too)\
                  \n  bench      run the benchmarks, write bench/results.json and docs/benchmarks.md"
             );
             return ExitCode::from(2);
