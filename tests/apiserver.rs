@@ -3,26 +3,7 @@
 #[path = "common/control_plane.rs"]
 mod control_plane;
 
-use control_plane::ControlPlane;
-
-fn apply(cp: &ControlPlane, yaml: &str) -> std::process::Output {
-    use std::io::Write;
-    let mut child = std::process::Command::new(control_plane::tool("k8s", "kubectl"))
-        .arg(format!("--kubeconfig={}", cp.kubeconfig.display()))
-        .args(["apply", "-f", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(yaml.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
+use control_plane::{ControlPlane, Owned};
 
 /// The header line of `kubectl get`, split into column names.
 fn header(table: &str) -> Vec<String> {
@@ -38,22 +19,7 @@ fn header(table: &str) -> Vec<String> {
 #[test]
 fn l2_03_eip_07_the_crds_are_accepted_and_kubectl_prints_the_seed_columns() {
     let cp = ControlPlane::start();
-    let crds =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/kind/crds.yaml")).unwrap();
-    let out = apply(&cp, &crds);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "kind/crds.yaml refused: {stderr}");
-    assert!(
-        !stderr.contains("Warning"),
-        "the server warned about kind/crds.yaml: {stderr}"
-    );
-    cp.kubectl_ok(&[
-        "wait",
-        "--for=condition=Established",
-        "--timeout=30s",
-        "crd",
-        "--all",
-    ]);
+    cp.install_crds();
     // L2-03: cluster-scoped, short name l2net.
     assert_eq!(
         cp.kubectl_ok(&[
@@ -65,8 +31,7 @@ fn l2_03_eip_07_the_crds_are_accepted_and_kubectl_prints_the_seed_columns() {
         ]),
         "Cluster"
     );
-    let out = apply(
-        &cp,
+    let out = cp.apply(
         "apiVersion: juneau.loutres.me/v1alpha1\nkind: Vpc\nmetadata: {name: tenant-a}\nspec: {}\n---\n\
          apiVersion: juneau.loutres.me/v1alpha1\nkind: L2Network\nmetadata: {name: lab-net}\n\
          spec: {vpc: tenant-a, cidr: 10.70.0.0/24, gateway: {}}\n---\n\
@@ -159,18 +124,8 @@ fn l2_03_eip_07_the_crds_are_accepted_and_kubectl_prints_the_seed_columns() {
 fn l2_06_l2_14_the_controller_writes_through_the_real_api_and_a_second_pass_changes_nothing() {
     use juneau::{cluster::Cluster, controller, store::k8s::KubeCluster};
     let cp = ControlPlane::start();
-    let crds =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/kind/crds.yaml")).unwrap();
-    assert!(apply(&cp, &crds).status.success());
-    cp.kubectl_ok(&[
-        "wait",
-        "--for=condition=Established",
-        "--timeout=30s",
-        "crd",
-        "--all",
-    ]);
-    let out = apply(
-        &cp,
+    cp.install_crds();
+    let out = cp.apply(
         "apiVersion: juneau.loutres.me/v1alpha1\nkind: Vpc\nmetadata: {name: tenant-a}\nspec: {}\n---\n\
          apiVersion: juneau.loutres.me/v1alpha1\nkind: RouteTable\nmetadata: {name: tenant-a}\nspec: {vpc: tenant-a}\n---\n\
          apiVersion: juneau.loutres.me/v1alpha1\nkind: L2Network\nmetadata: {name: lab-net}\n\
@@ -228,36 +183,16 @@ fn l2_06_l2_14_the_controller_writes_through_the_real_api_and_a_second_pass_chan
 #[test]
 fn l2_06_juneau_controller_follows_the_api_and_writes_a_pods_nic() {
     let cp = ControlPlane::start();
-    let crds =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/kind/crds.yaml")).unwrap();
-    assert!(apply(&cp, &crds).status.success());
-    cp.kubectl_ok(&[
-        "wait",
-        "--for=condition=Established",
-        "--timeout=30s",
-        "crd",
-        "--all",
-    ]);
+    cp.install_crds();
     // The leader-election Lease's namespace, as kind/namespace.yaml makes it.
     cp.kubectl_ok(&["create", "namespace", "juneau-system"]);
-    /// Our child, killed however the test ends.
-    struct Child(std::process::Child);
-    impl Drop for Child {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let controller = Child(
+    let controller = Owned::spawn(
         std::process::Command::new(env!("CARGO_BIN_EXE_juneau"))
             // A long Lease: renewals (a third of it) never drive a pass within this test,
             // so only the watches can.
             .args(["controller", "--lease-duration", "120", "--kubeconfig"])
             .arg(&cp.kubeconfig)
-            .stderr(std::process::Stdio::null())
-            .die_with_test()
-            .spawn()
-            .unwrap(),
+            .stderr(std::process::Stdio::null()),
     );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while cp
@@ -271,8 +206,7 @@ fn l2_06_juneau_controller_follows_the_api_and_writes_a_pods_nic() {
         );
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
-    let out = apply(
-        &cp,
+    let out = cp.apply(
         "apiVersion: juneau.loutres.me/v1alpha1\nkind: Vpc\nmetadata: {name: tenant-b}\nspec: {}\n---\n\
          apiVersion: juneau.loutres.me/v1alpha1\nkind: L2Network\nmetadata: {name: b-net}\n\
          spec: {vpc: tenant-b, cidr: 10.71.0.0/24}\n---\n\
@@ -311,50 +245,42 @@ fn l2_06_juneau_controller_follows_the_api_and_writes_a_pods_nic() {
 #[test]
 fn l2_06_two_controller_replicas_one_acts_and_the_other_takes_over() {
     use std::{
-        process::{Child, Command, Stdio},
+        process::{Command, Stdio},
         time::{Duration, Instant},
     };
+    /// A replica and its log (the log goes after the process).
     struct Replica {
-        child: Child,
+        _process: Owned,
         log: std::path::PathBuf,
     }
     impl Drop for Replica {
         fn drop(&mut self) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
             let _ = std::fs::remove_file(&self.log);
         }
     }
     let cp = ControlPlane::start();
-    let crds =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/kind/crds.yaml")).unwrap();
-    assert!(apply(&cp, &crds).status.success());
-    cp.kubectl_ok(&[
-        "wait",
-        "--for=condition=Established",
-        "--timeout=30s",
-        "crd",
-        "--all",
-    ]);
+    cp.install_crds();
     cp.kubectl_ok(&["create", "namespace", "juneau-system"]);
     let start = |name: &str| {
         let log = std::env::temp_dir().join(format!("juneau-{name}-{}.log", std::process::id()));
-        let child = Command::new(env!("CARGO_BIN_EXE_juneau"))
-            .args([
-                "controller",
-                "--lease-duration",
-                "6",
-                "--identity",
-                name,
-                "--kubeconfig",
-            ])
-            .arg(&cp.kubeconfig)
-            .stderr(std::fs::File::create(&log).unwrap())
-            .stdout(Stdio::null())
-            .die_with_test()
-            .spawn()
-            .unwrap();
-        Replica { child, log }
+        let process = Owned::spawn(
+            Command::new(env!("CARGO_BIN_EXE_juneau"))
+                .args([
+                    "controller",
+                    "--lease-duration",
+                    "6",
+                    "--identity",
+                    name,
+                    "--kubeconfig",
+                ])
+                .arg(&cp.kubeconfig)
+                .stderr(std::fs::File::create(&log).unwrap())
+                .stdout(Stdio::null()),
+        );
+        Replica {
+            _process: process,
+            log,
+        }
     };
     let holder = || {
         String::from_utf8_lossy(
@@ -402,8 +328,7 @@ fn l2_06_two_controller_replicas_one_acts_and_the_other_takes_over() {
              spec:\n  nodeName: node-a\n  containers: [{{name: c, image: busybox}}]\n"
         )
     };
-    let out = apply(
-        &cp,
+    let out = cp.apply(
         &format!(
             "apiVersion: juneau.loutres.me/v1alpha1\nkind: Vpc\nmetadata: {{name: tenant-c}}\nspec: {{}}\n---\n\
              apiVersion: juneau.loutres.me/v1alpha1\nkind: L2Network\nmetadata: {{name: c-net}}\n\
@@ -431,22 +356,10 @@ fn l2_06_two_controller_replicas_one_acts_and_the_other_takes_over() {
     );
     // The leader dies; the other takes over after the Lease's 6 s and does the work.
     drop(replicas.remove(lead));
-    assert!(apply(&cp, &pod("two")).status.success());
+    assert!(cp.apply(&pod("two")).status.success());
     wait_for("the second Pod's NIC from the new leader", &|| {
         !address("two").is_empty()
     });
     assert_ne!(holder(), leader, "the Lease changed hands");
     assert!(wrote(&replicas[0]));
-}
-
-/// Children of a test die with it, even when the test process is killed.
-trait DieWithTest {
-    fn die_with_test(&mut self) -> &mut Self;
-}
-
-impl DieWithTest for std::process::Command {
-    fn die_with_test(&mut self) -> &mut Self {
-        juneau::child::die_with_parent(self, libc::SIGKILL);
-        self
-    }
 }

@@ -17,14 +17,7 @@ fn kind(file: &str) -> String {
 }
 
 fn crds_and(cp: &ControlPlane, files: &[&str]) {
-    cp.kubectl_ok(&["apply", "-f", &kind("crds.yaml")]);
-    cp.kubectl_ok(&[
-        "wait",
-        "--for=condition=Established",
-        "--timeout=30s",
-        "crd",
-        "--all",
-    ]);
+    cp.install_crds();
     for f in files {
         cp.kubectl_ok(&["apply", "-f", &kind(f)]);
     }
@@ -66,14 +59,7 @@ fn pod(name: &str) -> String {
 }
 
 fn apply_text(cp: &ControlPlane, yaml: &str) {
-    let path = std::env::temp_dir().join(format!(
-        "juneau-rbac-{}-{}.yaml",
-        std::process::id(),
-        control_plane::free_port()
-    ));
-    std::fs::write(&path, yaml).unwrap();
-    let out = cp.kubectl(&["apply", "-f", path.to_str().unwrap()]);
-    let _ = std::fs::remove_file(&path);
+    let out = cp.apply(yaml);
     assert!(
         out.status.success(),
         "{}",

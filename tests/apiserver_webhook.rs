@@ -6,40 +6,12 @@
 mod control_plane;
 
 use std::{
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
 use base64::Engine as _;
-use control_plane::{ControlPlane, ca, free_port, leaf};
-
-/// Our child, killed however the test ends.
-struct Killed(Child);
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn kubectl_stdin(cp: &ControlPlane, args: &[&str], input: &str) -> std::process::Output {
-    use std::io::Write;
-    let mut child = Command::new(control_plane::tool("k8s", "kubectl"))
-        .arg(format!("--kubeconfig={}", cp.kubeconfig.display()))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
+use control_plane::{ControlPlane, Owned, ca, free_port, leaf};
 
 /// The webhook configurations of `kind/webhook.yaml`, pointed at `base` with `ca_pem`.
 fn configurations(base: &str, ca_pem: &str) -> String {
@@ -77,20 +49,7 @@ fn configurations(base: &str, ca_pem: &str) -> String {
 fn l2_04_l2_07_l2_08_l2_10_l2_27_the_registered_webhook_refuses_with_the_seed_messages_and_rewrites_dns_policy()
  {
     let cp = ControlPlane::start();
-    let crds =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/kind/crds.yaml")).unwrap();
-    assert!(
-        kubectl_stdin(&cp, &["apply", "-f", "-"], &crds)
-            .status
-            .success()
-    );
-    cp.kubectl_ok(&[
-        "wait",
-        "--for=condition=Established",
-        "--timeout=30s",
-        "crd",
-        "--all",
-    ]);
+    cp.install_crds();
 
     // The webhook's serving certificate, signed by a CA the API server is given.
     let dir =
@@ -115,7 +74,7 @@ fn l2_04_l2_07_l2_08_l2_10_l2_27_the_registered_webhook_refuses_with_the_seed_me
     std::fs::write(dir.join("tls.crt"), crt).unwrap();
     std::fs::write(dir.join("tls.key"), key).unwrap();
     let port = free_port();
-    let _webhook = Killed(
+    let _webhook = Owned::spawn(
         Command::new(env!("CARGO_BIN_EXE_juneau"))
             .args(["webhook", "--listen", &format!("127.0.0.1:{port}")])
             // What the fixture's kube-apiserver has as --service-cluster-ip-range.
@@ -126,18 +85,14 @@ fn l2_04_l2_07_l2_08_l2_10_l2_27_the_registered_webhook_refuses_with_the_seed_me
             .arg(dir.join("tls.key"))
             .arg("--kubeconfig")
             .arg(&cp.kubeconfig)
-            .stderr(Stdio::null())
-            .pipe(|c| juneau::child::die_with_parent(c, libc::SIGKILL))
-            .spawn()
-            .unwrap(),
+            .stderr(Stdio::null()),
     );
     let deadline = Instant::now() + Duration::from_secs(20);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "juneau webhook did not listen");
         std::thread::sleep(Duration::from_millis(100));
     }
-    let out = kubectl_stdin(
-        &cp,
+    let out = cp.kubectl_stdin(
         &["apply", "-f", "-"],
         &configurations(&format!("https://127.0.0.1:{port}"), &authority.0.pem()),
     );
@@ -150,9 +105,7 @@ fn l2_04_l2_07_l2_08_l2_10_l2_27_the_registered_webhook_refuses_with_the_seed_me
     // dry run.
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let out = kubectl_stdin(
-            &cp,
-            &["create", "--dry-run=server", "-f", "-"],
+        let out = cp.kubectl_stdin(&["create", "--dry-run=server", "-f", "-"],
             "apiVersion: juneau.loutres.me/v1alpha1\nkind: L2Network\nmetadata: {name: probe}\nspec: {vpc: ''}\n",
         );
         if String::from_utf8_lossy(&out.stderr).contains("admission webhook") {
@@ -166,11 +119,7 @@ fn l2_04_l2_07_l2_08_l2_10_l2_27_the_registered_webhook_refuses_with_the_seed_me
     }
     let vpc =
         "apiVersion: juneau.loutres.me/v1alpha1\nkind: Vpc\nmetadata: {name: tenant-a}\nspec: {}\n";
-    assert!(
-        kubectl_stdin(&cp, &["apply", "-f", "-"], vpc)
-            .status
-            .success()
-    );
+    assert!(cp.apply(vpc).status.success());
 
     // Refused by the rules, with their messages word for word. The webhook's view of a
     // just-created object may lag one watch event: retry a refusal that is not the
@@ -178,7 +127,7 @@ fn l2_04_l2_07_l2_08_l2_10_l2_27_the_registered_webhook_refuses_with_the_seed_me
     let refused = |yaml: &str, message: &str| {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let out = kubectl_stdin(&cp, &["create", "-f", "-"], yaml);
+            let out = cp.kubectl_stdin(&["create", "-f", "-"], yaml);
             let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
             assert!(!out.status.success(), "accepted: {yaml}");
             if stderr.contains(message) || Instant::now() > deadline {
@@ -213,8 +162,7 @@ fn l2_04_l2_07_l2_08_l2_10_l2_27_the_registered_webhook_refuses_with_the_seed_me
         "spec.gateway: requires spec.cidr: a gateway routes the segment's addresses; add spec.cidr or remove spec.gateway",
     );
     // Accepted, then a Pod on it gets dnsPolicy Default from the mutating half (L2-27).
-    let out = kubectl_stdin(
-        &cp,
+    let out = cp.kubectl_stdin(
         &["create", "-f", "-"],
         &l2("{vpc: tenant-a, cidr: 10.70.0.0/24, gateway: {}}"),
     );
@@ -228,7 +176,7 @@ fn l2_04_l2_07_l2_08_l2_10_l2_27_the_registered_webhook_refuses_with_the_seed_me
                spec:\n  dnsPolicy: ClusterFirst\n  nodeName: node-a\n  containers: [{name: c, image: busybox}]\n";
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let out = kubectl_stdin(&cp, &["create", "-f", "-"], pod);
+        let out = cp.kubectl_stdin(&["create", "-f", "-"], pod);
         if out.status.success() {
             break;
         }
@@ -244,11 +192,3 @@ fn l2_04_l2_07_l2_08_l2_10_l2_27_the_registered_webhook_refuses_with_the_seed_me
         "Default"
     );
 }
-
-/// `f(self)` in a builder chain.
-trait Pipe {
-    fn pipe(&mut self, f: impl FnOnce(&mut Self) -> &mut Self) -> &mut Self {
-        f(self)
-    }
-}
-impl Pipe for Command {}

@@ -61,28 +61,10 @@ fn is_not_found(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 404)
 }
 
+/// Every object of a kind, in every namespace.
 async fn list<K>(client: &Client) -> Result<Vec<K>, ClusterError>
 where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug,
-    K::DynamicType: Default,
-{
-    let api: Api<K> = Api::all(client.clone());
-    Ok(api
-        .list(&ListParams::default())
-        .await
-        .map_err(refused(&K::plural(&K::DynamicType::default())))?
-        .items)
-}
-
-async fn list_cluster<K>(client: &Client) -> Result<Vec<K>, ClusterError>
-where
-    K: Resource<Scope = k8s_openapi::ClusterResourceScope>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug,
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
     K::DynamicType: Default,
 {
     let api: Api<K> = Api::all(client.clone());
@@ -106,11 +88,16 @@ fn pod_record(p: &Pod) -> PodRecord {
 }
 
 /// Bumps the generation on every event of a watch, for as long as it runs.
-fn watch_into<K>(rt: &tokio::runtime::Runtime, api: Api<K>, generation: Arc<(Mutex<u64>, Condvar)>)
-where
+fn watch_into<K>(
+    rt: &tokio::runtime::Runtime,
+    client: &Client,
+    generation: &Arc<(Mutex<u64>, Condvar)>,
+) where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
     K::DynamicType: Default,
 {
+    let api: Api<K> = Api::all(client.clone());
+    let generation = generation.clone();
     rt.spawn(async move {
         watcher(api, watcher::Config::default())
             .default_backoff()
@@ -161,51 +148,18 @@ impl KubeCluster {
             cause,
         })?;
         let generation = Arc::new((Mutex::new(1), Condvar::new()));
-        {
-            watch_into(&rt, Api::<Pod>::all(client.clone()), generation.clone());
-            watch_into(
-                &rt,
-                Api::<L2Network>::all(client.clone()),
-                generation.clone(),
-            );
-            watch_into(&rt, Api::<Subnet>::all(client.clone()), generation.clone());
-            watch_into(&rt, Api::<Vpc>::all(client.clone()), generation.clone());
-            watch_into(
-                &rt,
-                Api::<RouteTable>::all(client.clone()),
-                generation.clone(),
-            );
-            watch_into(
-                &rt,
-                Api::<NetworkInterface>::all(client.clone()),
-                generation.clone(),
-            );
-            watch_into(
-                &rt,
-                Api::<NetworkEndpoint>::all(client.clone()),
-                generation.clone(),
-            );
-            watch_into(
-                &rt,
-                Api::<VpcPeering>::all(client.clone()),
-                generation.clone(),
-            );
-            watch_into(
-                &rt,
-                Api::<TransitGateway>::all(client.clone()),
-                generation.clone(),
-            );
-            watch_into(
-                &rt,
-                Api::<NetworkACL>::all(client.clone()),
-                generation.clone(),
-            );
-            watch_into(
-                &rt,
-                Api::<SecurityGroup>::all(client.clone()),
-                generation.clone(),
-            );
-        }
+        // Every kind `read_all` lists, so that no change goes unnoticed.
+        watch_into::<Pod>(&rt, &client, &generation);
+        watch_into::<L2Network>(&rt, &client, &generation);
+        watch_into::<Subnet>(&rt, &client, &generation);
+        watch_into::<Vpc>(&rt, &client, &generation);
+        watch_into::<RouteTable>(&rt, &client, &generation);
+        watch_into::<NetworkInterface>(&rt, &client, &generation);
+        watch_into::<NetworkEndpoint>(&rt, &client, &generation);
+        watch_into::<VpcPeering>(&rt, &client, &generation);
+        watch_into::<TransitGateway>(&rt, &client, &generation);
+        watch_into::<NetworkACL>(&rt, &client, &generation);
+        watch_into::<SecurityGroup>(&rt, &client, &generation);
         Ok(Self {
             client,
             rt,
@@ -238,14 +192,14 @@ impl KubeCluster {
         let pods: Vec<Pod> = list(c).await?;
         Ok(World {
             objects: Snapshot {
-                vpcs: list_cluster(c).await?,
-                peerings: list_cluster::<VpcPeering>(c).await?,
-                transit_gateways: list_cluster::<TransitGateway>(c).await?,
-                subnets: list_cluster(c).await?,
-                l2networks: list_cluster(c).await?,
-                route_tables: list_cluster::<RouteTable>(c).await?,
-                network_acls: list_cluster::<NetworkACL>(c).await?,
-                security_groups: list_cluster::<SecurityGroup>(c).await?,
+                vpcs: list(c).await?,
+                peerings: list::<VpcPeering>(c).await?,
+                transit_gateways: list::<TransitGateway>(c).await?,
+                subnets: list(c).await?,
+                l2networks: list(c).await?,
+                route_tables: list::<RouteTable>(c).await?,
+                network_acls: list::<NetworkACL>(c).await?,
+                security_groups: list::<SecurityGroup>(c).await?,
                 interfaces: list(c).await?,
                 service_cidrs: self.service_cidrs.clone(),
             },

@@ -259,6 +259,51 @@ impl ControlPlane {
             .expect("run kubectl")
     }
 
+    /// kubectl with `input` on its standard input (`-f -`).
+    pub fn kubectl_stdin(&self, args: &[&str], input: &str) -> Output {
+        use std::io::Write;
+        let mut child = Command::new(tool("k8s", "kubectl"))
+            .arg(format!("--kubeconfig={}", self.kubeconfig.display()))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run kubectl");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    /// `kubectl apply -f -` of `yaml`.
+    pub fn apply(&self, yaml: &str) -> Output {
+        self.kubectl_stdin(&["apply", "-f", "-"], yaml)
+    }
+
+    /// Installs `kind/crds.yaml`, which the server must take without a warning, and
+    /// waits until every CRD is served.
+    pub fn install_crds(&self) {
+        let crds = std::fs::read_to_string(repo().join("kind/crds.yaml")).unwrap();
+        let out = self.apply(&crds);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "kind/crds.yaml refused: {stderr}");
+        assert!(
+            !stderr.contains("Warning"),
+            "the server warned about kind/crds.yaml: {stderr}"
+        );
+        self.kubectl_ok(&[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=30s",
+            "crd",
+            "--all",
+        ]);
+    }
+
     /// kubectl that must succeed; its stdout.
     pub fn kubectl_ok(&self, args: &[&str]) -> String {
         let out = self.kubectl(args);
@@ -282,5 +327,23 @@ impl Drop for ControlPlane {
         if let Err(e) = std::fs::remove_dir_all(&self.dir) {
             eprintln!("control plane: cannot remove {}: {e}", self.dir.display());
         }
+    }
+}
+
+/// A process a test started: killed however the test ends, and (PR_SET_PDEATHSIG) even
+/// when the test binary itself is killed.
+pub struct Owned(pub Child);
+
+impl Owned {
+    pub fn spawn(cmd: &mut Command) -> Owned {
+        juneau::child::die_with_parent(cmd, libc::SIGKILL);
+        Owned(cmd.spawn().expect("start a test process"))
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
