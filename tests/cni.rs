@@ -214,7 +214,7 @@ fn mx_01_version_and_error_codes_follow_the_spec() {
 }
 
 #[test]
-fn l2_15_l2_21_l2_25_mx_01_add_check_del_and_del_again() {
+fn l2_01_l2_15_l2_21_l2_25_mx_01_add_check_del_and_del_again() {
     let bed = bed(&[(
         "app",
         r#"[{"interface":"eth0","l2Network":"routed"},{"interface":"eth1","l2Network":"pure"}]"#,
@@ -254,6 +254,43 @@ fn l2_15_l2_21_l2_25_mx_01_add_check_del_and_del_again() {
             .unwrap()
             .contains("mtu 1400")
     );
+    // L2-01: a NIC adds nothing of its own to the segment: neither end has an IPv6
+    // address (so no DAD, router solicitation or MLD report leaves it).
+    let host0 = veth::host_name(cid, "eth0");
+    for (what, out) in [
+        (
+            "pod eth0",
+            pod.exec(&["ip", "-d", "-6", "addr", "show", "dev", "eth0"]),
+        ),
+        (
+            "pod eth1",
+            pod.exec(&["ip", "-d", "-6", "addr", "show", "dev", "eth1"]),
+        ),
+        (
+            "host eth0",
+            bed.node
+                .exec(&["ip", "-d", "-6", "addr", "show", "dev", &host0]),
+        ),
+        (
+            "host eth1",
+            bed.node
+                .exec(&["ip", "-d", "-6", "addr", "show", "dev", &host1]),
+        ),
+    ] {
+        let out = out.unwrap();
+        assert!(!out.contains("inet6"), "{what}: {out}");
+    }
+    // The host end by address generation mode, the Pod end by the sysctl the Pod can
+    // turn back.
+    let host = bed
+        .node
+        .exec(&["ip", "-d", "link", "show", "dev", &host0])
+        .unwrap();
+    assert!(host.contains("addrgenmode none"), "{host}");
+    let pod_v6 = pod
+        .exec(&["sysctl", "-n", "net.ipv6.conf.eth0.disable_ipv6"])
+        .unwrap();
+    assert_eq!(pod_v6.trim(), "1");
     assert_eq!(
         bed.store.read().0.endpoints.len(),
         2,

@@ -2,13 +2,13 @@
 # Builds the Kubernetes testbed's binaries from Go modules into a per-machine cache.
 #
 #   tools/build.sh k8s etcd            # some components
-#   tools/build.sh all                 # k8s etcd containerd crictl
+#   tools/build.sh all                 # k8s etcd containerd crictl runc
 #   tools/build.sh --update-modules k8s  # rewrite tools/k8s/go.mod from versions.env, tidy
 #
 # Output: ${JUNEAU_TOOLS_CACHE:-/var/cache/juneau-tools}/<component>-<version>/bin/
 # The cache key is the version: a component whose binaries all exist is skipped.
 # GOMODCACHE and GOCACHE live under the cache root too, so a later version bump on the
-# same machine rebuilds incrementally. Concurrent runs serialize on a per-component lock. Builds are CGO-free, -trimpath, under `nice -n 19`.
+# same machine rebuilds incrementally. Concurrent runs serialize on a per-component lock. Builds are CGO-free (runc's excepted), -trimpath, under `nice -n 19`.
 # Prints each component's wall time. Needs Go >= GO_MIN_VERSION (versions.env).
 set -euo pipefail
 
@@ -25,6 +25,7 @@ die() { echo "build.sh: $*" >&2; exit 1; }
 
 # component -> version, binaries, packages, ldflags
 component_vars() {
+	cgo=0
 	case $1 in
 	k8s)
 		version=$K8S_VERSION mainmod=k8s.io/kubernetes
@@ -65,7 +66,18 @@ component_vars() {
 		pkgs=(sigs.k8s.io/cri-tools/cmd/crictl)
 		ldflags="-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRICTL_VERSION"
 		;;
-	*) die "unknown component '$1' (k8s etcd containerd crictl all)" ;;
+	runc)
+		# Debian's runc 1.1.5 cannot start containers on this kernel ("can't get final
+		# child's PID from pipe") and its crun 1.8.1 refuses containerd 2.4's spec
+		# version. runc's nsexec is C: the one cgo build here (no seccomp tag: the
+		# testbed's Pods ask for no profile).
+		version=$RUNC_VERSION mainmod=github.com/opencontainers/runc
+		bins=(runc)
+		pkgs=(github.com/opencontainers/runc)
+		cgo=1
+		ldflags="-s -w -X main.version=${RUNC_VERSION#v}"
+		;;
+	*) die "unknown component '$1' (k8s etcd containerd crictl runc all)" ;;
 	esac
 }
 
@@ -95,6 +107,7 @@ update_module() {
 	etcd) GOFLAGS=-buildvcs=false go mod edit -require="go.etcd.io/etcd/server/v3@$ETCD_VERSION" ;;
 	containerd) GOFLAGS=-buildvcs=false go mod edit -require="github.com/containerd/containerd/v2@$CONTAINERD_VERSION" ;;
 	crictl) GOFLAGS=-buildvcs=false go mod edit -require="sigs.k8s.io/cri-tools@$CRICTL_VERSION" ;;
+	runc) GOFLAGS=-buildvcs=false go mod edit -require="github.com/opencontainers/runc@$RUNC_VERSION" ;;
 	esac
 	GOFLAGS=-buildvcs=false "${NICE[@]}" go mod tidy
 	# a dependency could raise the pinned module through MVS; refuse that drift
@@ -133,7 +146,7 @@ build_component() {
 	# become "server"), so a single package gets its binary name explicitly.
 	local o="$tmp/"
 	[ ${#pkgs[@]} = 1 ] && o="$tmp/${bins[0]}"
-	(cd "$dir" && "${NICE[@]}" go build -trimpath -ldflags "$ldflags" -o "$o" "${pkgs[@]}") ||
+	(cd "$dir" && CGO_ENABLED=$cgo "${NICE[@]}" go build -trimpath -ldflags "$ldflags" -o "$o" "${pkgs[@]}") ||
 		{ rm -rf "$tmp"; die "$comp: go build failed"; }
 	for b in "${bins[@]}"; do [ -x "$tmp/$b" ] || { rm -rf "$tmp"; die "$comp: $b was not built"; }; done
 	rm -rf "$out" && mv "$tmp" "$out"
@@ -146,12 +159,12 @@ comps=()
 for a in "$@"; do
 	case $a in
 	--update-modules) update=1 ;;
-	all) comps+=(k8s etcd containerd crictl) ;;
+	all) comps+=(k8s etcd containerd crictl runc) ;;
 	-h | --help) sed -n '2,12p' "$0"; exit 0 ;;
 	*) comps+=("$a") ;;
 	esac
 done
-[ ${#comps[@]} -gt 0 ] || die "usage: tools/build.sh [--update-modules] k8s|etcd|containerd|crictl|all ..."
+[ ${#comps[@]} -gt 0 ] || die "usage: tools/build.sh [--update-modules] k8s|etcd|containerd|crictl|runc|all ..."
 have=$(go env GOVERSION) || die "go not found"
 have=${have#go}
 [ "$(printf '%s\n' "$GO_MIN_VERSION" "$have" | sort -V | head -1)" = "$GO_MIN_VERSION" ] ||

@@ -278,57 +278,39 @@ fn cni_part(out: &mut Vec<Measurement>) {
         .unwrap()
         .join("../juneau-cni");
     let conf = serde_json::json!({"cniVersion": "1.1.0", "name": "juneau", "type": "juneau-cni", "socket": socket}).to_string();
-    // One plugin run: ADD of Pod p<i> in `pod`; its wall time in ms.
+    // One plugin run: ADD of Pod p<i> in `pod`.
     let add = |i: usize, pod: &Owned| -> f64 {
-        let t = Instant::now();
-        let mut child = Command::new(&plugin)
-            .env("CNI_COMMAND", "ADD")
-            .env("CNI_CONTAINERID", format!("bench{i:06}"))
-            .env("CNI_NETNS", pod.path())
-            .env("CNI_IFNAME", "eth0")
-            .env(
-                "CNI_ARGS",
-                format!("K8S_POD_NAMESPACE=team;K8S_POD_NAME=p{i}"),
-            )
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("juneau-cni (cargo xtask bench builds it)");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(conf.as_bytes())
-            .unwrap();
-        let res = child.wait_with_output().unwrap();
-        let ms = t.elapsed().as_secs_f64() * 1e3;
-        assert!(
-            res.status.success(),
-            "ADD p{i}: {}",
-            String::from_utf8_lossy(&res.stdout)
+        let mut cmd = Command::new(&plugin);
+        cmd.env(
+            "CNI_ARGS",
+            format!("K8S_POD_NAMESPACE=team;K8S_POD_NAME=p{i}"),
         );
-        ms
+        plugin_add(cmd, i, pod, &conf)
     };
-    let pods_ns: Vec<Owned> = (0..2 * n)
-        .map(|i| Owned::create(&format!("jn-bench-pod-{}-{i}", std::process::id())).unwrap())
-        .collect();
+    let pods_ns = pod_namespaces("jn-bench-pod", 2 * n);
+    let c0 = cpu_ms();
     let mut times: Vec<f64> = (0..n).map(|i| add(i, &pods_ns[i])).collect();
+    let cpu = (cpu_ms() - c0) / n as f64;
     let med = median(&mut times);
-    out.push(Measurement::new("cni_add_l2_median", "ms", med, ("goal", 20.0), "real juneau-cni binary -> daemon: veth, MTU, address, route, datapath port, NetworkEndpoint; median over 100 Pods"));
     // A hundred plugin processes at once, as a kubelet starting a hundred Pods.
-    let mut concurrent: Vec<f64> = std::thread::scope(|s| {
-        let runs: Vec<_> = (n..2 * n)
-            .map(|i| {
-                let (add, pod) = (&add, &pods_ns[i]);
-                s.spawn(move || add(i, pod))
-            })
-            .collect();
-        runs.into_iter().map(|r| r.join().unwrap()).collect()
-    });
-    concurrent.sort_by(f64::total_cmp);
-    let p99 = concurrent[(concurrent.len() * 99).div_ceil(100) - 1];
-    let cmed = median(&mut concurrent);
+    let (p99, cmed) = all_at_once(n..2 * n, |i| add(i, &pods_ns[i]));
+    drop(pods_ns);
+    let _ = std::fs::remove_file(socket);
+    drop(_agent);
+    drop(node);
+
+    let ptp = ptp_baseline(n);
+    out.push(Measurement::new("cni_add_l2_median", "ms", med, ("goal", 20.0), "real juneau-cni binary -> daemon: veth, MTU, address, route, datapath port, NetworkEndpoint; median over 100 Pods"));
+    out.push(Measurement::new("cni_add_l2_median_vs_ptp", "ms", med, ("debian_ptp_host_local_median", ptp.median), "the same median beside Debian's ptp plugin with host-local IPAM (veth, addresses, routes), 100 ADDs one after another in the same run"));
+    out.push(Measurement::new("cni_add_cpu_per_add", "ms", cpu, ("debian_ptp_host_local_cpu", ptp.cpu), "CPU time (user + system) per ADD one after another: the plugin process and the daemon's threads, against ptp's and host-local's processes; every glibc process costs about 0.6 ms here (cpuid traps to the hypervisor)"));
     out.push(Measurement::new("cni_add_concurrent_100_p99", "ms", p99, ("goal", 100.0), "100 juneau-cni ADDs started at once against one daemon; each its own address and port (tested in tests/cni.rs); 99th percentile of the wall times"));
+    out.push(Measurement::new(
+        "cni_add_concurrent_100_p99_vs_ptp",
+        "ms",
+        p99,
+        ("debian_ptp_host_local_p99", ptp.p99),
+        "the same p99 beside 100 ptp + host-local ADDs started at once in the same run",
+    ));
     out.push(Measurement::new(
         "cni_add_concurrent_100_median",
         "ms",
@@ -336,14 +318,127 @@ fn cni_part(out: &mut Vec<Measurement>) {
         ("cni_add_l2_median", med),
         "the same run's median, beside the median of 100 ADDs one after another",
     ));
-    drop(pods_ns);
-    let _ = std::fs::remove_file(socket);
 }
 
+/// CPU time (user + system, ms) of this process and its waited-for children so far.
+fn cpu_ms() -> f64 {
+    let ms = |who| {
+        // SAFETY: getrusage only fills the struct it is given.
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(who, &mut u) };
+        let t = |tv: libc::timeval| tv.tv_sec as f64 * 1e3 + tv.tv_usec as f64 / 1e3;
+        t(u.ru_utime) + t(u.ru_stime)
+    };
+    ms(libc::RUSAGE_SELF) + ms(libc::RUSAGE_CHILDREN)
+}
+
+fn pod_namespaces(prefix: &str, n: usize) -> Vec<Owned> {
+    (0..n)
+        .map(|i| Owned::create(&format!("{prefix}-{}-{i}", std::process::id())).unwrap())
+        .collect()
+}
+
+/// Runs one CNI ADD (`cmd` with the common CNI_* variables added) for container `i` in
+/// `pod`, the config on stdin; its wall time in ms. Panics when the plugin fails.
+fn plugin_add(mut cmd: Command, i: usize, pod: &Owned, conf: &str) -> f64 {
+    let t = Instant::now();
+    let mut child = cmd
+        .env("CNI_COMMAND", "ADD")
+        .env("CNI_CONTAINERID", format!("bench{i:06}"))
+        .env("CNI_NETNS", pod.path())
+        .env("CNI_IFNAME", "eth0")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the plugin binary (cargo xtask bench builds and installs them)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(conf.as_bytes())
+        .unwrap();
+    let res = child.wait_with_output().unwrap();
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    assert!(
+        res.status.success(),
+        "ADD {i}: {}",
+        String::from_utf8_lossy(&res.stdout)
+    );
+    ms
+}
+
+/// Starts `add` for every index at once (one thread each); (p99, median) in ms.
+fn all_at_once(range: std::ops::Range<usize>, add: impl Fn(usize) -> f64 + Sync) -> (f64, f64) {
+    let mut times: Vec<f64> = std::thread::scope(|s| {
+        let runs: Vec<_> = range
+            .map(|i| {
+                let add = &add;
+                s.spawn(move || add(i))
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    times.sort_by(f64::total_cmp);
+    let p99 = times[(times.len() * 99).div_ceil(100) - 1];
+    (p99, median(&mut times))
+}
+
+struct Baseline {
+    median: f64,
+    p99: f64,
+    cpu: f64,
+}
+
+/// The same two runs with Debian's `ptp` plugin and `host-local` IPAM (package
+/// containernetworking-plugins): started from a thread inside a Node namespace of its
+/// own, where ptp makes the host ends and routes.
+fn ptp_baseline(n: usize) -> Baseline {
+    const PLUGINS: &str = "/usr/lib/cni";
+    let node = Owned::create(&format!("jn-bench-ptp-{}", std::process::id())).unwrap();
+    let data = std::env::temp_dir().join(format!("jn-bench-ptp-ipam-{}", std::process::id()));
+    let conf = serde_json::json!({
+        "cniVersion": "1.0.0", "name": "ptp-bench", "type": "ptp", "mtu": 1500,
+        "ipam": {"type": "host-local", "subnet": "10.63.0.0/16", "dataDir": data},
+    })
+    .to_string();
+    let add = |i: usize, pod: &Owned| -> f64 {
+        netns::run_in(node.path(), || {
+            let mut cmd = Command::new(format!("{PLUGINS}/ptp"));
+            cmd.env("CNI_PATH", PLUGINS);
+            plugin_add(cmd, i, pod, &conf)
+        })
+        .unwrap()
+    };
+    let pods_ns = pod_namespaces("jn-bench-ptp-pod", 2 * n);
+    let c0 = cpu_ms();
+    let mut times: Vec<f64> = (0..n).map(|i| add(i, &pods_ns[i])).collect();
+    let cpu = (cpu_ms() - c0) / n as f64;
+    let (p99, _) = all_at_once(n..2 * n, |i| add(i, &pods_ns[i]));
+    let _ = std::fs::remove_dir_all(&data);
+    Baseline {
+        median: median(&mut times),
+        p99,
+        cpu,
+    }
+}
+
+/// `JUNEAU_BENCH_PARTS=cni` (comma-separated: criterion, endpoints, cni) runs only those
+/// parts, for profiling one of them; the part file then holds only their figures.
 fn main() {
+    let only = std::env::var("JUNEAU_BENCH_PARTS").ok();
+    let wanted = |part: &str| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|p| p == part))
+    };
     let mut out = Vec::new();
-    criterion_part(&mut out);
-    endpoints_part(&mut out);
-    cni_part(&mut out);
+    if wanted("criterion") {
+        criterion_part(&mut out);
+    }
+    if wanted("endpoints") {
+        endpoints_part(&mut out);
+    }
+    if wanted("cni") {
+        cni_part(&mut out);
+    }
     write_part("control_plane", &out);
 }

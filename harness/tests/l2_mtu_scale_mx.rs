@@ -1,6 +1,6 @@
 //! Segment MTU (L2-21), per-segment table isolation under a MAC flood (L2-31), and
 //! attachment only to Juneau's own interfaces (MX-02).
-use aya::programs::{SchedClassifier, TcAttachType};
+use aya::programs::SchedClassifier;
 use juneau::node::{Dataplane, dataplane::PortSpec};
 use juneau_common::l2::FDB_ENTRIES;
 use juneau_harness::{
@@ -195,14 +195,14 @@ fn mx_02_an_unmanaged_node_nic_gets_no_program_and_its_traffic_is_untouched() {
         err.to_string().contains("was not created by Juneau"),
         "{err}"
     );
+    // The kernel's view (TCX links and tc filters, both hooks), not the datapath's.
     let progs = |dev: &'static str| {
-        node.ns.run(|| {
-            [TcAttachType::Ingress, TcAttachType::Egress]
-                .into_iter()
-                .flat_map(|t| SchedClassifier::query_tcx(dev, t).unwrap().1)
-                .filter_map(|p| p.name_as_str().map(str::to_owned))
-                .collect::<Vec<_>>()
-        })
+        juneau::cli::attachments(node.ns.path())
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.interface == dev)
+            .map(|r| r.program)
+            .collect::<Vec<_>>()
     };
     assert!(
         progs("ext0").is_empty(),

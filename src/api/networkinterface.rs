@@ -21,7 +21,9 @@ use super::condition::Condition;
     printcolumn(name = "L2NETWORK", type_ = "string", json_path = ".spec.l2Network"),
     printcolumn(name = "ELASTICIP", type_ = "string", json_path = ".spec.elasticIP"),
     printcolumn(name = "ADDRESS", type_ = "string", json_path = ".status.address"),
-    printcolumn(name = "PHASE", type_ = "string", json_path = ".status.phase")
+    printcolumn(name = "PHASE", type_ = "string", json_path = ".status.phase"),
+    // A node daemon lists and watches only its own Node's NICs.
+    selectable = ".spec.nodeName"
 )]
 #[serde(rename_all = "camelCase")]
 pub struct NetworkInterfaceSpec {

@@ -1,5 +1,5 @@
 //! `attachments`: which program the kernel runs on each interface of a Node (TCX
-//! queries, ingress and egress) and whose interface it is (a Pod NIC by its alias, the
+//! queries and tc filters, ingress and egress) and whose interface it is (a Pod NIC by its alias, the
 //! overlay device, the underlay).
 use std::{collections::BTreeMap, path::Path};
 
@@ -59,7 +59,8 @@ pub fn port_names(netns: &Path) -> Result<BTreeMap<u32, String>, CliError> {
         .collect())
 }
 
-/// Every TCX attachment in the namespace at `netns`, by interface.
+/// Every TCX attachment and BPF tc filter in the namespace at `netns`, by interface
+/// (Pod ports run as tc filters, the overlay and underlay programs as TCX links).
 pub fn attachments(netns: &Path) -> Result<Vec<AttachmentRow>, CliError> {
     let query = || -> Result<Vec<AttachmentRow>, String> {
         let aliases: BTreeMap<u32, String> = netlink::links_with_alias("")
@@ -67,43 +68,62 @@ pub fn attachments(netns: &Path) -> Result<Vec<AttachmentRow>, CliError> {
             .into_iter()
             .map(|(_, i, a)| (i, a))
             .collect();
+        let links = netlink::all_links();
+        let filters = netlink::with_netlink(None, async |h| {
+            let mut all = Vec::new();
+            for (_, ifindex) in &links {
+                all.push(netlink::bpf_filters(&h, *ifindex).await?);
+            }
+            Ok(all)
+        })
+        .map_err(|e| e.to_string())?;
         let mut rows = Vec::new();
-        for (name, ifindex) in netlink::all_links() {
+        for ((name, ifindex), filters) in links.iter().zip(filters) {
+            let mut found: Vec<(&'static str, String, u32)> = Vec::new();
             for (hook, t) in [
                 ("tcx/ingress", TcAttachType::Ingress),
                 ("tcx/egress", TcAttachType::Egress),
             ] {
                 let (_, progs) =
-                    SchedClassifier::query_tcx(&name, t).map_err(|e| format!("{name}: {e}"))?;
-                for p in progs {
-                    let program = full_name(p.name_as_str().unwrap_or("?"));
-                    let mut owner = aliases
-                        .get(&ifindex)
-                        .map(|a| owner_of(a))
-                        .unwrap_or_default();
-                    if owner.is_empty() && program == juneau_common::prog_names::UNDERLAY_INGRESS {
-                        owner = "underlay".into();
-                    }
-                    rows.push(AttachmentRow {
-                        interface: name.clone(),
-                        ifindex,
-                        hook,
-                        program,
-                        program_id: p.id(),
-                        owner,
-                    });
+                    SchedClassifier::query_tcx(name, t).map_err(|e| format!("{name}: {e}"))?;
+                found.extend(
+                    progs
+                        .iter()
+                        .map(|p| (hook, full_name(p.name_as_str().unwrap_or("?")), p.id())),
+                );
+            }
+            found.extend(
+                filters
+                    .into_iter()
+                    .map(|f| (f.hook, full_name(&f.name), f.program_id)),
+            );
+            for (hook, program, program_id) in found {
+                let mut owner = aliases
+                    .get(ifindex)
+                    .map(|a| owner_of(a))
+                    .unwrap_or_default();
+                if owner.is_empty() && program == juneau_common::prog_names::UNDERLAY_INGRESS {
+                    owner = "underlay".into();
                 }
+                rows.push(AttachmentRow {
+                    interface: name.clone(),
+                    ifindex: *ifindex,
+                    hook,
+                    program,
+                    program_id,
+                    owner,
+                });
             }
         }
         Ok(rows)
     };
     crate::netns::run_in(netns, query)
         .map_err(|e| CliError::Query {
-            what: "TCX attachments".into(),
+            what: "the attachments".into(),
             why: e.to_string(),
         })?
         .map_err(|why| CliError::Query {
-            what: "TCX attachments".into(),
+            what: "the attachments".into(),
             why,
         })
 }

@@ -211,9 +211,10 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     let _lock = lock(&cfg)?;
     let cluster: Arc<dyn Cluster> = match &cfg.store_socket {
         Some(p) => Arc::new(RemoteStore::new(p)),
-        None => Arc::new(crate::store::k8s::KubeCluster::connect(
+        None => Arc::new(crate::store::k8s::KubeCluster::connect_for_node(
             cfg.kubeconfig.as_deref(),
             crate::store::k8s::NODE,
+            &cfg.node_name,
         )?),
     };
     let metrics = match cfg.metrics_addr {

@@ -110,8 +110,8 @@ pub fn create_on(session: &Session, spec: &VethSpec) -> Result<u32, NetlinkError
             .name(spec.pod_name.clone())
             .address(spec.pod_mac.to_vec())
             .setns_by_fd(pod_ns.as_raw_fd());
-        let mut host =
-            LinkVeth::new(&spec.host_name, &spec.pod_name).address(spec.host_mac.to_vec());
+        let mut host = LinkVeth::new(&spec.host_name, &spec.pod_name)
+            .address(spec.host_mac.to_vec());
         if let Some(mtu) = spec.mtu {
             peer = peer.mtu(mtu);
             host = host.mtu(mtu);
@@ -126,11 +126,7 @@ pub fn create_on(session: &Session, spec: &VethSpec) -> Result<u32, NetlinkError
             .await
             .map_err(req(format!("create veth {}", spec.host_name)))?;
         let index = link_by_name(handle, &spec.host_name).await?.header.index;
-        let owned = match quiet(&spec.host_name) {
-            Ok(()) => own_and_up(handle, index, &spec.alias, &spec.host_name).await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = owned {
+        if let Err(e) = own_and_up(handle, index, &spec.alias, &spec.host_name).await {
             if let Err(undo) = handle.link().del(index).execute().await {
                 tracing::warn!(link = spec.host_name, error = %undo, "cannot remove a veth left without its alias");
             }
@@ -138,7 +134,9 @@ pub fn create_on(session: &Session, spec: &VethSpec) -> Result<u32, NetlinkError
         }
         Ok(index)
     })?;
-    // The Pod end's sysctl is the Pod namespace's: written from a thread inside it.
+    // The Pod end has no IPv6 at all until the Pod turns it on (its sysctl is the Pod
+    // namespace's: written from a thread inside it, where the walk through /proc/sys is
+    // short).
     netns::run_in(&spec.pod_netns, || quiet(&spec.pod_name))??;
     let pod = session.pod();
     session.block_on(async {

@@ -51,6 +51,8 @@ pub struct KubeCluster {
     /// The cluster's Service CIDRs (kube-apiserver `--service-cluster-ip-range`), which
     /// the API does not list to everyone: given by the operator.
     service_cidrs: Vec<String>,
+    /// `spec.nodeName=<node>` for a node daemon's reads of Pods and NetworkInterfaces.
+    node_fields: Option<String>,
 }
 
 fn refused(what: &str) -> impl Fn(kube::Error) -> ClusterError + '_ {
@@ -61,15 +63,20 @@ fn is_not_found(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 404)
 }
 
-/// Every object of a kind, in every namespace.
-async fn list<K>(client: &Client) -> Result<Vec<K>, ClusterError>
+/// Every object of a kind, in every namespace (those matching `fields`, a field
+/// selector, when given).
+async fn list<K>(client: &Client, fields: Option<&str>) -> Result<Vec<K>, ClusterError>
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
     K::DynamicType: Default,
 {
     let api: Api<K> = Api::all(client.clone());
+    let mut params = ListParams::default();
+    if let Some(f) = fields {
+        params = params.fields(f);
+    }
     Ok(api
-        .list(&ListParams::default())
+        .list(&params)
         .await
         .map_err(refused(&K::plural(&K::DynamicType::default())))?
         .items)
@@ -87,19 +94,25 @@ fn pod_record(p: &Pod) -> PodRecord {
     }
 }
 
-/// Bumps the generation on every event of a watch, for as long as it runs.
+/// Bumps the generation on every event of a watch (of the objects matching `fields`,
+/// when given), for as long as it runs.
 fn watch_into<K>(
     rt: &tokio::runtime::Runtime,
     client: &Client,
     generation: &Arc<(Mutex<u64>, Condvar)>,
+    fields: Option<&str>,
 ) where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
     K::DynamicType: Default,
 {
     let api: Api<K> = Api::all(client.clone());
     let generation = generation.clone();
+    let mut config = watcher::Config::default();
+    if let Some(f) = fields {
+        config = config.fields(f);
+    }
     rt.spawn(async move {
-        watcher(api, watcher::Config::default())
+        watcher(api, config)
             .default_backoff()
             .for_each(|event| {
                 if let Err(e) = &event {
@@ -116,10 +129,32 @@ fn watch_into<K>(
 
 impl KubeCluster {
     /// A client from the kubeconfig (`KUBECONFIG` or `~/.kube/config`) or the Pod's
-    /// service account; `manager` is the field manager of the writes.
+    /// service account; `manager` is the field manager of the writes. It reads the
+    /// whole cluster (the controller, the webhook).
     pub fn connect(
         kubeconfig: Option<&std::path::Path>,
         manager: &'static str,
+    ) -> Result<Self, ClusterError> {
+        Self::connect_scoped(kubeconfig, manager, None)
+    }
+
+    /// [`KubeCluster::connect`] for a node daemon: of the kinds that belong to a Node
+    /// (Pods, NetworkInterfaces) it lists and watches only `node`'s, by field selector
+    /// (`spec.nodeName`, a selectable field of the NetworkInterface CRD), so its reads
+    /// grow with its own Pods, not with the cluster. Segments and every Node's
+    /// endpoints stay whole: the remote lists need them.
+    pub fn connect_for_node(
+        kubeconfig: Option<&std::path::Path>,
+        manager: &'static str,
+        node: &str,
+    ) -> Result<Self, ClusterError> {
+        Self::connect_scoped(kubeconfig, manager, Some(format!("spec.nodeName={node}")))
+    }
+
+    fn connect_scoped(
+        kubeconfig: Option<&std::path::Path>,
+        manager: &'static str,
+        node_fields: Option<String>,
     ) -> Result<Self, ClusterError> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -148,18 +183,20 @@ impl KubeCluster {
             cause,
         })?;
         let generation = Arc::new((Mutex::new(1), Condvar::new()));
-        // Every kind `read_all` lists, so that no change goes unnoticed.
-        watch_into::<Pod>(&rt, &client, &generation);
-        watch_into::<L2Network>(&rt, &client, &generation);
-        watch_into::<Subnet>(&rt, &client, &generation);
-        watch_into::<Vpc>(&rt, &client, &generation);
-        watch_into::<RouteTable>(&rt, &client, &generation);
-        watch_into::<NetworkInterface>(&rt, &client, &generation);
-        watch_into::<NetworkEndpoint>(&rt, &client, &generation);
-        watch_into::<VpcPeering>(&rt, &client, &generation);
-        watch_into::<TransitGateway>(&rt, &client, &generation);
-        watch_into::<NetworkACL>(&rt, &client, &generation);
-        watch_into::<SecurityGroup>(&rt, &client, &generation);
+        // Every kind `read_all` lists, with the same selectors, so that no change goes
+        // unnoticed.
+        let node = node_fields.as_deref();
+        watch_into::<Pod>(&rt, &client, &generation, node);
+        watch_into::<L2Network>(&rt, &client, &generation, None);
+        watch_into::<Subnet>(&rt, &client, &generation, None);
+        watch_into::<Vpc>(&rt, &client, &generation, None);
+        watch_into::<RouteTable>(&rt, &client, &generation, None);
+        watch_into::<NetworkInterface>(&rt, &client, &generation, node);
+        watch_into::<NetworkEndpoint>(&rt, &client, &generation, None);
+        watch_into::<VpcPeering>(&rt, &client, &generation, None);
+        watch_into::<TransitGateway>(&rt, &client, &generation, None);
+        watch_into::<NetworkACL>(&rt, &client, &generation, None);
+        watch_into::<SecurityGroup>(&rt, &client, &generation, None);
         Ok(Self {
             client,
             rt,
@@ -168,6 +205,7 @@ impl KubeCluster {
             cache: Mutex::new(None),
             lease_seen: Mutex::new(None),
             service_cidrs: Vec::new(),
+            node_fields,
         })
     }
 
@@ -189,21 +227,22 @@ impl KubeCluster {
 
     async fn read_all(&self) -> Result<World, ClusterError> {
         let c = &self.client;
-        let pods: Vec<Pod> = list(c).await?;
+        let node = self.node_fields.as_deref();
+        let pods: Vec<Pod> = list(c, node).await?;
         Ok(World {
             objects: Snapshot {
-                vpcs: list(c).await?,
-                peerings: list::<VpcPeering>(c).await?,
-                transit_gateways: list::<TransitGateway>(c).await?,
-                subnets: list(c).await?,
-                l2networks: list(c).await?,
-                route_tables: list::<RouteTable>(c).await?,
-                network_acls: list::<NetworkACL>(c).await?,
-                security_groups: list::<SecurityGroup>(c).await?,
-                interfaces: list(c).await?,
+                vpcs: list(c, None).await?,
+                peerings: list::<VpcPeering>(c, None).await?,
+                transit_gateways: list::<TransitGateway>(c, None).await?,
+                subnets: list(c, None).await?,
+                l2networks: list(c, None).await?,
+                route_tables: list::<RouteTable>(c, None).await?,
+                network_acls: list::<NetworkACL>(c, None).await?,
+                security_groups: list::<SecurityGroup>(c, None).await?,
+                interfaces: list(c, node).await?,
                 service_cidrs: self.service_cidrs.clone(),
             },
-            endpoints: list(c).await?,
+            endpoints: list(c, None).await?,
             pods: pods.iter().map(pod_record).collect(),
         })
     }

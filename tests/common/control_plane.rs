@@ -230,14 +230,24 @@ impl ControlPlane {
         lines[lines.len().saturating_sub(20)..].join("\n")
     }
 
-    /// A kubeconfig that authenticates with `token` (a ServiceAccount's, from
-    /// `kubectl create token`) instead of the admin certificate.
-    pub fn kubeconfig_for_token(&self, name: &str, token: &str) -> PathBuf {
-        let server = std::fs::read_to_string(&self.kubeconfig)
+    /// The API server's URL (`https://127.0.0.1:<port>`).
+    pub fn server(&self) -> String {
+        std::fs::read_to_string(&self.kubeconfig)
             .unwrap()
             .lines()
             .find_map(|l| l.trim().strip_prefix("server: ").map(str::to_owned))
-            .unwrap();
+            .unwrap()
+    }
+
+    /// A kubeconfig that authenticates with `token` (a ServiceAccount's, from
+    /// `kubectl create token`) instead of the admin certificate.
+    pub fn kubeconfig_for_token(&self, name: &str, token: &str) -> PathBuf {
+        self.kubeconfig_for_token_via(name, token, &self.server())
+    }
+
+    /// [`ControlPlane::kubeconfig_for_token`] reaching the API at `server` (a relay into
+    /// a Node's namespace; the serving certificate names 127.0.0.1 and localhost).
+    pub fn kubeconfig_for_token_via(&self, name: &str, token: &str, server: &str) -> PathBuf {
         let path = self.dir.join(format!("kubeconfig-{name}"));
         std::fs::write(
             &path,

@@ -26,8 +26,13 @@ const PACKAGES: &[&str] = &[
     "iperf3",
     "dnsmasq-base",
     "udhcpc",
-    "busybox",
+    "busybox-static",
     "curl",
+    // The end-to-end test's images (a static pause built there) and its tools.
+    "gcc",
+    "libc6-dev",
+    "file",
+    "util-linux",
 ];
 
 /// The bpf-linker release known to build here against rustc's LLVM.
@@ -120,8 +125,14 @@ fn bootstrap() -> Result<()> {
 /// the first time, nothing after). The tests start a real control plane from them; the
 /// demo does not need them.
 fn kubernetes_tools() -> Result<()> {
-    run(Command::new(root().join("tools/build.sh")).args(["k8s", "etcd"]))
-        .context("building the Kubernetes components (Go and the Go module proxy needed)")
+    run(Command::new(root().join("tools/build.sh")).args([
+        "k8s",
+        "etcd",
+        "containerd",
+        "crictl",
+        "runc",
+    ]))
+    .context("building the Kubernetes components (Go and the Go module proxy needed)")
 }
 
 unsafe extern "C" {
@@ -315,17 +326,17 @@ fn test(args: &[String]) -> Result<()> {
 /// Runs every benchmark (each writes `bench/parts/<name>.json`), then merges them into
 /// `bench/results.json` and renders `docs/benchmarks.md` with a chart.
 fn bench() -> Result<()> {
-    if Command::new("gnuplot").arg("--version").output().is_err() {
-        run(Command::new("apt-get")
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .args([
-                "install",
-                "-y",
-                "-qq",
-                "--no-install-recommends",
-                "gnuplot-nox",
-            ]))
-        .context("cannot install gnuplot-nox (the chart)")?;
+    // gnuplot draws the chart; Debian's CNI plugins are the CNI benchmark's baseline.
+    for (probe, package) in [
+        ("/usr/bin/gnuplot", "gnuplot-nox"),
+        ("/usr/lib/cni/ptp", "containernetworking-plugins"),
+    ] {
+        if !Path::new(probe).exists() {
+            run(Command::new("apt-get")
+                .env("DEBIAN_FRONTEND", "noninteractive")
+                .args(["install", "-y", "-qq", "--no-install-recommends", package]))
+            .with_context(|| format!("cannot install {package}"))?;
+        }
     }
     let parts = root().join("bench/parts");
     let _ = std::fs::remove_dir_all(&parts);

@@ -1,6 +1,7 @@
 //! Taking over what a previous daemon of the same layout left pinned: the bookkeeping
 //! is rebuilt from the maps (the kernel is the record), each pinned link is switched to
-//! the programs just loaded, and links to interfaces that are gone are unpinned.
+//! the programs just loaded (ports' tc filters replaced in place), and links to
+//! interfaces that are gone are unpinned.
 use aya::maps::{Array, ArrayOfMaps, HashMap as BpfHashMap, MapData};
 use juneau_common::{FloodList, RemoteList, map_names, prog_names};
 
@@ -74,6 +75,30 @@ impl Dataplane {
                 },
             );
             found.links += 1;
+        }
+        // Ports carry tc filters, which have no pin: each port still present gets its
+        // filter switched to the program just loaded (in place, atomically); a port
+        // whose interface went is left to the reconcile, which removes it.
+        let names: std::collections::HashMap<u32, String> = netlink::all_links()
+            .into_iter()
+            .map(|(name, ifindex)| (ifindex, name))
+            .collect();
+        for ifindex in self.segments.ports().collect::<Vec<_>>() {
+            let Some(name) = names
+                .get(&ifindex)
+                .filter(|_| !self.links.contains_key(&ifindex))
+            else {
+                continue;
+            };
+            match self.attach_filter(prog_names::PORT_INGRESS, name) {
+                Ok(link) => {
+                    self.links.insert(ifindex, link);
+                    found.links += 1;
+                }
+                Err(e) => {
+                    tracing::warn!(ifindex, error = %e, "cannot take over a port's filter; the reconcile attaches it again");
+                }
+            }
         }
         tracing::info!(
             segments = found.segments,

@@ -50,7 +50,7 @@ impl Dataplane {
             self.configure_port(spec)?;
             return Ok(ifindex);
         }
-        let link = self.attach(prog_names::PORT_INGRESS, ifname, ifindex)?;
+        let link = self.attach_filter(prog_names::PORT_INGRESS, ifname)?;
         if let Err(e) = self.configure_port(spec) {
             if let Err(undo) = self.detach(link) {
                 tracing::warn!(ifname, error = %undo, "rollback: cannot detach");

@@ -14,7 +14,9 @@ use rtnetlink::{
 
 use crate::netns::{self, NetnsError};
 
+mod filters;
 mod session;
+pub use filters::{BpfFilter, bpf_filters};
 pub use session::Session;
 
 #[derive(Debug, thiserror::Error)]
@@ -106,7 +108,20 @@ pub fn quiet(ifname: &str) -> Result<(), NetlinkError> {
     )
 }
 
-/// Marks `index` as Juneau's with `alias` and brings it up. (The kernel takes
+/// No IPv6 address of its own for a link (address generation mode "none": no
+/// link-local address, so no duplicate address detection, router solicitation or MLD
+/// report leaves it). Sent with the message that brings a Node-side link up (the kernel
+/// refuses it at creation, before the link has IPv6 state), it costs nothing; the
+/// `disable_ipv6` sysctl it replaces there walked /proc/sys/net/ipv6/conf, a directory
+/// of every interface of the Node, about a tenth of an ADD's daemon time with a few
+/// hundred Pods.
+pub fn no_ipv6_addresses() -> LinkAttribute {
+    use rtnetlink::packet_route::link::{AfSpecInet6, AfSpecUnspec};
+    // IN6_ADDR_GEN_MODE_NONE (include/uapi/linux/if_link.h)
+    LinkAttribute::AfSpecUnspec(vec![AfSpecUnspec::Inet6(vec![AfSpecInet6::AddrGenMode(1)])])
+}
+
+/// Marks `index` as Juneau's with `alias`, without IPv6 addresses, and brings it up. (The kernel takes
 /// IFLA_IFALIAS on a change, not at creation.)
 pub async fn own_and_up(
     handle: &Handle,
@@ -116,6 +131,7 @@ pub async fn own_and_up(
 ) -> Result<(), NetlinkError> {
     let msg = LinkUnspec::new_with_index(index)
         .append_extra_attribute(LinkAttribute::IfAlias(alias.to_owned()))
+        .append_extra_attribute(no_ipv6_addresses())
         .up()
         .build();
     handle

@@ -1,0 +1,330 @@
+//! End to end on real Kubernetes parts: a kube-apiserver with etcd, `juneau controller`
+//! against it, and two Nodes (network namespaces on one underlay), each running
+//! `juneau node` against the API server and containerd's CRI plugin with Juneau's
+//! conflist. Pods are created with kubectl; their sandboxes through CRI (crictl), so
+//! `juneau-cni` is called by containerd exactly as on a kubelet's Node (CNI_ARGS with
+//! K8S_POD_NAMESPACE, K8S_POD_NAME, K8S_POD_UID, IgnoreUnknown). No kubelet: see
+//! docs/kubernetes-testbed.md for what stops one here.
+#[path = "common/containerd.rs"]
+mod containerd;
+#[path = "common/control_plane.rs"]
+mod control_plane;
+#[path = "common/relay.rs"]
+mod relay;
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use containerd::Containerd;
+use control_plane::{ControlPlane, Owned};
+use juneau::standalone::topology::{Topology, UNDERLAY_DEV};
+
+fn kind(file: &str) -> String {
+    format!("{}/kind/{file}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn as_account(cp: &ControlPlane, account: &str) -> String {
+    cp.kubectl_ok(&["create", "token", account, "-n", "juneau-system"])
+        .trim()
+        .to_owned()
+}
+
+fn pod(name: &str, node: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\n  annotations:\n    \
+         juneau.loutres.me/networks: '[{{\"interface\": \"eth0\", \"l2Network\": \"lab-net\"}}]'\n\
+         spec:\n  nodeName: {node}\n  containers: [{{name: c, image: {img}, imagePullPolicy: Never}}]\n",
+        img = containerd::BUSYBOX
+    )
+}
+
+/// Polls `f` until it gives a value or `within` passes (then panics with `what`).
+fn wait_for<T>(within: Duration, what: impl Fn() -> String, f: impl Fn() -> Option<T>) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "{}", what());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// One Node: its daemon (killed with the test) and where its files are.
+struct NodeDaemon {
+    socket: PathBuf,
+    log: PathBuf,
+    pins: PathBuf,
+    _child: Owned,
+}
+
+impl Drop for NodeDaemon {
+    fn drop(&mut self) {
+        // The pins keep programs and maps after the daemon; a test's go with it.
+        let _ = juneau::node::dataplane::pins::remove_tree(&self.pins);
+    }
+}
+
+fn start_node(cp: &ControlPlane, topo: &Topology, node: &str, dir: &Path) -> NodeDaemon {
+    let ns = &topo.nodes.iter().find(|n| n.name == node).unwrap().ns;
+    let upstream = cp.server().trim_start_matches("https://").parse().unwrap();
+    let port = relay::relay_into(ns.path(), upstream);
+    let kubeconfig = cp.kubeconfig_for_token_via(
+        &format!("juneau-node-{node}"),
+        &as_account(cp, "juneau-node"),
+        &format!("https://127.0.0.1:{port}"),
+    );
+    // The daemon's lock sits beside its socket: one folder per Node.
+    let own = dir.join(node);
+    std::fs::create_dir_all(&own).unwrap();
+    let socket = own.join("cni.sock");
+    let log = own.join("daemon.log");
+    let pins = PathBuf::from(format!(
+        "/sys/fs/bpf/juneau-e2e-{}-{node}",
+        std::process::id()
+    ));
+    let child = Owned::spawn(
+        Command::new("ip")
+            .args(["netns", "exec", ns.name()])
+            .arg(env!("CARGO_BIN_EXE_juneau"))
+            .args(["node", "--node-name", node, "--underlay", UNDERLAY_DEV])
+            .args(["--metrics-addr", "off", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .arg("--cni-socket")
+            .arg(&socket)
+            .arg("--pin-dir")
+            .arg(&pins)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap()),
+    );
+    wait_for(
+        Duration::from_secs(60),
+        || {
+            format!(
+                "{node}'s daemon did not open its CNI socket: {}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            )
+        },
+        || socket.exists().then_some(()),
+    );
+    NodeDaemon {
+        socket,
+        log,
+        pins,
+        _child: child,
+    }
+}
+
+/// `kubectl get <kind> -n default -o json`'s items.
+fn items(cp: &ControlPlane, kind: &str) -> Vec<serde_json::Value> {
+    let v: serde_json::Value =
+        serde_json::from_str(&cp.kubectl_ok(&["get", kind, "-n", "default", "-o", "json"]))
+            .unwrap();
+    v["items"].as_array().cloned().unwrap_or_default()
+}
+
+fn named<'a>(items: &'a [serde_json::Value], name: &str) -> Option<&'a serde_json::Value> {
+    items.iter().find(|i| i["metadata"]["name"] == name)
+}
+
+#[test]
+fn l2_01_mx_01_pods_made_by_containerd_on_two_nodes_ping_each_other_and_del_removes_the_endpoint() {
+    let cp = ControlPlane::start();
+    cp.install_crds();
+    for f in ["namespace.yaml", "rbac.yaml"] {
+        cp.kubectl_ok(&["apply", "-f", &kind(f)]);
+    }
+    let dir = TestDir::new(std::env::temp_dir().join(format!("juneau-e2e-{}", std::process::id())));
+    let dir = &dir.0;
+    let applied = cp.apply(&format!(
+        "apiVersion: juneau.loutres.me/v1alpha1\nkind: Vpc\nmetadata: {{name: tenant-a}}\nspec: {{}}\n---\n\
+         apiVersion: juneau.loutres.me/v1alpha1\nkind: L2Network\nmetadata: {{name: lab-net}}\n\
+         spec: {{vpc: tenant-a, cidr: 10.71.0.0/24}}\n---\n{}---\n{}",
+        pod("pa", "node-a"),
+        pod("pb", "node-b")
+    ));
+    assert!(
+        applied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    // The controller as its ServiceAccount, as the Deployment runs it.
+    let ctl_kubeconfig =
+        cp.kubeconfig_for_token("juneau-controller", &as_account(&cp, "juneau-controller"));
+    let _controller = Owned::spawn(
+        Command::new(env!("CARGO_BIN_EXE_juneau"))
+            .args(["controller", "--lease-namespace", "juneau-system"])
+            .arg("--kubeconfig")
+            .arg(&ctl_kubeconfig)
+            .stderr(std::fs::File::create(dir.join("controller.log")).unwrap()),
+    );
+    let address = |nic: &str| -> Option<String> {
+        let nics = items(&cp, "networkinterfaces");
+        let a = named(&nics, nic)?["status"]["address"].as_str()?.to_owned();
+        (!a.is_empty()).then_some(a)
+    };
+    let (addr_a, addr_b) = wait_for(
+        Duration::from_secs(30),
+        || {
+            format!(
+                "the controller made no addressed NetworkInterfaces: {:?}",
+                items(&cp, "networkinterfaces")
+            )
+        },
+        || Some((address("pa.eth0")?, address("pb.eth0")?)),
+    );
+
+    // A daemon reads only its own Node's Pods and NICs (field selectors), and every
+    // Node's endpoints (none yet).
+    {
+        use juneau::cluster::Cluster;
+        let node_kubeconfig =
+            cp.kubeconfig_for_token("juneau-node-scope", &as_account(&cp, "juneau-node"));
+        let scoped = juneau::store::k8s::KubeCluster::connect_for_node(
+            Some(&node_kubeconfig),
+            juneau::store::k8s::NODE,
+            "node-a",
+        )
+        .unwrap();
+        let (world, _) = scoped.read().unwrap();
+        let pods: Vec<&str> = world.pods.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(pods, ["pa"]);
+        let nics: Vec<String> = world
+            .objects
+            .interfaces
+            .iter()
+            .map(|n| n.metadata.name.clone().unwrap_or_default())
+            .collect();
+        assert_eq!(nics, ["pa.eth0"]);
+        assert_eq!(world.objects.l2networks.len(), 1, "segments stay whole");
+    }
+
+    let topo = Topology::new(
+        &format!("jn-e2e{}", std::process::id()),
+        &["node-a".to_owned(), "node-b".to_owned()],
+    )
+    .unwrap();
+    let nodes: Vec<NodeDaemon> = ["node-a", "node-b"]
+        .iter()
+        .map(|n| start_node(&cp, &topo, n, dir))
+        .collect();
+    let (pause, busybox) = containerd::test_images(&dir.join("images"));
+    let runtimes: Vec<Containerd> = ["node-a", "node-b"]
+        .iter()
+        .zip(&nodes)
+        .map(|(node, daemon)| {
+            let ns = &topo.nodes.iter().find(|n| n.name == *node).unwrap().ns;
+            Containerd::start(
+                &dir.join(format!("containerd-{node}")),
+                ns.path(),
+                Path::new(env!("CARGO_BIN_EXE_juneau-cni")),
+                &serde_json::json!({
+                    "cniVersion": "1.1.0", "name": "juneau",
+                    "plugins": [{"type": "juneau-cni", "socket": daemon.socket}],
+                })
+                .to_string(),
+                &[&pause, &busybox],
+            )
+        })
+        .collect();
+
+    // The sandboxes: containerd runs CNI ADD with the Pod's identity from CRI.
+    let uid = |name: &str| cp.kubectl_ok(&["get", "pod", name, "-o", "jsonpath={.metadata.uid}"]);
+    let mut sandboxes = Vec::new();
+    for (rt, (name, daemon)) in runtimes.iter().zip(["pa", "pb"].iter().zip(&nodes)) {
+        let id = rt.run_pod("default", name, &uid(name)).unwrap_or_else(|e| {
+            panic!(
+                "RunPodSandbox {name}: {e}\ncontainerd: {}\ndaemon: {}",
+                rt.log_tail(),
+                std::fs::read_to_string(&daemon.log).unwrap_or_default()
+            )
+        });
+        sandboxes.push(id);
+    }
+    let (_, ip_a) = runtimes[0].pod_network(&sandboxes[0]);
+    let (_, ip_b) = runtimes[1].pod_network(&sandboxes[1]);
+    // The runtime reports the address the controller allocated (the CNI result's).
+    assert_eq!(format!("{ip_a}/24"), addr_a);
+    assert_eq!(format!("{ip_b}/24"), addr_b);
+    let endpoints = items(&cp, "networkendpoints");
+    for (ep, node) in [("pa.eth0", "node-a"), ("pb.eth0", "node-b")] {
+        let e = named(&endpoints, ep).unwrap_or_else(|| panic!("no {ep}: {endpoints:?}"));
+        assert_eq!(e["spec"]["nodeName"], node, "{e}");
+    }
+
+    // Containers in the sandboxes reach each other across the Nodes: every reply.
+    let ctr_a = runtimes[0].run_busybox(&sandboxes[0], "pa");
+    let _ctr_b = runtimes[1].run_busybox(&sandboxes[1], "pb");
+    let ping = runtimes[0].crictl_ok(&[
+        "exec",
+        &ctr_a,
+        "/bin/busybox",
+        "ping",
+        "-c",
+        "3",
+        "-W",
+        "2",
+        &ip_b,
+    ]);
+    assert!(
+        ping.contains("3 packets transmitted, 3 packets received"),
+        "{ping}"
+    );
+
+    // Removing a sandbox runs CNI DEL: pa's NetworkEndpoint goes, pb's stays.
+    runtimes[0].remove_pod(&sandboxes[0]);
+    wait_for(
+        Duration::from_secs(20),
+        || {
+            format!(
+                "pa.eth0's NetworkEndpoint outlived its sandbox: {:?}",
+                items(&cp, "networkendpoints")
+            )
+        },
+        || {
+            named(&items(&cp, "networkendpoints"), "pa.eth0")
+                .is_none()
+                .then_some(())
+        },
+    );
+    assert!(named(&items(&cp, "networkendpoints"), "pb.eth0").is_some());
+    let node_a = &topo.nodes[0].ns;
+    let veths = node_a
+        .exec(&["ip", "-o", "link", "show", "type", "veth"])
+        .unwrap();
+    let pod_veths: Vec<&str> = veths
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .filter(|name| name.starts_with(juneau::node::veth::HOST_PREFIX))
+        .collect();
+    assert!(
+        pod_veths.is_empty(),
+        "node-a kept a Pod veth after DEL: {veths}"
+    );
+
+    // Runtimes first (their sandboxes' DEL needs the daemons), then the daemons, the
+    // Nodes, the controller and the API server; the folder last.
+    drop(runtimes);
+    drop(nodes);
+    drop(topo);
+}
+
+/// The test's folder, removed however the test ends (declared first, dropped last).
+struct TestDir(PathBuf);
+
+impl TestDir {
+    fn new(path: PathBuf) -> TestDir {
+        std::fs::create_dir_all(&path).unwrap();
+        TestDir(path)
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

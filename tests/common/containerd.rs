@@ -1,0 +1,424 @@
+//! A Node's container runtime for tests: containerd 2.x with its CRI plugin and runc
+//! (both built from their Go modules by `tools/build.sh`), started inside a Node's
+//! network namespace with a root, state, socket and CNI configuration of its own. Pod
+//! sandboxes are made through CRI with crictl, so the CNI plugin is called exactly as
+//! on a kubelet's Node. Images are built here (no registry can be reached) and
+//! imported into each instance.
+//!
+//! Dropping it removes its sandboxes (CNI DEL), stops containerd (its own child, by
+//! PID), unmounts what it left under its folder and removes the folder.
+#![allow(dead_code)]
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+    time::{Duration, Instant},
+};
+
+use super::control_plane::{Owned, tool};
+
+pub struct Containerd {
+    pub dir: PathBuf,
+    /// The Node's network namespace (where containerd and its streaming server live).
+    netns: PathBuf,
+    child: Option<Owned>,
+}
+
+/// The tag both images get.
+pub const PAUSE: &str = "localhost/pause:juneau-test";
+pub const BUSYBOX: &str = "localhost/busybox:juneau-test";
+
+fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn sha256(path: &Path) -> String {
+    let out = run(Command::new("sha256sum").arg(path));
+    String::from_utf8_lossy(&out.stdout)[..64].to_owned()
+}
+
+/// Writes an OCI image layout archive at `out`: one layer holding `files` (path in the
+/// image, file on this machine), `cmd` as its command, `name` as its reference.
+pub fn oci_image(out: &Path, name: &str, files: &[(&str, &Path)], cmd: &[&str]) {
+    let work = out.with_extension("d");
+    let rootfs = work.join("rootfs");
+    let blobs = work.join("layout/blobs/sha256");
+    std::fs::create_dir_all(&blobs).unwrap();
+    for (inside, from) in files {
+        let to = rootfs.join(inside);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(from, &to).unwrap();
+    }
+    let layer = work.join("layer.tar");
+    run(Command::new("tar")
+        .args(["--sort=name", "--mtime=@0", "--owner=0", "--group=0", "-cf"])
+        .arg(&layer)
+        .arg("-C")
+        .arg(&rootfs)
+        .arg("."));
+    // A blob is stored under its digest; returns (digest, size).
+    let store = |path: &Path| -> (String, u64) {
+        let digest = sha256(path);
+        std::fs::copy(path, blobs.join(&digest)).unwrap();
+        (
+            format!("sha256:{digest}"),
+            std::fs::metadata(path).unwrap().len(),
+        )
+    };
+    let (layer_digest, layer_size) = store(&layer);
+    let json = |file: &str, v: serde_json::Value| -> (String, u64) {
+        let p = work.join(file);
+        std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+        store(&p)
+    };
+    let (config_digest, config_size) = json(
+        "config.json",
+        serde_json::json!({
+            "architecture": "amd64", "os": "linux", "config": {"Cmd": cmd},
+            "rootfs": {"type": "layers", "diff_ids": [layer_digest]},
+        }),
+    );
+    let (manifest_digest, manifest_size) = json(
+        "manifest.json",
+        serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                       "digest": config_digest, "size": config_size},
+            "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar",
+                        "digest": layer_digest, "size": layer_size}],
+        }),
+    );
+    let layout = work.join("layout");
+    std::fs::write(
+        layout.join("oci-layout"),
+        r#"{"imageLayoutVersion":"1.0.0"}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        layout.join("index.json"),
+        serde_json::to_vec(&serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.index.v1+json",
+            "manifests": [{
+                "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "digest": manifest_digest, "size": manifest_size,
+                // containerd names an imported image by this annotation.
+                "annotations": {"io.containerd.image.name": name},
+            }],
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    run(Command::new("tar")
+        .args(["--sort=name", "--mtime=@0", "-cf"])
+        .arg(out)
+        .arg("-C")
+        .arg(&layout)
+        .arg("."));
+    std::fs::remove_dir_all(&work).unwrap();
+}
+
+/// The pause and busybox images in `dir` (pause.tar, busybox.tar): a pause built here
+/// with `gcc -static`, Debian's static busybox.
+pub fn test_images(dir: &Path) -> (PathBuf, PathBuf) {
+    std::fs::create_dir_all(dir).unwrap();
+    let src = dir.join("pause.c");
+    std::fs::write(
+        &src,
+        "#include <signal.h>\n#include <unistd.h>\nstatic void bye(int s){(void)s;_exit(0);}\n\
+         int main(void){signal(SIGINT,bye);signal(SIGTERM,bye);for(;;)pause();}\n",
+    )
+    .unwrap();
+    let pause = dir.join("pause");
+    run(Command::new("gcc")
+        .args(["-O2", "-static", "-o"])
+        .arg(&pause)
+        .arg(&src));
+    let busybox = Path::new("/bin/busybox");
+    assert!(
+        run(Command::new("file").arg("-L").arg(busybox))
+            .stdout
+            .windows(15)
+            .any(|w| w == b"statically link"),
+        "/bin/busybox must be Debian's busybox-static (cargo xtask test installs it)"
+    );
+    let (p, b) = (dir.join("pause.tar"), dir.join("busybox.tar"));
+    oci_image(&p, PAUSE, &[("pause", &pause)], &["/pause"]);
+    oci_image(
+        &b,
+        BUSYBOX,
+        &[("bin/busybox", busybox)],
+        &["/bin/busybox", "sleep", "3600"],
+    );
+    (p, b)
+}
+
+impl Containerd {
+    /// Starts containerd in `netns` with its files under `dir`, the CNI plugin `cni_bin`
+    /// in its plugin folder and `conflist` as its only network; imports `images`.
+    pub fn start(
+        dir: &Path,
+        netns: &Path,
+        cni_bin: &Path,
+        conflist: &str,
+        images: &[&Path],
+    ) -> Containerd {
+        let (bin_dir, conf_dir) = (dir.join("cni-bin"), dir.join("cni-conf"));
+        std::fs::create_dir_all(&bin_dir).unwrap();
+        std::fs::create_dir_all(&conf_dir).unwrap();
+        std::os::unix::fs::symlink(cni_bin, bin_dir.join("juneau-cni")).unwrap();
+        std::fs::write(conf_dir.join("10-juneau.conflist"), conflist).unwrap();
+        let sock = dir.join("containerd.sock");
+        let runc = tool("runc", "runc");
+        // Keys as containerd 2.x reads them (v4 layout; the 1.x `io.containerd.grpc.v1.cri`
+        // runtime keys would be ignored silently). restrict_oom_score_adj: these machines
+        // refuse negative OOM scores (no CAP_SYS_RESOURCE), so sandboxes keep ours.
+        let config = format!(
+            r#"version = 4
+root = '{root}'
+state = '{state}'
+[plugins]
+  [plugins.'io.containerd.cri.v1.images']
+    snapshotter = 'overlayfs'
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = '{PAUSE}'
+  [plugins.'io.containerd.cri.v1.runtime']
+    restrict_oom_score_adj = true
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+      runtime_type = 'io.containerd.runc.v2'
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+        BinaryName = '{runc}'
+        Root = '{runc_root}'
+        SystemdCgroup = false
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = ['{bin}']
+      conf_dir = '{conf}'
+      use_internal_loopback = true
+  [plugins.'io.containerd.server.v1.grpc']
+    address = '{sock}'
+  [plugins.'io.containerd.server.v1.ttrpc']
+    address = '{sock}.ttrpc'
+  [plugins.'io.containerd.nri.v1.nri']
+    disable = true
+"#,
+            root = dir.join("root").display(),
+            state = dir.join("state").display(),
+            runc = runc.display(),
+            runc_root = dir.join("runc").display(),
+            bin = bin_dir.display(),
+            conf = conf_dir.display(),
+            sock = sock.display(),
+        );
+        std::fs::write(dir.join("config.toml"), config).unwrap();
+        std::fs::write(
+            dir.join("crictl.yaml"),
+            format!(
+                "runtime-endpoint: unix://{s}\nimage-endpoint: unix://{s}\ntimeout: 60\n",
+                s = sock.display()
+            ),
+        )
+        .unwrap();
+        let containerd = tool("containerd", "containerd");
+        let path = format!(
+            "{}:{}",
+            containerd.parent().unwrap().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        // nsenter --net only: containerd stays in the machine's mount namespace, so the
+        // Pod namespaces it mounts under /run/netns are visible to the daemon.
+        let log = std::fs::File::create(dir.join("containerd.log")).unwrap();
+        let child = Owned::spawn(
+            Command::new("nsenter")
+                .arg(format!("--net={}", netns.display()))
+                .arg(&containerd)
+                .arg("-c")
+                .arg(dir.join("config.toml"))
+                .env("PATH", path)
+                .stdout(log.try_clone().unwrap())
+                .stderr(log),
+        );
+        let c = Containerd {
+            dir: dir.to_owned(),
+            netns: netns.to_owned(),
+            child: Some(child),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !c.crictl(&["version"]).status.success() {
+            assert!(
+                Instant::now() < deadline,
+                "containerd did not serve CRI: {}",
+                c.log_tail()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        for image in images {
+            run(Command::new(tool("containerd", "ctr"))
+                .args(["-n", "k8s.io", "-a"])
+                .arg(&sock)
+                .args(["images", "import"])
+                .arg(image));
+        }
+        c
+    }
+
+    /// `/juneau-test-<folder name>`: where this instance's sandboxes get their cgroups.
+    fn cgroup_parent(&self) -> String {
+        format!(
+            "/juneau-test-{}-{}",
+            std::process::id(),
+            self.dir.file_name().unwrap().to_string_lossy()
+        )
+    }
+
+    pub fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(self.dir.join("containerd.log")).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(15)..].join("\n")
+    }
+
+    /// crictl against this instance, run inside the Node's namespace (exec and attach
+    /// stream from containerd's server on the Node's loopback).
+    pub fn crictl(&self, args: &[&str]) -> Output {
+        Command::new("nsenter")
+            .arg(format!("--net={}", self.netns.display()))
+            .arg(tool("crictl", "crictl"))
+            .arg("--config")
+            .arg(self.dir.join("crictl.yaml"))
+            .args(args)
+            .output()
+            .expect("run crictl")
+    }
+
+    /// crictl that must succeed; its trimmed stdout.
+    pub fn crictl_ok(&self, args: &[&str]) -> String {
+        let out = self.crictl(args);
+        assert!(
+            out.status.success(),
+            "crictl {args:?}: {}\ncontainerd: {}",
+            String::from_utf8_lossy(&out.stderr),
+            self.log_tail()
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// A Pod sandbox for the Kubernetes Pod `namespace/name` (uid as the API gave it):
+    /// the CNI ADD happens here. Returns the sandbox id.
+    pub fn run_pod(&self, namespace: &str, name: &str, uid: &str) -> Result<String, String> {
+        let spec = self.dir.join(format!("pod-{name}.json"));
+        std::fs::write(
+            &spec,
+            serde_json::to_vec(&serde_json::json!({
+                "metadata": {"name": name, "namespace": namespace, "uid": uid, "attempt": 1},
+                "log_directory": self.dir.join(format!("logs/{name}")),
+                // Cgroups of this instance only, removed with it.
+                "linux": {"cgroup_parent": self.cgroup_parent()},
+            }))
+            .unwrap(),
+        )
+        .unwrap();
+        let out = self.crictl(&["runp", spec.to_str().unwrap()]);
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+
+    /// Starts a busybox container in sandbox `pod`; returns the container id.
+    pub fn run_busybox(&self, pod: &str, name: &str) -> String {
+        let pod_spec = self.dir.join(format!("pod-{name}.json"));
+        let spec = self.dir.join(format!("ctr-{name}.json"));
+        std::fs::write(
+            &spec,
+            serde_json::to_vec(&serde_json::json!({
+                "metadata": {"name": "c"},
+                "image": {"image": BUSYBOX},
+                "command": ["/bin/busybox", "sleep", "3600"],
+                "log_path": "c.log",
+                "linux": {},
+            }))
+            .unwrap(),
+        )
+        .unwrap();
+        let id = self.crictl_ok(&[
+            "create",
+            pod,
+            spec.to_str().unwrap(),
+            pod_spec.to_str().unwrap(),
+        ]);
+        self.crictl_ok(&["start", &id]);
+        id
+    }
+
+    /// The network namespace path and IP the runtime recorded for sandbox `pod`.
+    pub fn pod_network(&self, pod: &str) -> (PathBuf, String) {
+        let v: serde_json::Value =
+            serde_json::from_str(&self.crictl_ok(&["inspectp", "-o", "json", pod])).unwrap();
+        let ns = v["info"]["runtimeSpec"]["linux"]["namespaces"]
+            .as_array()
+            .and_then(|a| a.iter().find(|n| n["type"] == "network"))
+            .and_then(|n| n["path"].as_str())
+            .unwrap_or_else(|| panic!("no network namespace in {v}"));
+        let ip = v["status"]["network"]["ip"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        (PathBuf::from(ns), ip)
+    }
+
+    /// Stops and removes sandbox `pod` (the CNI DEL happens at stop).
+    pub fn remove_pod(&self, pod: &str) {
+        self.crictl_ok(&["stopp", pod]);
+        self.crictl_ok(&["rmp", pod]);
+    }
+}
+
+impl Drop for Containerd {
+    fn drop(&mut self) {
+        // Every sandbox goes through CNI DEL before containerd stops.
+        let _ = self.crictl(&["rmp", "-a", "-f"]);
+        drop(self.child.take());
+        // Mounts containerd left (an overlay of a container killed with it), deepest
+        // first, then the folder.
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+        let mut ours: Vec<&str> = mounts
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(1))
+            .filter(|m| Path::new(m).starts_with(&self.dir))
+            .collect();
+        ours.sort_by_key(|m| std::cmp::Reverse(m.len()));
+        for m in ours {
+            let _ = Command::new("umount").args(["-l", m]).status();
+        }
+        if let Err(e) = std::fs::remove_dir_all(&self.dir) {
+            eprintln!("containerd: cannot remove {}: {e}", self.dir.display());
+        }
+        // The (empty) cgroups runc made under our parent, in every hierarchy.
+        let parent = self.cgroup_parent();
+        for hierarchy in std::fs::read_dir("/sys/fs/cgroup")
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let top = hierarchy.path().join(parent.trim_start_matches('/'));
+            let mut dirs: Vec<PathBuf> = std::fs::read_dir(&top)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect();
+            dirs.push(top);
+            for d in dirs {
+                let _ = std::fs::remove_dir(d);
+            }
+        }
+    }
+}
