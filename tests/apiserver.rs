@@ -121,7 +121,8 @@ fn l2_03_eip_07_the_crds_are_accepted_and_kubectl_prints_the_seed_columns() {
 /// the connected route (L2-14); a second pass, as a restarted controller makes, changes
 /// nothing.
 #[test]
-fn l2_06_l2_14_the_controller_writes_through_the_real_api_and_a_second_pass_changes_nothing() {
+fn l2_06_l2_14_the_controller_writes_through_the_real_api_a_second_pass_changes_nothing_and_a_lapsed_lease_writes_nothing()
+ {
     use juneau::{cluster::Cluster, controller, store::k8s::KubeCluster};
     let cp = ControlPlane::start();
     cp.install_crds();
@@ -176,6 +177,45 @@ fn l2_06_l2_14_the_controller_writes_through_the_real_api_and_a_second_pass_chan
     let (world, _) = cluster.read().unwrap();
     assert_eq!(world.pods.len(), 1);
     assert_eq!(world.objects.interfaces.len(), 1);
+
+    // A replica whose Lease lapsed (not renewed within its duration) writes nothing: its
+    // pass stops at the first write instead of racing the replica that took over.
+    let lease = std::time::Duration::from_secs(1);
+    assert!(
+        cluster
+            .hold_lease("default", "fence-test", "replica-a", lease)
+            .unwrap()
+    );
+    std::thread::sleep(lease + std::time::Duration::from_millis(200));
+    let out = cp.apply(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: api\n  namespace: default\n  annotations:\n    \
+         juneau.loutres.me/networks: '[{\"interface\": \"eth0\", \"l2Network\": \"lab-net\"}]'\n\
+         spec:\n  nodeName: node-a\n  containers: [{name: c, image: busybox}]\n",
+    );
+    assert!(out.status.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while cluster.read().unwrap().0.pods.len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the new Pod never showed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let refused = controller::run_once(&cluster, &cfg).expect_err("a replica past its Lease wrote");
+    assert!(refused.to_string().contains("Lease"), "{refused}");
+    let nic = cp.kubectl(&["get", "networkinterface", "api.eth0", "-n", "default"]);
+    assert!(
+        !nic.status.success(),
+        "the NIC was written after the Lease lapsed"
+    );
+    // Renewed, it writes again.
+    assert!(
+        cluster
+            .hold_lease("default", "fence-test", "replica-a", lease)
+            .unwrap()
+    );
+    assert!(controller::run_once(&cluster, &cfg).unwrap());
+    cp.kubectl_ok(&["get", "networkinterface", "api.eth0", "-n", "default"]);
 }
 
 /// `juneau controller` as a process, as its Deployment runs it: objects applied after it

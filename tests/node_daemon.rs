@@ -493,6 +493,13 @@ fn mx_03_attachments_come_from_the_kernel_and_outlive_the_daemon_a_layout_change
         "{err}"
     );
 
+    let port_programs = |rows: &[serde_json::Value]| -> Vec<u64> {
+        rows.iter()
+            .filter(|r| r["program"] == "port_ingress")
+            .map(|r| r["program_id"].as_u64().unwrap())
+            .collect()
+    };
+    let old_layout = port_programs(&attachments("at-a"));
     run.daemons.stop("at-a");
     // No daemon, no records to read: the kernel still runs the programs.
     let out = Command::new(env!("CARGO_BIN_EXE_kubectl-juneau"))
@@ -560,6 +567,13 @@ fn mx_03_attachments_come_from_the_kernel_and_outlive_the_daemon_a_layout_change
     assert_eq!(
         ports, 2,
         "each port attached once, by the new layout: {rows:?}"
+    );
+    // Both run the new daemon's program: none is left on the old layout's.
+    let now = port_programs(&rows);
+    assert!(
+        now.iter()
+            .all(|id| *id == now[0] && !old_layout.contains(id)),
+        "{old_layout:?} -> {now:?}"
     );
     assert_eq!(
         ping(&run, "at-p", &q, &["-c", "2", "-i", "0.2"]),

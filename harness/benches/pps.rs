@@ -9,6 +9,7 @@ use aya::{
     maps::HashMap,
     programs::{SchedClassifier, TcAttachType},
 };
+use juneau::node::dataplane::PortAttach;
 use juneau_harness::{
     Netns, Node,
     bench::{LiveFrames, Measurement, gro_on, median, plain_pods, write_part},
@@ -34,8 +35,9 @@ struct Bed {
     _keep: Box<dyn std::any::Any>,
 }
 
-fn juneau_bed() -> Bed {
+fn juneau_bed(attach: PortAttach) -> Bed {
     let mut node = Node::new();
+    node.dataplane.set_port_attach(attach);
     node.add_pod(0, 1);
     node.add_pod(1, 1);
     gro_on(&node.ns, "jp0");
@@ -113,9 +115,10 @@ fn peer_bed() -> Bed {
 fn main() {
     let generator = LiveFrames::load();
     let beds = [
-        ("juneau", juneau_bed()),
+        ("juneau", juneau_bed(PortAttach::Filter)),
         ("linux bridge", bridge_bed()),
         ("bpf_redirect_peer", peer_bed()),
+        ("juneau tcx", juneau_bed(PortAttach::Tcx)),
     ];
     for b in &beds {
         // IPv4 on the Pods, so the UDP rounds are delivered to a real stack.
@@ -198,6 +201,13 @@ fn main() {
                 u[0],
                 ("bare_bpf_redirect_peer", u[2]),
                 "60-byte IPv4/UDP frames",
+            ),
+            Measurement::new(
+                "pps_one_node_tc_filter_vs_tcx",
+                "Mpps",
+                m[0],
+                ("juneau_ports_on_tcx", m[3]),
+                "the same datapath with its ports attached as tc filters (the default: no RCU grace period per CNI ADD) and as TCX links (--port-attach tcx), in the same rounds",
             ),
         ],
     );

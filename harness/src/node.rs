@@ -139,6 +139,7 @@ impl Cluster {
                 vxlan_mtu: underlay_mtu - 50,
                 pin_root: None,
                 datapath_encap: true,
+                port_attach: Default::default(),
             };
             let dataplane = ns
                 .run(|| daemon::bring_up(&setup))

@@ -118,6 +118,7 @@ impl PortBed {
             vxlan_mtu: 1450,
             pin_root: None,
             datapath_encap: true,
+            port_attach: Default::default(),
         };
         self.ns
             .run(|| juneau::node::daemon::bring_up(&setup))

@@ -216,3 +216,68 @@ fn mx_02_an_unmanaged_node_nic_gets_no_program_and_its_traffic_is_untouched() {
     );
     other.ping_all(&[], "10.77.0.1", 2);
 }
+
+#[test]
+fn mx_03_a_port_filter_no_datapath_serves_is_detached_by_the_next_one() {
+    use juneau::node::{
+        dataplane::pins,
+        veth::{self, PortAlias, VethSpec},
+    };
+    let node = Netns::new("stalefilter");
+    let pod = Netns::new("stalepod");
+    let root = std::path::PathBuf::from(format!(
+        "/sys/fs/bpf/juneau-test-stale-{}",
+        std::process::id()
+    ));
+    let (first, second) = (root.join("a"), root.join("b"));
+    let spec = VethSpec {
+        host_name: "jnstale0".into(),
+        host_mac: [2, 0, 0, 0, 0x5a, 1],
+        pod_netns: pod.path().to_owned(),
+        pod_name: "eth0".into(),
+        pod_mac: [2, 0, 0, 0, 0x5a, 2],
+        mtu: None,
+        alias: PortAlias {
+            container_id: "c0ffee".into(),
+            interface: "eth0".into(),
+            namespace: "default".into(),
+            pod: "gone".into(),
+        }
+        .render(),
+    };
+    let (ifindex, left, gone) = node.run(|| {
+        let ifindex = veth::create(None, &spec).unwrap();
+        // A daemon that pins attaches the port and goes: its filter stays.
+        let mut old = Dataplane::load(Some(&first)).unwrap();
+        old.attach_port(
+            "jnstale0",
+            PortSpec {
+                ifindex: 0,
+                vni: 7,
+                mtu: 0,
+                peer: true,
+            },
+        )
+        .unwrap();
+        drop(old);
+        let left = juneau::cli::attachments(node.path()).unwrap();
+        // The next one (another layout: nothing adopted) does not serve that port.
+        let mut next = Dataplane::load(Some(&second)).unwrap();
+        let gone = next.detach_unserved_filters(&[("jnstale0".into(), ifindex)]);
+        (ifindex, left, gone)
+    });
+    let _ = pins::remove_tree(&root);
+    let on_port = |rows: &[juneau::cli::AttachmentRow]| {
+        rows.iter()
+            .filter(|r| r.ifindex == ifindex && r.program == "port_ingress")
+            .count()
+    };
+    assert_eq!(
+        on_port(&left),
+        1,
+        "the first daemon's filter outlived it: {left:?}"
+    );
+    assert_eq!(gone, 1);
+    let after = juneau::cli::attachments(node.path()).unwrap();
+    assert_eq!(on_port(&after), 0, "{after:?}");
+}

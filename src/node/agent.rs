@@ -457,9 +457,10 @@ impl Agent {
             if served.contains(ifindex) {
                 // A daemon killed between two writes of a port leaves it listed but
                 // inactive or on another segment: write it again.
-                let whole = dp.port(*ifindex).is_ok_and(|p| {
-                    p.flags & juneau_common::l2::PORT_ACTIVE != 0 && p.vni == status.vni
-                });
+                let whole = dp.port_attached(*ifindex)
+                    && dp.port(*ifindex).is_ok_and(|p| {
+                        p.flags & juneau_common::l2::PORT_ACTIVE != 0 && p.vni == status.vni
+                    });
                 if whole {
                     continue;
                 }
@@ -479,6 +480,10 @@ impl Agent {
                 Err(e) => tracing::warn!(nic = %alias.nic(), error = %e, "cannot attach again"),
             }
         }
+        // What the datapath does not serve now runs no program of ours (a filter an
+        // older daemon or layout left on a veth whose NIC is gone).
+        let veths: Vec<(String, u32)> = links.iter().map(|(n, i, _)| (n.clone(), *i)).collect();
+        report.stale_filters = dp.detach_unserved_filters(&veths);
         drop(dp);
         let mine: BTreeSet<(String, String)> = links
             .iter()
@@ -536,6 +541,8 @@ pub struct ReconcileReport {
     pub stale_ports: usize,
     pub reattached: usize,
     pub stale_endpoints: usize,
+    /// Port filters detached from veths this datapath does not serve.
+    pub stale_filters: usize,
     pub restored_endpoints: usize,
 }
 

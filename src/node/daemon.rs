@@ -22,7 +22,10 @@ use std::{
 use super::{
     Dataplane, DataplaneError,
     agent::Agent,
-    dataplane::pins::{self, PinLayout},
+    dataplane::{
+        PortAttach,
+        pins::{self, PinLayout},
+    },
     netlink::{self, NetlinkError},
     server,
     vxlan::{self, VxlanSpec},
@@ -103,6 +106,9 @@ pub struct DaemonConfig {
     /// goes by the VXLAN device).
     #[serde(default = "yes")]
     pub datapath_encap: bool,
+    /// How ports get their program: `tc` (a filter; fast ADDs) or `tcx`.
+    #[serde(default)]
+    pub port_attach: PortAttach,
 }
 
 fn yes() -> bool {
@@ -134,6 +140,7 @@ pub struct NodeSetup {
     pub vxlan_mtu: u32,
     pub pin_root: Option<PathBuf>,
     pub datapath_encap: bool,
+    pub port_attach: PortAttach,
 }
 
 /// Brings up a Node's datapath in the calling thread's namespace: the VXLAN device
@@ -150,6 +157,7 @@ pub fn bring_up(setup: &NodeSetup) -> Result<Dataplane, DaemonError> {
         },
     )?;
     let mut dp = Dataplane::load(setup.pin_root.as_deref())?;
+    dp.set_port_attach(setup.port_attach);
     dp.attach_overlay(VXLAN_DEV, setup.vtep)?;
     if setup.datapath_encap {
         dp.attach_underlay(&setup.underlay)?;
@@ -250,6 +258,7 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         vxlan_mtu: underlay_mtu.saturating_sub(juneau_common::overlay::VXLAN_OVERHEAD),
         pin_root: Some(cfg.pin_dir.clone()),
         datapath_encap: cfg.datapath_encap,
+        port_attach: cfg.port_attach,
     })?;
     let adopted = dp.adopted();
     let layout = dp.pins().cloned().expect("the daemon pins");
@@ -275,6 +284,7 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         stale_ports = report.stale_ports,
         reattached = report.reattached,
         stale_endpoints = report.stale_endpoints,
+        stale_filters = report.stale_filters,
         restored_endpoints = report.restored_endpoints,
         ms = started.elapsed().as_secs_f64() * 1e3,
         socket = %cfg.cni_socket.display(),

@@ -48,11 +48,18 @@ pub struct KubeCluster {
     /// The leader-election Lease's resourceVersion when this replica last saw it
     /// change, and when.
     lease_seen: Mutex<Option<(String, Instant)>>,
+    /// Once this replica takes part in an election: the instant until which its
+    /// writes are safe (its last successful renewal plus the Lease's duration, on its
+    /// own clock). Writes after it are refused, so a pass that outlives the
+    /// leadership stops instead of racing the new leader.
+    write_fence: Mutex<Option<Instant>>,
     /// The cluster's Service CIDRs (kube-apiserver `--service-cluster-ip-range`), which
     /// the API does not list to everyone: given by the operator.
     service_cidrs: Vec<String>,
-    /// `spec.nodeName=<node>` for a node daemon's reads of Pods and NetworkInterfaces.
+    /// `spec.nodeName=<node>` for a node daemon's reads of Pods, and of
+    /// NetworkInterfaces when the API can select them so.
     node_fields: Option<String>,
+    nic_fields: Option<String>,
 }
 
 fn refused(what: &str) -> impl Fn(kube::Error) -> ClusterError + '_ {
@@ -151,6 +158,25 @@ impl KubeCluster {
         Self::connect_scoped(kubeconfig, manager, Some(format!("spec.nodeName={node}")))
     }
 
+    /// The field selector for NetworkInterfaces, when the API takes it: the CRD's
+    /// `selectableFields` needs Kubernetes 1.31 or later and a CRD applied from this
+    /// version. Otherwise every Node's NICs are read (and a warning says why).
+    fn nic_fields(
+        rt: &tokio::runtime::Runtime,
+        client: &Client,
+        fields: Option<&str>,
+    ) -> Option<String> {
+        let fields = fields?;
+        let api: Api<NetworkInterface> = Api::all(client.clone());
+        match rt.block_on(api.list(&ListParams::default().fields(fields).limit(1))) {
+            Ok(_) => Some(fields.to_owned()),
+            Err(e) => {
+                tracing::warn!(error = %e, "NetworkInterfaces cannot be selected by spec.nodeName (a CRD older than this version, or Kubernetes before 1.31); reading every Node's");
+                None
+            }
+        }
+    }
+
     fn connect_scoped(
         kubeconfig: Option<&std::path::Path>,
         manager: &'static str,
@@ -186,12 +212,13 @@ impl KubeCluster {
         // Every kind `read_all` lists, with the same selectors, so that no change goes
         // unnoticed.
         let node = node_fields.as_deref();
+        let nic_fields = Self::nic_fields(&rt, &client, node);
         watch_into::<Pod>(&rt, &client, &generation, node);
         watch_into::<L2Network>(&rt, &client, &generation, None);
         watch_into::<Subnet>(&rt, &client, &generation, None);
         watch_into::<Vpc>(&rt, &client, &generation, None);
         watch_into::<RouteTable>(&rt, &client, &generation, None);
-        watch_into::<NetworkInterface>(&rt, &client, &generation, node);
+        watch_into::<NetworkInterface>(&rt, &client, &generation, nic_fields.as_deref());
         watch_into::<NetworkEndpoint>(&rt, &client, &generation, None);
         watch_into::<VpcPeering>(&rt, &client, &generation, None);
         watch_into::<TransitGateway>(&rt, &client, &generation, None);
@@ -204,8 +231,10 @@ impl KubeCluster {
             generation,
             cache: Mutex::new(None),
             lease_seen: Mutex::new(None),
+            write_fence: Mutex::new(None),
             service_cidrs: Vec::new(),
             node_fields,
+            nic_fields,
         })
     }
 
@@ -239,7 +268,7 @@ impl KubeCluster {
                 route_tables: list::<RouteTable>(c, None).await?,
                 network_acls: list::<NetworkACL>(c, None).await?,
                 security_groups: list::<SecurityGroup>(c, None).await?,
-                interfaces: list(c, node).await?,
+                interfaces: list(c, self.nic_fields.as_deref()).await?,
                 service_cidrs: self.service_cidrs.clone(),
             },
             endpoints: list(c, None).await?,
@@ -257,6 +286,7 @@ impl KubeCluster {
         K: Resource + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
         K::DynamicType: Default,
     {
+        self.may_write()?;
         let mut obj = obj.clone();
         let meta = obj.meta_mut();
         meta.resource_version = None;
@@ -288,6 +318,7 @@ impl KubeCluster {
         K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
         K::DynamicType: Default,
     {
+        self.may_write()?;
         let patch = serde_json::json!({
             "apiVersion": K::api_version(&Default::default()),
             "kind": K::kind(&Default::default()),
@@ -332,6 +363,7 @@ impl KubeCluster {
                     "metadata": {"name": want.name_any()},
                     "spec": {"routes": want.spec.routes},
                 });
+                self.may_write()?;
                 tables
                     .patch(&want.name_any(), &self.params(), &Patch::Apply(&patch))
                     .await
@@ -364,6 +396,7 @@ impl KubeCluster {
         let wanted: std::collections::BTreeSet<_> = desired.interfaces.iter().map(key).collect();
         for gone in have.keys().filter(|k| !wanted.contains(*k)) {
             let api: Api<NetworkInterface> = Api::namespaced(c.clone(), &gone.0);
+            self.may_write()?;
             match api.delete(&gone.1, &DeleteParams::default()).await {
                 Ok(_) => changed = true,
                 Err(e) if is_not_found(&e) => {}

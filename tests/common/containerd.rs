@@ -21,6 +21,9 @@ pub struct Containerd {
     /// The Node's network namespace (where containerd and its streaming server live).
     netns: PathBuf,
     child: Option<Owned>,
+    /// The Pod namespaces its sandboxes got (`/run/netns/cni-<uuid>`), removed at the
+    /// end even when containerd could not remove them.
+    pod_netns: std::sync::Mutex<Vec<PathBuf>>,
 }
 
 /// The tag both images get.
@@ -248,6 +251,7 @@ state = '{state}'
             dir: dir.to_owned(),
             netns: netns.to_owned(),
             child: Some(child),
+            pod_netns: std::sync::Mutex::new(Vec::new()),
         };
         let deadline = Instant::now() + Duration::from_secs(30);
         while !c.crictl(&["version"]).status.success() {
@@ -324,11 +328,13 @@ state = '{state}'
         )
         .unwrap();
         let out = self.crictl(&["runp", spec.to_str().unwrap()]);
-        if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
-        } else {
-            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
         }
+        let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        let (netns, _) = self.pod_network(&id);
+        self.pod_netns.lock().unwrap().push(netns);
+        Ok(id)
     }
 
     /// Starts a busybox container in sandbox `pod`; returns the container id.
@@ -385,8 +391,35 @@ impl Drop for Containerd {
         // Every sandbox goes through CNI DEL before containerd stops.
         let _ = self.crictl(&["rmp", "-a", "-f"]);
         drop(self.child.take());
-        // Mounts containerd left (an overlay of a container killed with it), deepest
-        // first, then the folder.
+        // What outlives a containerd that could not clean up (a DEL that failed, a
+        // panic midway): its shims (they name its socket), the processes in its
+        // sandboxes' cgroups, the Pod namespaces it mounted. All of them started by it.
+        let sock = self.dir.join("containerd.sock");
+        for pid in processes_naming(&sock) {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        }
+        let parent = self.cgroup_parent();
+        let cgroups = cgroup_dirs(&parent);
+        for dir in &cgroups {
+            for pid in std::fs::read_to_string(dir.join("cgroup.procs"))
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.trim().parse::<i32>().ok())
+            {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+        for ns in self.pod_netns.lock().unwrap().drain(..) {
+            if ns.exists() {
+                let _ = Command::new("umount").arg("-l").arg(&ns).status();
+                let _ = std::fs::remove_file(&ns);
+            }
+        }
+        // Mounts left under its folder (an overlay of a container killed with it),
+        // deepest first, then the folder.
         let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
         let mut ours: Vec<&str> = mounts
             .lines()
@@ -400,25 +433,57 @@ impl Drop for Containerd {
         if let Err(e) = std::fs::remove_dir_all(&self.dir) {
             eprintln!("containerd: cannot remove {}: {e}", self.dir.display());
         }
-        // The (empty) cgroups runc made under our parent, in every hierarchy.
-        let parent = self.cgroup_parent();
-        for hierarchy in std::fs::read_dir("/sys/fs/cgroup")
+        // The cgroups runc made under our parent, deepest first (empty by now).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for dir in cgroups.iter().rev() {
+            while std::fs::remove_dir(dir).is_err() && dir.exists() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+/// Processes whose command line names `path` (the shims of one containerd).
+fn processes_naming(path: &Path) -> Vec<nix::unistd::Pid> {
+    let needle = path.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            (cmd.contains("containerd-shim") && cmd.contains(&needle))
+                .then_some(nix::unistd::Pid::from_raw(pid))
+        })
+        .collect()
+}
+
+/// `parent` and every cgroup below it, parents first, in every v1 hierarchy and in the
+/// unified one.
+fn cgroup_dirs(parent: &str) -> Vec<PathBuf> {
+    let rel = parent.trim_start_matches('/');
+    let mut tops = vec![Path::new("/sys/fs/cgroup").join(rel)];
+    tops.extend(
+        std::fs::read_dir("/sys/fs/cgroup")
             .into_iter()
             .flatten()
             .flatten()
-        {
-            let top = hierarchy.path().join(parent.trim_start_matches('/'));
-            let mut dirs: Vec<PathBuf> = std::fs::read_dir(&top)
+            .map(|h| h.path().join(rel)),
+    );
+    let mut out = Vec::new();
+    let mut stack: Vec<PathBuf> = tops.into_iter().filter(|t| t.is_dir()).collect();
+    while let Some(d) = stack.pop() {
+        stack.extend(
+            std::fs::read_dir(&d)
                 .into_iter()
                 .flatten()
                 .flatten()
                 .map(|e| e.path())
-                .filter(|p| p.is_dir())
-                .collect();
-            dirs.push(top);
-            for d in dirs {
-                let _ = std::fs::remove_dir(d);
-            }
-        }
+                .filter(|p| p.is_dir()),
+        );
+        out.push(d);
     }
+    out
 }

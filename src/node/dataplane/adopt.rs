@@ -6,7 +6,7 @@ use aya::maps::{Array, ArrayOfMaps, HashMap as BpfHashMap, MapData};
 use juneau_common::{FloodList, RemoteList, map_names, prog_names};
 
 use super::{Attachment, Dataplane, DataplaneError, map_err, pins};
-use crate::node::netlink;
+use crate::node::{netlink, veth};
 
 /// What adoption found, for the daemon's log.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -76,27 +76,30 @@ impl Dataplane {
             );
             found.links += 1;
         }
-        // Ports carry tc filters, which have no pin: each port still present gets its
-        // filter switched to the program just loaded (in place, atomically); a port
-        // whose interface went is left to the reconcile, which removes it.
-        let names: std::collections::HashMap<u32, String> = netlink::all_links()
-            .into_iter()
-            .map(|(name, ifindex)| (ifindex, name))
-            .collect();
+        // Ports carry tc filters, which have no pin: the filter of each port still
+        // present (a Juneau veth: the alias is checked, MX-02) gets the program just
+        // loaded, in place. A port whose filter cannot be taken over is dropped from the
+        // datapath, so that the reconcile attaches it afresh from its NIC.
+        let veths: std::collections::HashMap<u32, String> =
+            netlink::links_with_alias(&format!("{}:", veth::OWNER_ALIAS))?
+                .into_iter()
+                .map(|(name, ifindex, _)| (ifindex, name))
+                .collect();
         for ifindex in self.segments.ports().collect::<Vec<_>>() {
-            let Some(name) = names
-                .get(&ifindex)
-                .filter(|_| !self.links.contains_key(&ifindex))
-            else {
+            if self.links.contains_key(&ifindex) {
+                continue;
+            }
+            let Some(name) = veths.get(&ifindex) else {
                 continue;
             };
-            match self.attach_filter(prog_names::PORT_INGRESS, name) {
+            match self.replace_filter(prog_names::PORT_INGRESS, name) {
                 Ok(link) => {
                     self.links.insert(ifindex, link);
                     found.links += 1;
                 }
                 Err(e) => {
                     tracing::warn!(ifindex, error = %e, "cannot take over a port's filter; the reconcile attaches it again");
+                    self.unconfigure_port(ifindex)?;
                 }
             }
         }

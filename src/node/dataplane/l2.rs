@@ -50,7 +50,10 @@ impl Dataplane {
             self.configure_port(spec)?;
             return Ok(ifindex);
         }
-        let link = self.attach_filter(prog_names::PORT_INGRESS, ifname)?;
+        let link = match self.port_attach {
+            super::PortAttach::Filter => self.attach_filter(prog_names::PORT_INGRESS, ifname)?,
+            super::PortAttach::Tcx => self.attach(prog_names::PORT_INGRESS, ifname, ifindex)?,
+        };
         if let Err(e) = self.configure_port(spec) {
             if let Err(undo) = self.detach(link) {
                 tracing::warn!(ifname, error = %undo, "rollback: cannot detach");
@@ -132,7 +135,7 @@ impl Dataplane {
         self.segments.ports().collect()
     }
 
-    fn unconfigure_port(&mut self, ifindex: u32) -> Result<(), DataplaneError> {
+    pub(super) fn unconfigure_port(&mut self, ifindex: u32) -> Result<(), DataplaneError> {
         let Some(change) = self.segments.remove_port(ifindex) else {
             return Ok(());
         };

@@ -9,6 +9,7 @@
 //! a port is deactivated before anything it uses is taken away.
 mod adopt;
 mod counters;
+mod filter;
 mod l2;
 mod overlay;
 pub mod pins;
@@ -24,12 +25,10 @@ use aya::{
     programs::{
         ProgramError, SchedClassifier, TcAttachType,
         links::{FdLink, Link},
-        tc::{
-            NlOptions, SchedClassifierLink, SchedClassifierLinkId, TcAttachOptions, TcHandle,
-            qdisc_add_clsact,
-        },
+        tc::{SchedClassifierLink, SchedClassifierLinkId},
     },
 };
+pub use filter::{PORT_FILTER_HANDLE, PORT_FILTER_PRIORITY, PortAttach};
 use juneau_common::{l2::MAX_PORTS, map_names, prog_names};
 pub use l2::{PortSpec, monotonic_coarse_ns};
 pub use pins::PinLayout;
@@ -136,20 +135,6 @@ impl Attachment {
     }
 }
 
-/// Where a port's tc filter sits on the clsact ingress hook: one fixed priority and
-/// handle, so that a later daemon (an upgrade, a layout change) finds and replaces the
-/// same filter instead of stacking a second one.
-pub const PORT_FILTER_PRIORITY: u16 = 1;
-pub const PORT_FILTER_HANDLE: u16 = 1;
-
-fn port_filter() -> NlOptions {
-    NlOptions {
-        priority: PORT_FILTER_PRIORITY,
-        handle: TcHandle::new(0, PORT_FILTER_HANDLE),
-        classid: None,
-    }
-}
-
 pub struct Dataplane {
     ebpf: Ebpf,
     pins: Option<PinLayout>,
@@ -161,6 +146,8 @@ pub struct Dataplane {
     /// True when this instance found a previous daemon's maps and links and took them
     /// over instead of starting empty.
     adopted: bool,
+    /// How ports attached from now on get their program.
+    port_attach: PortAttach,
 }
 
 impl Dataplane {
@@ -188,6 +175,7 @@ impl Dataplane {
             fdbs: HashMap::new(),
             links: HashMap::new(),
             adopted,
+            port_attach: PortAttach::default(),
         };
         for name in PROGRAMS {
             dp.program_mut(name)?.load().map_err(prog_err(name))?;
@@ -196,6 +184,12 @@ impl Dataplane {
             dp.adopt()?;
         }
         Ok(dp)
+    }
+
+    /// How ports attached from now on get their program (those attached already keep
+    /// theirs).
+    pub fn set_port_attach(&mut self, how: PortAttach) {
+        self.port_attach = how;
     }
 
     /// True when [`Dataplane::load`] took over a previous daemon's state.
@@ -237,60 +231,15 @@ impl Dataplane {
         self.ebpf.map(name).ok_or(DataplaneError::Missing(name))
     }
 
+    /// True when the port program runs on `ifindex` by this datapath's doing (attached
+    /// or taken over).
+    pub fn port_attached(&self, ifindex: u32) -> bool {
+        self.attached(ifindex, prog_names::PORT_INGRESS)
+    }
+
     /// True when `prog` is attached to `ifindex` by this datapath (or was adopted).
     fn attached(&self, ifindex: u32, prog: &'static str) -> bool {
         self.links.get(&ifindex).is_some_and(|a| a.prog() == prog)
-    }
-
-    /// Attaches `prog` as the tc filter of `ifname`'s ingress (clsact, direct action;
-    /// in the calling thread's namespace), replacing the filter a previous daemon left
-    /// at the same place. Ports use this rather than TCX: creating a TCX link waits
-    /// for an RCU grace period under RTNL (13.6 ms measured per port, which a hundred
-    /// concurrent CNI ADDs pay one after another), a filter does not.
-    fn attach_filter(
-        &mut self,
-        prog: &'static str,
-        ifname: &str,
-    ) -> Result<Attachment, DataplaneError> {
-        let persist = self.pins.is_some();
-        // A fresh veth has no clsact; an adopted or reused one has (EEXIST, fine: the
-        // attach below reports a real failure).
-        if let Err(e) = qdisc_add_clsact(ifname) {
-            tracing::trace!(ifname, error = %e, "clsact already present");
-        }
-        let program = self.program_mut(prog)?;
-        let id = match program.attach_with_options(
-            ifname,
-            TcAttachType::Ingress,
-            TcAttachOptions::Netlink(port_filter()),
-        ) {
-            Ok(id) => id,
-            Err(created) => {
-                // Our filter is there already (left by a previous daemon): switch its
-                // program in place, which the kernel does atomically.
-                let opts = port_filter();
-                let existing = SchedClassifierLink::attached(
-                    ifname,
-                    TcAttachType::Ingress,
-                    opts.priority,
-                    opts.handle,
-                    None,
-                )
-                .map_err(|e| prog_err(prog)(ProgramError::IOError(e)))?;
-                program.attach_to_link(existing).map_err(|replaced| {
-                    tracing::debug!(ifname, error = %replaced, "cannot replace a filter either");
-                    prog_err(prog)(created)
-                })?
-            }
-        };
-        if !persist {
-            return Ok(Attachment::Owned { prog, id });
-        }
-        let link = program.take_link(id).map_err(prog_err(prog))?;
-        Ok(Attachment::Filter {
-            prog,
-            link: std::mem::ManuallyDrop::new(link),
-        })
     }
 
     /// Attaches `prog` to TCX ingress of `ifname` (in the calling thread's namespace);

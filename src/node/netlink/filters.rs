@@ -54,8 +54,11 @@ pub async fn bpf_filters(handle: &Handle, ifindex: u32) -> Result<Vec<BpfFilter>
         while let Some(reply) = replies.try_next().await.map_err(req("list tc filters"))? {
             let filter = match reply.payload {
                 NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewTrafficFilter(m)) => m,
-                // No clsact on this interface: nothing attached by tc.
-                NetlinkPayload::Error(_) => break,
+                // An interface without clsact answers an empty dump; an error is one.
+                NetlinkPayload::Error(e) if e.code.is_some() => {
+                    return Err(req("list tc filters")(rtnetlink::Error::NetlinkError(e)));
+                }
+                NetlinkPayload::Error(_) | NetlinkPayload::Done(_) => break,
                 _ => continue,
             };
             if let Some(f) = parse(hook, &filter) {

@@ -24,6 +24,17 @@ fn now() -> MicroTime {
 }
 
 impl KubeCluster {
+    /// Refuses a write once this replica's leadership may have passed to another (see
+    /// `write_fence`); a replica that never took part in an election writes freely.
+    pub(super) fn may_write(&self) -> Result<(), ClusterError> {
+        match *self.write_fence.lock().expect("fence lock") {
+            Some(until) if std::time::Instant::now() >= until => Err(ClusterError::Refused(
+                "this replica's Lease may have passed to another replica (not renewed within its duration); the write is dropped and the current leader writes it".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// Tries to hold the Lease `namespace/name` for `identity` for `duration`: creates
     /// it, renews it when ours, takes it over when its holder stopped renewing. True
     /// while this replica leads.
@@ -35,7 +46,10 @@ impl KubeCluster {
         duration: Duration,
     ) -> Result<bool, ClusterError> {
         let api: Api<Lease> = Api::namespaced(self.client.clone(), namespace);
-        self.rt.block_on(async {
+        // Another replica waits `duration` from when it sees our renewal, which is after
+        // this instant: until then our writes cannot race its.
+        let asked = std::time::Instant::now();
+        let held = self.rt.block_on(async {
             let what = format!("lease {namespace}/{name}");
             let seconds = duration.as_secs().max(1) as i32;
             let current = match api.get(name).await {
@@ -101,6 +115,16 @@ impl KubeCluster {
                 Err(e) if is_conflict(&e) => Ok(false),
                 Err(e) => Err(refused(&what)(e)),
             }
-        })
+        });
+        let mut fence = self.write_fence.lock().expect("fence lock");
+        match held {
+            Ok(true) => *fence = Some(asked + duration),
+            Ok(false) => *fence = Some(asked),
+            // Unknown: the last renewal's fence stands.
+            Err(_) => {
+                fence.get_or_insert(asked);
+            }
+        }
+        held
     }
 }
