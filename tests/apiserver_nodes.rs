@@ -58,12 +58,14 @@ struct NodeDaemon {
     socket: PathBuf,
     log: PathBuf,
     pins: PathBuf,
-    _child: Owned,
+    child: Option<Owned>,
 }
 
 impl Drop for NodeDaemon {
     fn drop(&mut self) {
-        // The pins keep programs and maps after the daemon; a test's go with it.
+        // The daemon first (it could still be pinning), then its pins: they keep
+        // programs and maps after it, and a test's go with it.
+        drop(self.child.take());
         let _ = juneau::node::dataplane::pins::remove_tree(&self.pins);
     }
 }
@@ -106,7 +108,7 @@ fn start_node(cp: &ControlPlane, topo: &Topology, node: &str, dir: &Path) -> Nod
         socket,
         log,
         pins,
-        _child: child,
+        child: Some(child),
     };
     wait_for(
         Duration::from_secs(60),
@@ -296,12 +298,25 @@ fn l2_01_mx_01_pods_made_by_containerd_on_two_nodes_ping_each_other_and_del_remo
     assert!(named(&items(&cp, "networkendpoints"), "pb.eth0").is_some());
     // The DEL came from containerd and reached node-a's daemon (the veth itself goes
     // with the Pod namespace either way).
-    let log = std::fs::read_to_string(&nodes[0].log).unwrap();
-    assert!(
-        log.lines().any(|l| l.contains("CNI request served")
-            && l.contains("command=DEL")
-            && l.contains("default/pa")),
-        "no DEL of default/pa in node-a's daemon log:\n{log}"
+    wait_for(
+        Duration::from_secs(10),
+        || {
+            format!(
+                "no DEL of default/pa in node-a's daemon log:\n{}",
+                std::fs::read_to_string(&nodes[0].log).unwrap_or_default()
+            )
+        },
+        || {
+            std::fs::read_to_string(&nodes[0].log)
+                .unwrap_or_default()
+                .lines()
+                .any(|l| {
+                    l.contains("CNI request served")
+                        && l.contains("command=DEL")
+                        && l.contains("default/pa")
+                })
+                .then_some(())
+        },
     );
 
     // Runtimes first (their sandboxes' DEL needs the daemons), then the daemons, the

@@ -281,3 +281,38 @@ fn mx_03_a_port_filter_no_datapath_serves_is_detached_by_the_next_one() {
     let after = juneau::cli::attachments(node.path()).unwrap();
     assert_eq!(on_port(&after), 0, "{after:?}");
 }
+
+#[test]
+fn mx_03_a_port_taken_over_by_a_tcx_datapath_keeps_no_filter_behind() {
+    use juneau::node::dataplane::PortAttach;
+    let mut node = Node::new();
+    node.add_pod(0, 1);
+    let ifindex = node.pods[0].host_ifindex;
+    // Another datapath, with TCX ports (`--port-attach tcx`), attaches the same veth.
+    let mut tcx = Dataplane::load(None).unwrap();
+    tcx.set_port_attach(PortAttach::Tcx);
+    node.ns
+        .run(|| {
+            tcx.attach_port(
+                "jp0",
+                PortSpec {
+                    ifindex: 0,
+                    vni: 1,
+                    mtu: 0,
+                    peer: true,
+                },
+            )
+        })
+        .unwrap();
+    let hooks: Vec<(&str, String)> = juneau::cli::attachments(node.ns.path())
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.ifindex == ifindex)
+        .map(|r| (r.hook, r.program))
+        .collect();
+    assert_eq!(
+        hooks,
+        [("tcx/ingress", "port_ingress".to_owned())],
+        "one program on the port, by TCX"
+    );
+}

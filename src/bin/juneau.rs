@@ -65,7 +65,7 @@ struct NodeArgs {
     no_datapath_encap: bool,
     /// How Pod ports get their program: `tc` (a tc filter: no RCU grace period per CNI
     /// ADD) or `tcx` (a TCX link: 3% more packets per second through a port, 13.6 ms
-    /// more per ADD) [default: tc].
+    /// more per ADD) [default: tc]. Ports attached already keep theirs.
     #[arg(long, value_parser = ["tc", "tcx"])]
     port_attach: Option<String>,
 }

@@ -169,11 +169,13 @@ impl KubeCluster {
         let fields = fields?;
         let api: Api<NetworkInterface> = Api::all(client.clone());
         match rt.block_on(api.list(&ListParams::default().fields(fields).limit(1))) {
-            Ok(_) => Some(fields.to_owned()),
-            Err(e) => {
-                tracing::warn!(error = %e, "NetworkInterfaces cannot be selected by spec.nodeName (a CRD older than this version, or Kubernetes before 1.31); reading every Node's");
+            Err(kube::Error::Api(s)) if s.code == 400 => {
+                tracing::warn!(error = %s.message, "NetworkInterfaces cannot be selected by spec.nodeName (a CRD older than this version, or Kubernetes before 1.31); reading every Node's");
                 None
             }
+            // Anything else (the API not reachable yet) says nothing about the CRD: the
+            // selector stays, and the reads report the error themselves.
+            _ => Some(fields.to_owned()),
         }
     }
 

@@ -41,7 +41,9 @@ const BPF_LINKER_VERSION: &str = "0.13.0";
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("bootstrap") => bootstrap(),
+        // Everything the tests need, the Kubernetes components included (the demo's
+        // own bootstrap skips those: it runs on the embedded store).
+        Some("bootstrap") => bootstrap().and_then(|()| kubernetes_tools()),
         Some("demo") => bootstrap().and_then(|()| demo(&args[1..])),
         Some("test") => bootstrap()
             .and_then(|()| kubernetes_tools())
@@ -120,10 +122,10 @@ fn bootstrap() -> Result<()> {
     Ok(())
 }
 
-/// etcd, kube-apiserver and kubectl built from their Go modules (`tools/build.sh`,
-/// cached per version under /var/cache/juneau-tools: about 10 minutes on 2 idle cores
-/// the first time, nothing after). The tests start a real control plane from them; the
-/// demo does not need them.
+/// etcd, kube-apiserver, kubectl, containerd, crictl and runc built from their Go
+/// modules (`tools/build.sh`, cached per version under /var/cache/juneau-tools: about
+/// 20 minutes on 2 idle cores the first time, nothing after). The tests start a real
+/// control plane and containerd from them; the demo does not need them.
 fn kubernetes_tools() -> Result<()> {
     run(Command::new(root().join("tools/build.sh")).args([
         "k8s",

@@ -99,7 +99,11 @@ impl Dataplane {
                 }
                 Err(e) => {
                     tracing::warn!(ifindex, error = %e, "cannot take over a port's filter; the reconcile attaches it again");
-                    self.unconfigure_port(ifindex)?;
+                    if let Err(e) = self.unconfigure_port(ifindex) {
+                        // Unserved either way (the bookkeeping goes first): the
+                        // reconcile writes it again.
+                        tracing::warn!(ifindex, error = %e, "cannot unconfigure a port adoption dropped");
+                    }
                 }
             }
         }

@@ -88,11 +88,11 @@ impl Dataplane {
         prog: &'static str,
         ifname: &str,
     ) -> Result<Attachment, DataplaneError> {
+        // The program first: a filter handle dropped on an early return would detach
+        // the live filter.
+        let program = self.program_mut(prog)?;
         let link = existing(ifname).map_err(|e| prog_err(prog)(ProgramError::IOError(e)))?;
-        let id = self
-            .program_mut(prog)?
-            .attach_to_link(link)
-            .map_err(prog_err(prog))?;
+        let id = program.attach_to_link(link).map_err(prog_err(prog))?;
         self.keep_filter(prog, id)
     }
 
@@ -114,6 +114,17 @@ impl Dataplane {
             prog,
             link: std::mem::ManuallyDrop::new(link),
         })
+    }
+
+    /// Detaches the port filter of `ifname`, if any: a port moved to a TCX link keeps
+    /// no filter behind it (one would hold an old program and its maps, and run again
+    /// if the link went).
+    pub(super) fn drop_filter(ifname: &str) {
+        if let Ok(link) = existing(ifname)
+            && link.detach().is_ok()
+        {
+            tracing::debug!(ifname, "detached the filter a TCX port replaces");
+        }
     }
 
     /// Detaches the port filter of every Juneau veth in `veths` (name, ifindex) that this

@@ -52,7 +52,11 @@ impl Dataplane {
         }
         let link = match self.port_attach {
             super::PortAttach::Filter => self.attach_filter(prog_names::PORT_INGRESS, ifname)?,
-            super::PortAttach::Tcx => self.attach(prog_names::PORT_INGRESS, ifname, ifindex)?,
+            super::PortAttach::Tcx => {
+                let link = self.attach(prog_names::PORT_INGRESS, ifname, ifindex)?;
+                Self::drop_filter(ifname);
+                link
+            }
         };
         if let Err(e) = self.configure_port(spec) {
             if let Err(undo) = self.detach(link) {
