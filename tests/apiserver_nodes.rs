@@ -22,10 +22,6 @@ use containerd::Containerd;
 use control_plane::{ControlPlane, Owned};
 use juneau::standalone::topology::{Topology, UNDERLAY_DEV};
 
-fn kind(file: &str) -> String {
-    format!("{}/kind/{file}", env!("CARGO_MANIFEST_DIR"))
-}
-
 fn as_account(cp: &ControlPlane, account: &str) -> String {
     cp.kubectl_ok(&["create", "token", account, "-n", "juneau-system"])
         .trim()
@@ -138,10 +134,7 @@ fn named<'a>(items: &'a [serde_json::Value], name: &str) -> Option<&'a serde_jso
 #[test]
 fn l2_01_mx_01_pods_made_by_containerd_on_two_nodes_ping_each_other_and_del_removes_the_endpoint() {
     let cp = ControlPlane::start();
-    cp.install_crds();
-    for f in ["namespace.yaml", "rbac.yaml"] {
-        cp.kubectl_ok(&["apply", "-f", &kind(f)]);
-    }
+    cp.install_crds_and(&["namespace.yaml", "rbac.yaml"]);
     let dir = TestDir::new(std::env::temp_dir().join(format!("juneau-e2e-{}", std::process::id())));
     let dir = &dir.0;
     let applied = cp.apply(&format!(

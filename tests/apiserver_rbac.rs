@@ -12,28 +12,22 @@ use juneau::{
     store::k8s::{CONTROLLER, KubeCluster, NODE},
 };
 
-fn kind(file: &str) -> String {
-    format!("{}/kind/{file}", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn crds_and(cp: &ControlPlane, files: &[&str]) {
-    cp.install_crds();
-    for f in files {
-        cp.kubectl_ok(&["apply", "-f", &kind(f)]);
-    }
-}
-
 #[test]
 fn mx_01_every_manifest_passes_a_server_side_dry_run() {
     let cp = ControlPlane::start();
-    crds_and(&cp, &["namespace.yaml"]);
+    cp.install_crds_and(&["namespace.yaml"]);
     for f in [
         "rbac.yaml",
         "controller.yaml",
         "webhook.yaml",
         "daemonset.yaml",
     ] {
-        let out = cp.kubectl(&["apply", "--dry-run=server", "-f", &kind(f)]);
+        let out = cp.kubectl(&[
+            "apply",
+            "--dry-run=server",
+            "-f",
+            &ControlPlane::manifest(f),
+        ]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "kind/{f}: {stderr}");
         assert!(stderr.trim().is_empty(), "kind/{f} warned: {stderr}");
@@ -70,7 +64,7 @@ fn apply_text(cp: &ControlPlane, yaml: &str) {
 #[test]
 fn l2_06_the_components_work_with_their_service_accounts_and_fail_clearly_without_a_verb() {
     let cp = ControlPlane::start();
-    crds_and(&cp, &["namespace.yaml", "rbac.yaml"]);
+    cp.install_crds_and(&["namespace.yaml", "rbac.yaml"]);
     apply_text(
         &cp,
         "apiVersion: juneau.loutres.me/v1alpha1\nkind: Vpc\nmetadata: {name: tenant-a}\nspec: {}\n---\n\

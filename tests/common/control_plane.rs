@@ -260,6 +260,19 @@ impl ControlPlane {
         path
     }
 
+    /// `kind/<file>` of this repository: the manifests as shipped.
+    pub fn manifest(file: &str) -> String {
+        format!("{}/kind/{file}", env!("CARGO_MANIFEST_DIR"))
+    }
+
+    /// The CRDs, then `kind/<file>` for each of `files`, applied as admin.
+    pub fn install_crds_and(&self, files: &[&str]) {
+        self.install_crds();
+        for f in files {
+            self.kubectl_ok(&["apply", "-f", &Self::manifest(f)]);
+        }
+    }
+
     /// kubectl (of the same build) against this control plane, as admin.
     pub fn kubectl(&self, args: &[&str]) -> Output {
         Command::new(tool("k8s", "kubectl"))
