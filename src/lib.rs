@@ -26,6 +26,20 @@ pub fn format_mac(mac: &[u8]) -> String {
         .join(":")
 }
 
+/// Reads `aa:bb:cc:dd:ee:ff` (any case), the form [`format_mac`] writes.
+pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut out = [0u8; 6];
+    let mut parts = s.split(':');
+    for b in &mut out {
+        let p = parts.next()?;
+        if p.len() != 2 {
+            return None;
+        }
+        *b = u8::from_str_radix(p, 16).ok()?;
+    }
+    parts.next().is_none().then_some(out)
+}
+
 /// The eBPF object, compiled by `build.rs` (aya-build) and embedded so that the daemon
 /// is one self-contained binary.
 pub static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/juneau"));

@@ -137,3 +137,89 @@ fn mx_03_bpf_dump_drops_counts_each_drop_under_its_reason() {
     drop(dp);
     let _ = std::fs::remove_dir_all(root);
 }
+
+#[test]
+fn l2_13_bpf_dump_shows_the_routers_segments_routes_neighbours_and_counters() {
+    use juneau::node::gateway::{GatewaySegment, Neighbour, RouteSpec, RouterState};
+    use juneau_common::gw::{ROUTE_CONNECTED, ROUTE_UNSUPPORTED};
+    let node = format!("jn-cligw-{}", std::process::id());
+    let root = juneau::standalone::pin_dir_of(&node);
+    let mut dp = Dataplane::load(Some(&root)).unwrap();
+    let mac = [0x02, 0x4a, 0x4e, 0, 0, 7];
+    let route = |dst: &str, kind: u32| RouteSpec {
+        dst: dst.parse().unwrap(),
+        kind,
+        vni: if kind == ROUTE_CONNECTED { 7 } else { 0 },
+        gw_ip: "10.7.0.1".parse().unwrap(),
+        gw_mac: mac,
+        mtu: 1450,
+    };
+    let state = RouterState {
+        segments: [(
+            7,
+            GatewaySegment {
+                gw_ip: "10.7.0.1".parse().unwrap(),
+                gw_mac: mac,
+                mtu: 1450,
+                table: "main".into(),
+            },
+        )]
+        .into_iter()
+        .collect(),
+        tables: [(
+            "main".to_owned(),
+            [
+                route("10.7.0.0/24", ROUTE_CONNECTED),
+                route("0.0.0.0/0", ROUTE_UNSUPPORTED),
+            ]
+            .into_iter()
+            .collect(),
+        )]
+        .into_iter()
+        .collect(),
+        neighbours: [(
+            (7, "10.7.0.2".parse().unwrap()),
+            Neighbour {
+                mac: [2, 0, 0, 0, 0, 2],
+                vtep: "10.99.0.2".parse().unwrap(),
+            },
+        )]
+        .into_iter()
+        .collect(),
+    };
+    dp.sync_router(&state).unwrap();
+    let dump = |map: &str| common::kubectl_juneau_json(&["bpf", "dump", map, "--node", &node]);
+    let segs = dump("gw_seg");
+    assert_eq!(segs[0]["vni"], 7, "{segs}");
+    assert_eq!(segs[0]["gateway"], "10.7.0.1");
+    assert_eq!(segs[0]["gateway_mac"], "02:4a:4e:00:00:07");
+    let routes = dump("gw_routes");
+    let got: Vec<(String, String)> = routes
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["dst"].as_str().unwrap().into(),
+                r["kind"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("0.0.0.0/0".to_owned(), "unsupported".to_owned()),
+            ("10.7.0.0/24".to_owned(), "connected".to_owned())
+        ],
+        "{routes}"
+    );
+    let nbr = dump("gw_nbr");
+    assert_eq!(nbr[0]["address"], "10.7.0.2", "{nbr}");
+    assert_eq!(nbr[0]["mac"], "02:00:00:00:00:02");
+    assert_eq!(nbr[0]["vtep"], "10.99.0.2");
+    assert_eq!(nbr[0]["source"], "seeded");
+    let stats: Vec<(String, u64)> = serde_json::from_value(dump("gw_stats")).unwrap();
+    assert!(stats.contains(&("ROUTED".to_owned(), 0)), "{stats:?}");
+    drop(dp);
+    let _ = std::fs::remove_dir_all(root);
+}

@@ -29,6 +29,18 @@ fn l2_28_l2_25_standalone_demo_scenario_runs_end_to_end_and_cleans_up() {
 }
 
 #[test]
+fn l2_13_l2_15_l2_18_l2_21_l2_09_gateway_scenario_routes_between_segments_and_nodes() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let stdout = once_with(
+        "scenarios/stack/vpc-gateway.yaml",
+        "the gateway scenario failed",
+    );
+    // Every step ran (the runner stops at the first failure; this guards the count).
+    assert!(stdout.contains("step 15:"), "{stdout}");
+    assert!(!stdout.contains("step 16:"), "{stdout}");
+}
+
+#[test]
 fn l2_28_l2_30_standalone_runs_until_sigint_its_daemons_age_the_tables_then_it_tears_down() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let (mut child, guard) = running(&["--fdb-aging", "2"]);
@@ -134,14 +146,14 @@ fn processes_with(needle: &str) -> Vec<u32> {
 
 /// `juneau standalone --once` on the demo scenario, which must succeed; its stdout.
 fn once(what: &str) -> String {
+    once_with("scenarios/stack/l2-demo.yaml", what)
+}
+
+/// `juneau standalone --once` on `scenario`, which must succeed; its stdout.
+fn once_with(scenario: &str, what: &str) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_juneau"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args([
-            "standalone",
-            "--once",
-            "--scenario",
-            "scenarios/stack/l2-demo.yaml",
-        ])
+        .args(["standalone", "--once", "--scenario", scenario])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();

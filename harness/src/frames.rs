@@ -67,6 +67,41 @@ pub fn udp(src: ([u8; 6], [u8; 4]), dst: ([u8; 6], [u8; 4]), payload: &[u8]) -> 
     f
 }
 
+/// An ICMP echo request with `ttl` and `len` bytes of payload; `df` sets Don't
+/// Fragment (checksum kept valid).
+pub fn icmp_echo(
+    src: ([u8; 6], [u8; 4]),
+    dst: ([u8; 6], [u8; 4]),
+    ttl: u8,
+    len: usize,
+    df: bool,
+) -> Vec<u8> {
+    let b = PacketBuilder::ethernet2(src.0, dst.0)
+        .ipv4(src.1, dst.1, ttl)
+        .icmpv4_echo_request(0x4a4e, 1);
+    let payload: Vec<u8> = (0..len).map(|i| i as u8).collect();
+    let mut f = Vec::with_capacity(b.size(len));
+    b.write(&mut f, &payload).unwrap();
+    // etherparse sets DF by default: the flags are ours.
+    f[20] = if df { 0x40 } else { 0 };
+    f[24..26].fill(0);
+    let sum = ones_complement(&f[14..34]);
+    f[24..26].copy_from_slice(&sum.to_be_bytes());
+    f
+}
+
+/// The Internet checksum of `bytes` (0 when a header with its checksum is valid).
+pub fn ones_complement(bytes: &[u8]) -> u16 {
+    let mut sum: u32 = bytes
+        .chunks(2)
+        .map(|c| u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]) as u32)
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
 /// `inner` as another Node sends it over the overlay: outer Ethernet, IPv4 (`src` ->
 /// `dst`), UDP to 4789 with a zero checksum (as the kernel VXLAN device and Juneau send
 /// it), the VXLAN header with `vni`.

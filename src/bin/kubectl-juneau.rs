@@ -61,6 +61,19 @@ fn json<T: serde::Serialize>(rows: &T) {
     );
 }
 
+/// Named counters (drops, the router's).
+fn counters(rows: &[(String, u64)], what: &str, output: Output) {
+    match output {
+        Output::Json => json(&rows),
+        Output::Table => {
+            println!("{what:<20} {:>10}", "COUNT");
+            for (r, n) in rows {
+                println!("{r:<20} {n:>10}");
+            }
+        }
+    }
+}
+
 fn attachments(
     node: Option<String>,
     netns: Option<std::path::PathBuf>,
@@ -150,21 +163,65 @@ fn run() -> Result<(), cli::CliError> {
                 }
             }
         }
-        "drops" => {
-            let rows = cli::dump_drops(&dir)?;
+        "drops" => counters(&cli::dump_drops(&dir)?, "REASON", output),
+        "gw_stats" => counters(&cli::dump_gw_stats(&dir)?, "COUNTER", output),
+        "gw_seg" => {
+            let rows = cli::dump_gw_segments(&dir)?;
             match output {
                 Output::Json => json(&rows),
                 Output::Table => {
-                    println!("{:<16} {:>10}", "REASON", "COUNT");
-                    for (r, n) in rows {
-                        println!("{r:<16} {n:>10}");
+                    println!(
+                        "{:>8} {:<16} {:<18} {:>5} {:>5}",
+                        "VNI", "GATEWAY", "GATEWAYMAC", "MTU", "TABLE"
+                    );
+                    for r in rows {
+                        println!(
+                            "{:>8} {:<16} {:<18} {:>5} {:>5}",
+                            r.vni, r.gateway, r.gateway_mac, r.mtu, r.table
+                        );
+                    }
+                }
+            }
+        }
+        "gw_routes" | "gw_rt" => {
+            let rows = cli::dump_gw_routes(&dir)?;
+            match output {
+                Output::Json => json(&rows),
+                Output::Table => {
+                    println!(
+                        "{:>5} {:<20} {:<12} {:>8} {:<16} {:>5}",
+                        "TABLE", "DST", "KIND", "VNI", "GATEWAY", "MTU"
+                    );
+                    for r in rows {
+                        println!(
+                            "{:>5} {:<20} {:<12} {:>8} {:<16} {:>5}",
+                            r.table, r.dst, r.kind, r.vni, r.gateway, r.mtu
+                        );
+                    }
+                }
+            }
+        }
+        "gw_nbr" => {
+            let rows = cli::dump_gw_neighbours(&dir)?;
+            match output {
+                Output::Json => json(&rows),
+                Output::Table => {
+                    println!(
+                        "{:>8} {:<16} {:<18} {:<16} SOURCE",
+                        "VNI", "ADDRESS", "MAC", "VTEP"
+                    );
+                    for r in rows {
+                        println!(
+                            "{:>8} {:<16} {:<18} {:<16} {}",
+                            r.vni, r.address, r.mac, r.vtep, r.source
+                        );
                     }
                 }
             }
         }
         other => {
             return Err(cli::CliError::Usage(format!(
-                "unknown map {other:?}: l2_fdb or drops"
+                "unknown map {other:?}: l2_fdb, drops, gw_seg, gw_routes, gw_nbr or gw_stats"
             )));
         }
     }

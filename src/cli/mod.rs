@@ -2,12 +2,17 @@
 //! the kernel (pinned maps, TCX queries in the Node's network namespace), never from
 //! the daemon's own records (MX-03).
 mod attachments;
+mod gw;
 mod maps;
 
 use std::path::{Path, PathBuf};
 
 pub use attachments::{AttachmentRow, attachments, port_names};
 use aya::maps::MapData;
+pub use gw::{
+    GwSegmentRow, NeighbourRow, RouteRow, dump_gw_neighbours, dump_gw_routes, dump_gw_segments,
+    dump_gw_stats,
+};
 pub use maps::{FdbRow, dump_drops, dump_fdb, parse_inner_key};
 
 #[derive(Debug, thiserror::Error)]

@@ -16,6 +16,7 @@ use std::{
 use super::{
     Dataplane,
     dataplane::PortSpec,
+    gateway,
     metrics::Metrics,
     netlink,
     nic::{self, Made, NicContext},
@@ -39,6 +40,8 @@ pub struct Agent {
     /// Held from reading the cluster to writing the lists, so that an older read (a
     /// CNI thread) never overwrites a newer one (the sweep).
     remote_sync: Mutex<()>,
+    /// Objects the router left out, each logged once.
+    router_skips: Mutex<BTreeSet<String>>,
 }
 
 /// A host-side port link of this Node: (name, ifindex, what its alias says).
@@ -75,6 +78,7 @@ impl Agent {
             dataplane: Mutex::new(dp),
             metrics: Metrics::default(),
             remote_sync: Mutex::new(()),
+            router_skips: Mutex::new(BTreeSet::new()),
         }
     }
 
@@ -191,6 +195,9 @@ impl Agent {
     fn add(&self, req: &Request) -> Result<CniResult, CniError> {
         let (ns, pod) = Self::pod_of(req)?;
         let nics = self.wait_for_nics(&ns, &pod)?;
+        if let Err(e) = self.sync_router() {
+            tracing::warn!(error = %e, "router not synced before ADD");
+        }
         let drivers = nics
             .iter()
             .map(nic::driver_for)
@@ -388,11 +395,57 @@ impl Agent {
         }
     }
 
-    /// Brings the remote VTEP lists in line with the NetworkEndpoints of other Nodes:
-    /// a Node is listed for a segment while any endpoint of the segment lives there.
-    pub fn sync_remotes(&self) -> Result<usize, crate::cluster::ClusterError> {
+    /// Brings the datapath's view of the rest of the cluster in line with it: the
+    /// remote VTEP lists and the router (gateway segments, RouteTables, neighbours).
+    pub fn sync_from_cluster(&self) -> Result<usize, crate::cluster::ClusterError> {
         let _one = self.remote_sync.lock().expect("remote sync lock");
         let (world, _) = self.cluster.read()?;
+        self.sync_router_with(&world);
+        self.sync_remotes(&world)
+    }
+
+    /// The router alone (before a CNI ADD configures ports, so that a port of a gateway
+    /// segment enters the router from its first frame).
+    pub fn sync_router(&self) -> Result<(), crate::cluster::ClusterError> {
+        let _one = self.remote_sync.lock().expect("remote sync lock");
+        let (world, _) = self.cluster.read()?;
+        self.sync_router_with(&world);
+        Ok(())
+    }
+
+    fn sync_router_with(&self, world: &crate::store::World) {
+        let (want, skipped) = gateway::desired(world);
+        {
+            let mut logged = self.router_skips.lock().expect("router skips lock");
+            for line in skipped {
+                if logged.insert(line.clone()) {
+                    tracing::warn!(what = %line, "left out of the router");
+                }
+            }
+        }
+        let written = self
+            .dataplane
+            .lock()
+            .expect("dataplane lock")
+            .sync_router(&want);
+        match written {
+            Ok(done) if done.is_empty() => {}
+            Ok(done) => tracing::info!(
+                tables = done.tables,
+                segments = done.segments,
+                neighbours = done.neighbours,
+                ports = done.ports,
+                "router synced"
+            ),
+            Err(e) => tracing::error!(error = %e, "cannot write the router maps"),
+        }
+    }
+
+    /// A Node is listed for a segment while any endpoint of the segment lives there.
+    fn sync_remotes(
+        &self,
+        world: &crate::store::World,
+    ) -> Result<usize, crate::cluster::ClusterError> {
         let vni_of = |l2: &str| {
             world
                 .objects

@@ -266,7 +266,7 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     let report = agent
         .reconcile_ports()
         .map_err(|e| DaemonError::Reconcile(format!("{}: {}", e.msg, e.details)))?;
-    agent.sync_remotes()?;
+    agent.sync_from_cluster()?;
     migrate(&layout)?;
     server::listen(agent.clone(), &cfg.cni_socket)
         .map_err(io(format!("cannot serve {}", cfg.cni_socket.display())))?;
@@ -354,8 +354,8 @@ fn sweep(agent: Arc<Agent>, stop: Arc<AtomicBool>, aging: Duration) -> std::thre
                     continue;
                 }
             }
-            if let Err(e) = agent.sync_remotes() {
-                tracing::warn!(error = %e, "remote lists not synced");
+            if let Err(e) = agent.sync_from_cluster() {
+                tracing::warn!(error = %e, "remote lists and router not synced");
             }
             if last_sweep.elapsed() >= (aging / 10).max(Duration::from_secs(1)) {
                 match agent.dataplane.lock().expect("dataplane lock").age(aging) {

@@ -41,9 +41,9 @@ fn serve(agent: &Agent, conn: UnixStream) {
         tracing::debug!(error = %e, "CNI caller went away before its answer");
     }
     if matches!(response, Response::Ok(_))
-        && let Err(e) = agent.sync_remotes()
+        && let Err(e) = agent.sync_from_cluster()
     {
-        tracing::warn!(error = %e, "remote lists not synced after a CNI request");
+        tracing::warn!(error = %e, "remote lists and router not synced after a CNI request");
     }
 }
 

@@ -28,6 +28,10 @@ const PACKAGES: &[&str] = &[
     "udhcpc",
     "busybox-static",
     "curl",
+    // The router's clients (issue 12): traceroute, tracepath, nc.
+    "traceroute",
+    "iputils-tracepath",
+    "netcat-openbsd",
     // The end-to-end test's images (a static pause built there) and its tools.
     "gcc",
     "libc6-dev",

@@ -43,14 +43,41 @@ pub enum DropReason {
     /// header is not in its linear data. (A refusal to remove them passes the frame to
     /// the VXLAN device instead.)
     DecapFailed = 12,
+    /// A frame sent to a gateway MAC that the router cannot route: not IPv4, or a
+    /// source or destination no router forwards (broadcast, multicast, loopback, 0/8).
+    NotRoutable = 13,
+    /// An IPv4 header the router cannot trust: a version other than 4, a header shorter
+    /// than 20 bytes, or a total length longer than the frame.
+    BadIpHeader = 14,
+    /// No route of the segment's RouteTable covers the destination.
+    NoRoute = 15,
+    /// The route's kind is not built yet (natGateway, internetGateway, peering, ...).
+    RouteUnsupported = 16,
+    /// No neighbour is known for the destination address: the router never sends ARP
+    /// (L2-18); the address was not handed out by Juneau.
+    NoNeighbour = 17,
+    /// TTL 1 or 0 at the router (answered with ICMP time exceeded when the rate
+    /// limit allows).
+    TtlExceeded = 18,
+    /// A workload sent a frame with its segment's gateway MAC as source: it would
+    /// capture the segment's exit.
+    SpoofedGatewayMac = 19,
+    /// A packet for a gateway address that the router does not answer (only ICMP echo
+    /// is).
+    NotForRouter = 20,
+    /// Larger than the destination segment's MTU with DF set (answered with ICMP
+    /// fragmentation needed when the rate limit allows).
+    FragNeeded = 21,
+    /// The router program could not be entered (its slot in `jn_gw_progs` is empty).
+    NoRouter = 22,
 }
 
 impl DropReason {
     /// Size of `jn_drops`: one slot per reason, with room to add reasons without
     /// changing the map's layout.
-    pub const SLOTS: u32 = 16;
+    pub const SLOTS: u32 = 32;
 
-    pub const ALL: [DropReason; 13] = [
+    pub const ALL: [DropReason; 23] = [
         DropReason::NotAPort,
         DropReason::NoSegment,
         DropReason::ShortFrame,
@@ -64,6 +91,16 @@ impl DropReason {
         DropReason::NoOverlay,
         DropReason::EncapFailed,
         DropReason::DecapFailed,
+        DropReason::NotRoutable,
+        DropReason::BadIpHeader,
+        DropReason::NoRoute,
+        DropReason::RouteUnsupported,
+        DropReason::NoNeighbour,
+        DropReason::TtlExceeded,
+        DropReason::SpoofedGatewayMac,
+        DropReason::NotForRouter,
+        DropReason::FragNeeded,
+        DropReason::NoRouter,
     ];
 
     /// The name shown by the CLI and used in test assertions.
@@ -82,6 +119,16 @@ impl DropReason {
             DropReason::NoOverlay => "NO_OVERLAY",
             DropReason::EncapFailed => "ENCAP_FAILED",
             DropReason::DecapFailed => "DECAP_FAILED",
+            DropReason::NotRoutable => "NOT_ROUTABLE",
+            DropReason::BadIpHeader => "BAD_IP_HEADER",
+            DropReason::NoRoute => "NO_ROUTE",
+            DropReason::RouteUnsupported => "ROUTE_UNSUPPORTED",
+            DropReason::NoNeighbour => "NO_NEIGHBOUR",
+            DropReason::TtlExceeded => "TTL_EXCEEDED",
+            DropReason::SpoofedGatewayMac => "SPOOFED_GATEWAY_MAC",
+            DropReason::NotForRouter => "NOT_FOR_ROUTER",
+            DropReason::FragNeeded => "FRAG_NEEDED",
+            DropReason::NoRouter => "NO_ROUTER",
         }
     }
 }

@@ -54,6 +54,10 @@ pub struct PortConfig {
     /// [`LEARN_CACHE_JIFFIES`] skips the table lookup entirely; 0 = empty.
     pub cache_mac: FdbKey,
     pub cache_jiffies: u64,
+    /// The segment's gateway MAC when the port has `PORT_GATEWAY` (L2-13), else zero.
+    /// Kept in the port so that a pure-L2 frame on a gateway segment pays one compare,
+    /// not a lookup.
+    pub gw_mac: FdbKey,
 }
 
 /// Key of a learning table: a MAC padded to 8 bytes. Aligned to 8 so that the
@@ -117,7 +121,7 @@ impl Default for FloodList {
 }
 
 // The layouts are part of the kernel ABI of our maps: no implicit padding allowed.
-const _: () = assert!(core::mem::size_of::<PortConfig>() == 32);
+const _: () = assert!(core::mem::size_of::<PortConfig>() == 40);
 const _: () = assert!(core::mem::size_of::<FdbKey>() == 8);
 const _: () = assert!(core::mem::size_of::<FdbEntry>() == 24);
 const _: () = assert!(core::mem::size_of::<FloodPort>() == 8);

@@ -6,10 +6,12 @@
 #![no_std]
 
 pub mod drop;
+pub mod gw;
 pub mod l2;
 pub mod overlay;
 
 pub use drop::DropReason;
+pub use gw::{GwSegment, NbrEntry, NbrKey, RouteEntry};
 pub use l2::{FdbEntry, FdbKey, FloodList, FloodPort, PortConfig};
 pub use overlay::{NodeConfig, RemoteList};
 
@@ -17,7 +19,7 @@ pub use overlay::{NodeConfig, RemoteList};
 /// A daemon adopts only pins of its own version (under `v<LAYOUT_VERSION>/` of its pin
 /// folder); any change to a map type, size or meaning must bump it, so that a new
 /// daemon builds its maps afresh and migrates instead of reading an old map wrongly.
-pub const LAYOUT_VERSION: u32 = 2;
+pub const LAYOUT_VERSION: u32 = 3;
 
 /// The names under which the maps are created and pinned. One prefix (`jn_`) so that a
 /// `bpftool map list` tells Juneau's maps apart from any other tenant of the machine.
@@ -29,8 +31,17 @@ pub mod map_names {
     pub const L2_VNI: &str = "jn_l2_vni";
     pub const NODE: &str = "jn_node";
     pub const DROPS: &str = "jn_drops";
+    pub const GW_SEG: &str = "jn_gw_seg";
+    pub const GW_RT: &str = "jn_gw_rt";
+    pub const GW_NBR: &str = "jn_gw_nbr";
+    pub const GW_PROGS: &str = "jn_gw_progs";
+    pub const GW_STATS: &str = "jn_gw_stats";
+    pub const GW_ICMP: &str = "jn_gw_icmp";
     /// Every map the daemon pins, in the order `kubectl-juneau` lists them.
-    pub const ALL: [&str; 7] = [NODE, L2_PORT, L2_VNI, L2_FDB, L2_FLOOD, L2_REMOTE, DROPS];
+    pub const ALL: [&str; 13] = [
+        NODE, L2_PORT, L2_VNI, L2_FDB, L2_FLOOD, L2_REMOTE, DROPS, GW_SEG, GW_RT, GW_NBR, GW_PROGS,
+        GW_STATS, GW_ICMP,
+    ];
 }
 
 /// Program names as they appear in the object file (and in `bpftool prog`).
@@ -42,7 +53,9 @@ pub mod prog_names {
     pub const OVERLAY_INGRESS: &str = "overlay_ingress";
     /// TCX ingress of the Node's underlay NIC.
     pub const UNDERLAY_INGRESS: &str = "underlay_ingress";
-    pub const ALL: [&str; 3] = [PORT_INGRESS, OVERLAY_INGRESS, UNDERLAY_INGRESS];
+    /// The Vpc router, entered by a tail call from `port_ingress` (never attached).
+    pub const GW_ROUTE: &str = "gw_route";
+    pub const ALL: [&str; 4] = [PORT_INGRESS, OVERLAY_INGRESS, UNDERLAY_INGRESS, GW_ROUTE];
 }
 
 #[cfg(feature = "user")]
@@ -56,4 +69,9 @@ mod user {
     unsafe impl aya::Pod for crate::FloodPort {}
     unsafe impl aya::Pod for crate::RemoteList {}
     unsafe impl aya::Pod for crate::NodeConfig {}
+    unsafe impl aya::Pod for crate::GwSegment {}
+    unsafe impl aya::Pod for crate::RouteEntry {}
+    unsafe impl aya::Pod for crate::NbrKey {}
+    unsafe impl aya::Pod for crate::NbrEntry {}
+    unsafe impl aya::Pod for crate::gw::IcmpBucket {}
 }

@@ -66,6 +66,28 @@ pub fn from_bits(bits: u64) -> FdbKey {
     unsafe { core::mem::transmute::<u64, FdbKey>(bits) }
 }
 
+/// ff:ff:ff:ff:ff:ff as [`bits`] gives it.
+pub const BROADCAST: u64 = 0xffff_ffff_ffff;
+
+/// The EtherType of the frame (the outer one; VLAN tags in skb metadata are not in
+/// the data).
+#[inline(always)]
+pub fn ethertype(ctx: &TcContext) -> Option<u16> {
+    let start = ctx.data();
+    if start + ETH_HLEN > ctx.data_end() {
+        return None;
+    }
+    // SAFETY: bounds checked above.
+    Some(u16::from_be(unsafe { load::<u16>(start + 12) }))
+}
+
+/// The range of gateway MACs (`02:4a:4e:..`, see the controller's `gateway_mac`):
+/// never learned from the overlay, where routed frames carry them as source.
+#[inline(always)]
+pub fn is_gateway_range(mac: &FdbKey) -> bool {
+    bits(mac) & 0xff_ffff == 0x4e_4a02
+}
+
 /// Group bit of the first octet: broadcast and multicast.
 #[inline(always)]
 pub fn is_group(mac: &FdbKey) -> bool {

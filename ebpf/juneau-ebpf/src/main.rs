@@ -8,6 +8,7 @@
 mod deliver;
 mod drop;
 mod eth;
+mod gw;
 mod l2;
 mod maps;
 mod overlay;
@@ -45,6 +46,13 @@ pub fn overlay_ingress(ctx: TcContext) -> i32 {
 #[classifier]
 pub fn underlay_ingress(ctx: TcContext) -> i32 {
     verdict(overlay::decap::from_underlay(&ctx))
+}
+
+/// The Vpc router, entered from `port_ingress` by a tail call (`jn_gw_progs`): ARP
+/// for the gateway, pings to it, IPv4 between the segments of a Vpc.
+#[classifier]
+pub fn gw_route(ctx: TcContext) -> i32 {
+    verdict(gw::try_route(&ctx))
 }
 
 #[cfg(not(test))]

@@ -3,11 +3,16 @@
 #![allow(non_upper_case_globals)]
 
 use aya_ebpf::{
-    btf_maps::{Array, ArrayOfMaps, HashMap, PerCpuArray},
+    btf_maps::{Array, ArrayOfMaps, HashMap, LpmTrie, PerCpuArray, ProgramArray},
     macros::btf_map,
 };
 use juneau_common::{
-    DropReason, FdbEntry, FdbKey, FloodList, NodeConfig, PortConfig, RemoteList,
+    DropReason, FdbEntry, FdbKey, FloodList, GwSegment, NbrEntry, NbrKey, NodeConfig, PortConfig,
+    RemoteList, RouteEntry,
+    gw::{
+        GW_PROGS, GwStat, IcmpBucket, MAX_GW_SEGMENTS, MAX_NEIGHBOURS, MAX_ROUTE_TABLES,
+        ROUTES_PER_TABLE, RouteAddr,
+    },
     l2::{FDB_ENTRIES, MAX_PORTS, MAX_SEGMENTS},
 };
 
@@ -41,3 +46,31 @@ pub static jn_l2_remote: Array<RemoteList, { MAX_SEGMENTS as usize }> = Array::n
 /// Drop counters by reason.
 #[btf_map]
 pub static jn_drops: PerCpuArray<u64, { DropReason::SLOTS as usize }> = PerCpuArray::new();
+
+/// Gateway segments by VNI (every Node holds every gateway segment of the cluster).
+#[btf_map]
+pub static jn_gw_seg: HashMap<u32, GwSegment, { MAX_GW_SEGMENTS as usize }> = HashMap::new();
+
+/// One LPM trie per RouteTable, by local table slot; a changed table is built aside
+/// and swapped in whole.
+#[btf_map]
+pub static jn_gw_rt: ArrayOfMaps<
+    LpmTrie<RouteAddr, RouteEntry, { ROUTES_PER_TABLE as usize }>,
+    { MAX_ROUTE_TABLES as usize },
+> = ArrayOfMaps::new();
+
+/// Neighbours of gateway segments: (VNI, address) -> MAC and Node.
+#[btf_map]
+pub static jn_gw_nbr: HashMap<NbrKey, NbrEntry, { MAX_NEIGHBOURS as usize }> = HashMap::new();
+
+/// The router's programs, entered by tail calls.
+#[btf_map]
+pub static jn_gw_progs: ProgramArray<{ GW_PROGS as usize }> = ProgramArray::new();
+
+/// What the router did, by `GwStat`.
+#[btf_map]
+pub static jn_gw_stats: PerCpuArray<u64, { GwStat::SLOTS as usize }> = PerCpuArray::new();
+
+/// The ICMP error budget of each CPU.
+#[btf_map]
+pub static jn_gw_icmp: PerCpuArray<IcmpBucket, 1> = PerCpuArray::new();

@@ -82,19 +82,16 @@ impl Dataplane {
                 self.write_remote_list(change.vni)?;
             }
             self.write_flood_list(change.vni, change.slot)?;
+            let (gateway, gw_mac) = self.gateway_bits(spec.vni);
             let config = PortConfig {
                 vni: spec.vni,
                 segment: change.slot,
-                flags,
+                flags: flags | gateway,
                 mtu: spec.mtu,
+                gw_mac,
                 ..Default::default()
             };
-            let mut ports: Array<_, PortConfig> =
-                Array::try_from(self.map_mut(map_names::L2_PORT)?)
-                    .map_err(map_err(map_names::L2_PORT))?;
-            ports
-                .set(spec.ifindex, config, 0)
-                .map_err(map_err(map_names::L2_PORT))?;
+            self.write_port(spec.ifindex, config)?;
             if change.segment_edge {
                 let mut vnis: BpfHashMap<_, u32, u32> =
                     BpfHashMap::try_from(self.map_mut(map_names::L2_VNI)?)
@@ -269,6 +266,19 @@ impl Dataplane {
             .into_iter()
             .map(|(vni, t)| (vni, t.keys().filter(Result::is_ok).count()))
             .collect()
+    }
+
+    /// Writes a port's entry whole.
+    pub(super) fn write_port(
+        &mut self,
+        ifindex: u32,
+        config: PortConfig,
+    ) -> Result<(), DataplaneError> {
+        let mut ports: Array<_, PortConfig> = Array::try_from(self.map_mut(map_names::L2_PORT)?)
+            .map_err(map_err(map_names::L2_PORT))?;
+        ports
+            .set(ifindex, config, 0)
+            .map_err(map_err(map_names::L2_PORT))
     }
 
     /// The port configuration the datapath sees (including its learning cache).

@@ -10,6 +10,7 @@
 mod adopt;
 mod counters;
 mod filter;
+mod gw;
 mod l2;
 mod overlay;
 pub mod pins;
@@ -29,6 +30,7 @@ use aya::{
     },
 };
 pub use filter::{PORT_FILTER_HANDLE, PORT_FILTER_PRIORITY, PortAttach};
+pub use gw::RouterSync;
 use juneau_common::{l2::MAX_PORTS, map_names, prog_names};
 pub use l2::{PortSpec, monotonic_coarse_ns};
 pub use pins::PinLayout;
@@ -72,6 +74,15 @@ pub enum DataplaneError {
     Link(#[from] NetlinkError),
     #[error("the underlay can be attached only after the overlay (attach_overlay first)")]
     NoOverlay,
+    #[error(
+        "this Node already holds {0} RouteTables (the size of jn_gw_rt); remove RouteTables or gateways of unused Vpcs"
+    )]
+    RouteTables(u32),
+    #[error(
+        "RouteTable {table} has {routes} routes, more than the {max} a table holds; merge its routes into shorter prefixes",
+        max = juneau_common::gw::ROUTES_PER_TABLE
+    )]
+    TooManyRoutes { table: String, routes: usize },
 }
 
 fn map_err(name: &str) -> impl FnOnce(MapError) -> DataplaneError + '_ {
@@ -98,10 +109,11 @@ fn prog_err(name: &'static str) -> impl FnOnce(ProgramError) -> DataplaneError {
     move |source| DataplaneError::Program { name, source }
 }
 
-const PROGRAMS: [&str; 3] = [
+const PROGRAMS: [&str; 4] = [
     prog_names::PORT_INGRESS,
     prog_names::OVERLAY_INGRESS,
     prog_names::UNDERLAY_INGRESS,
+    prog_names::GW_ROUTE,
 ];
 
 /// One program attached to one interface.
@@ -148,6 +160,8 @@ pub struct Dataplane {
     adopted: bool,
     /// How ports attached from now on get their program.
     port_attach: PortAttach,
+    /// What the router maps hold.
+    router: gw::RouterMaps,
 }
 
 impl Dataplane {
@@ -176,10 +190,12 @@ impl Dataplane {
             links: HashMap::new(),
             adopted,
             port_attach: PortAttach::default(),
+            router: gw::RouterMaps::default(),
         };
         for name in PROGRAMS {
             dp.program_mut(name)?.load().map_err(prog_err(name))?;
         }
+        dp.install_router()?;
         if dp.adopted {
             dp.adopt()?;
         }

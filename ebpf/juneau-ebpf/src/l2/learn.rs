@@ -50,7 +50,9 @@ pub fn learn_local(port: &mut PortConfig, ifindex: u32, fdb: &Fdb, src: &FdbKey)
 /// Bind `src` to the remote VTEP it came from.
 #[inline(always)]
 pub fn learn_remote(fdb: &Fdb, src: &FdbKey, vtep: u32) {
-    if !unlearnable(src) {
+    // Routed frames carry the destination segment's gateway MAC as source: the gateway
+    // is on every Node and never behind one (L2-29).
+    if !unlearnable(src) && !eth::is_gateway_range(src) {
         learn(fdb, src, 0, vtep, 0, now());
     }
 }

@@ -1,16 +1,17 @@
 //! L2Network switching: learn the source, forward by destination MAC only (L2-01,
 //! L2-28). Nothing above the Ethernet header is read (but the EtherType of an oversize
 //! frame), so every protocol passes.
-mod flood;
+pub mod flood;
 pub mod learn;
 
 use aya_ebpf::{btf_maps::HashMap, programs::TcContext};
 use juneau_common::{
-    DropReason, FdbEntry, FdbKey,
+    DropReason, FdbEntry, FdbKey, PortConfig,
+    gw::PORT_GATEWAY,
     l2::{FDB_ENTRIES, PORT_ACTIVE},
 };
 
-use crate::{deliver::deliver, eth, maps, overlay};
+use crate::{deliver::deliver, eth, gw, maps, overlay};
 
 pub type Fdb = HashMap<FdbKey, FdbEntry, { FDB_ENTRIES as usize }>;
 
@@ -33,11 +34,28 @@ pub fn from_port(ctx: &TcContext) -> Result<i32, DropReason> {
         return Err(DropReason::TooBig);
     }
     let addrs = eth::addrs(ctx).ok_or(DropReason::ShortFrame)?;
+    if gw::spoofs_gateway(port, &addrs) {
+        return Err(DropReason::SpoofedGatewayMac);
+    }
     let segment = port.segment;
     let vni = port.vni;
     let fdb = maps::jn_l2_fdb.get(segment).ok_or(DropReason::NoSegment)?;
     learn::learn_local(port, ifindex, fdb, &addrs.src);
+    if port.flags & PORT_GATEWAY != 0 {
+        gw::enter(ctx, port, &addrs)?;
+    }
     forward(ctx, fdb, segment, vni, ifindex, &addrs, false)
+}
+
+/// Broadcast from a local port, as the switch floods it (for the router, which takes
+/// ARP broadcasts first and gives back those not about the gateway).
+#[inline(always)]
+pub fn flood_from_port(
+    ctx: &TcContext,
+    port: &PortConfig,
+    ifindex: u32,
+) -> Result<i32, DropReason> {
+    flood::flood(ctx, port.segment, port.vni, ifindex, true)
 }
 
 /// Frames of a segment arriving from another Node. Split horizon: they go to local

@@ -1,0 +1,145 @@
+//! The Vpc router: the gateway of every L2Network with `gateway`, present on every Node
+//! with the same address and MAC (anycast), entered from a port by a tail call.
+//!
+//! Keys are by VNI, not by local segment slot: a Node routes *to* a segment it has no
+//! port of (its packets leave by the overlay), so the router's view of a segment cannot
+//! depend on a local slot.
+
+/// Gateway segments every Node knows (`jn_gw_seg`).
+pub const MAX_GW_SEGMENTS: u32 = 4096;
+/// RouteTables every Node holds (`jn_gw_rt`, one LPM trie each, by a local slot).
+pub const MAX_ROUTE_TABLES: u32 = 1024;
+/// Routes per RouteTable.
+pub const ROUTES_PER_TABLE: u32 = 1024;
+/// Neighbours (address -> MAC and Node) of every gateway segment together. Seeded by
+/// the daemon from the NetworkEndpoints Juneau wrote; never evicted by traffic.
+pub const MAX_NEIGHBOURS: u32 = 65536;
+
+/// Index of the router program in `jn_gw_progs`.
+pub const GW_PROG_ROUTE: u32 = 0;
+/// Slots of `jn_gw_progs`.
+pub const GW_PROGS: u32 = 4;
+
+/// The port's segment has a gateway: frames to `PortConfig::gw_mac` are routed and
+/// ARP for the gateway address is answered on this Node (L2-13).
+pub const PORT_GATEWAY: u32 = 1 << 2;
+
+/// Value of `jn_gw_seg[vni]`: a gateway segment.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GwSegment {
+    /// The gateway's IPv4 address, network order (as it sits in packets).
+    pub gw_ip: u32,
+    /// Local slot of the segment's RouteTable in `jn_gw_rt`.
+    pub table: u32,
+    /// The segment's MTU.
+    pub mtu: u32,
+    pub pad: u32,
+    /// The gateway's MAC (`status.gatewayMAC`), padded as a learning-table key.
+    pub gw_mac: crate::FdbKey,
+}
+
+/// Key of a RouteTable's LPM trie: the destination prefix, network order (the LPM key's
+/// data is matched bytewise from its first byte).
+pub type RouteAddr = [u8; 4];
+
+/// A route to a connected segment: deliver to the neighbour that holds the address.
+pub const ROUTE_CONNECTED: u32 = 1;
+/// A route of a kind this datapath does not build yet (natGateway, internetGateway,
+/// peering, transit, ...): dropped under `ROUTE_UNSUPPORTED`, never sent elsewhere.
+pub const ROUTE_UNSUPPORTED: u32 = 2;
+
+/// Value of a RouteTable's trie.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RouteEntry {
+    /// `ROUTE_*`.
+    pub kind: u32,
+    /// The destination segment's VNI.
+    pub vni: u32,
+    /// The destination segment's gateway address (network order): pings to it are
+    /// answered by the router.
+    pub gw_ip: u32,
+    /// The destination segment's MTU.
+    pub mtu: u32,
+    /// The destination segment's gateway MAC: the source of routed frames there.
+    /// Plain bytes: an LPM value's alignment may not exceed the key's 4 bytes of data.
+    pub gw_mac: [u8; 6],
+    pub pad: [u8; 2],
+}
+
+/// Key of `jn_gw_nbr`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NbrKey {
+    pub vni: u32,
+    /// Network order.
+    pub ip: u32,
+}
+
+/// The neighbour was written by the daemon from a NetworkEndpoint.
+pub const NBR_SEEDED: u32 = 1 << 0;
+
+/// Value of `jn_gw_nbr`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NbrEntry {
+    pub mac: crate::FdbKey,
+    /// The VTEP of the Node the address lives on (host order, as tunnel keys carry it).
+    pub vtep: u32,
+    /// `NBR_*`.
+    pub flags: u32,
+}
+
+/// Per-CPU token bucket of the ICMP errors the router sends (RFC 1812 4.3.2.8).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IcmpBucket {
+    pub tokens: u64,
+    pub last_ns: u64,
+}
+
+/// ICMP errors each CPU may send per second, and the burst it may save up.
+pub const ICMP_ERRORS_PER_SEC: u64 = 1000;
+
+/// Slots of `jn_gw_stats` (per-CPU counters of what the router did).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GwStat {
+    /// Packets routed to another segment.
+    Routed = 0,
+    /// ARP requests for a gateway answered.
+    ArpReplies = 1,
+    /// Echo requests to a gateway answered.
+    EchoReplies = 2,
+    /// ICMP errors sent (time exceeded, fragmentation needed).
+    IcmpErrors = 3,
+    /// ICMP errors not sent: the bucket was empty.
+    IcmpSuppressed = 4,
+}
+
+impl GwStat {
+    pub const SLOTS: u32 = 8;
+    pub const ALL: [GwStat; 5] = [
+        GwStat::Routed,
+        GwStat::ArpReplies,
+        GwStat::EchoReplies,
+        GwStat::IcmpErrors,
+        GwStat::IcmpSuppressed,
+    ];
+    pub const fn name(self) -> &'static str {
+        match self {
+            GwStat::Routed => "ROUTED",
+            GwStat::ArpReplies => "ARP_REPLIES",
+            GwStat::EchoReplies => "ECHO_REPLIES",
+            GwStat::IcmpErrors => "ICMP_ERRORS",
+            GwStat::IcmpSuppressed => "ICMP_SUPPRESSED",
+        }
+    }
+}
+
+const _: () = assert!(core::mem::size_of::<GwSegment>() == 24);
+const _: () = assert!(core::mem::size_of::<RouteEntry>() == 24);
+const _: () = assert!(core::mem::size_of::<NbrKey>() == 8);
+const _: () = assert!(core::mem::size_of::<NbrEntry>() == 16);
+const _: () = assert!(core::mem::size_of::<IcmpBucket>() == 16);

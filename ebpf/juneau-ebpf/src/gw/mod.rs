@@ -1,0 +1,76 @@
+//! The Vpc router: the gateway of every L2Network with `gateway`, on every Node with
+//! the same address and MAC. A port whose segment has a gateway (`PORT_GATEWAY`) hands
+//! two kinds of frames to the router program by a tail call (`enter`): frames to the
+//! gateway MAC, and broadcast ARP (a request for the gateway is answered on this Node,
+//! any other is flooded as the switch would). Pure-L2 frames of the segment pay one
+//! compare; segments without a gateway one flag test.
+//!
+//! The router program (`gw_route`) is verified alone, so the port program stays small:
+//! `arp` answers for the gateway, `route` forwards IPv4 between the segments of a Vpc,
+//! `icmp` answers pings to a gateway and sends the router's ICMP errors.
+mod arp;
+mod icmp;
+mod route;
+
+use aya_ebpf::programs::TcContext;
+use juneau_common::{
+    DropReason, GwSegment, PortConfig,
+    gw::{GW_PROG_ROUTE, GwStat, PORT_GATEWAY},
+};
+
+use crate::{eth, maps};
+
+pub const ETH_P_ARP: u16 = 0x0806;
+
+/// On a gateway port, before switching: a frame for the router leaves by the tail call
+/// (the call does not return); `Ok(())` lets the switch forward the frame.
+#[inline(always)]
+pub fn enter(ctx: &TcContext, port: &PortConfig, addrs: &eth::Addrs) -> Result<(), DropReason> {
+    let to_router = eth::bits(&addrs.dst) == eth::bits(&port.gw_mac)
+        || (eth::bits(&addrs.dst) == eth::BROADCAST && eth::ethertype(ctx) == Some(ETH_P_ARP));
+    if !to_router {
+        return Ok(());
+    }
+    // SAFETY: the map and the context are valid; on success control never returns.
+    unsafe { maps::jn_gw_progs.tail_call(ctx, GW_PROG_ROUTE) };
+    Err(DropReason::NoRouter)
+}
+
+/// A workload may not send as its gateway (it would capture the segment's exit).
+#[inline(always)]
+pub fn spoofs_gateway(port: &PortConfig, addrs: &eth::Addrs) -> bool {
+    port.flags & PORT_GATEWAY != 0 && eth::bits(&addrs.src) == eth::bits(&port.gw_mac)
+}
+
+#[inline(always)]
+pub fn count(stat: GwStat) {
+    if let Some(slot) = maps::jn_gw_stats.get_ptr_mut(stat as u32) {
+        // SAFETY: per-CPU slot, only this CPU writes it while the program runs.
+        unsafe { *slot += 1 };
+    }
+}
+
+/// The router program: the port and its segment's gateway, then ARP or IPv4.
+#[inline(always)]
+pub fn try_route(ctx: &TcContext) -> Result<i32, DropReason> {
+    // SAFETY: the context pointer is valid for the program's run.
+    let ifindex = unsafe { (*ctx.skb.skb).ingress_ifindex };
+    // SAFETY: array value, copied at once.
+    let port: PortConfig = unsafe {
+        *maps::jn_l2_port
+            .get_ptr(ifindex)
+            .ok_or(DropReason::NotAPort)?
+    };
+    if port.flags & PORT_GATEWAY == 0 {
+        return Err(DropReason::NotRoutable);
+    }
+    // SAFETY: copied at once.
+    let seg: GwSegment = unsafe { maps::jn_gw_seg.get(port.vni) }
+        .copied()
+        .ok_or(DropReason::NotRoutable)?;
+    match eth::ethertype(ctx) {
+        Some(ETH_P_ARP) => arp::answer(ctx, ifindex, &port, &seg),
+        Some(eth::ETH_P_IP) => route::ipv4(ctx, ifindex, &port, &seg),
+        _ => Err(DropReason::NotRoutable),
+    }
+}

@@ -1,0 +1,203 @@
+//! IPv4 between the segments of a Vpc. Routed once, on the sender's Node: the
+//! destination segment's route gives its VNI, gateway MAC and MTU, the neighbour table
+//! the destination's MAC and Node; the frame leaves with the destination segment's
+//! gateway MAC as source and its VNI on the overlay (one TTL decrement end to end), and
+//! the receiving Node only switches it.
+use aya_ebpf::programs::TcContext;
+use juneau_common::{
+    DropReason, FdbEntry, GwSegment, NbrEntry, NbrKey, PortConfig, RouteEntry,
+    gw::{GwStat, ROUTE_CONNECTED},
+};
+
+use super::icmp::{self, IcmpError};
+use crate::{
+    deliver::deliver,
+    eth::{self, ETH_HLEN, load, store},
+    l2::flood,
+    maps, overlay,
+};
+
+const IP_END: usize = ETH_HLEN + 20;
+const IPPROTO_ICMP: u8 = 1;
+/// The DF bit of the fragment word, as loaded raw (network order in memory).
+const DF_RAW: u16 = 0x0040;
+
+/// What the router read of an IPv4 header.
+pub struct Ipv4 {
+    pub saddr: u32,
+    pub daddr: u32,
+    pub ttl: u8,
+    pub proto: u8,
+    pub tot_len: u32,
+    /// Fragment word, raw.
+    pub frag: u16,
+}
+
+/// Addresses no router forwards from or to: 0/8, loopback, multicast and the limited
+/// broadcast (first octet 0, 127, or 224 and above). Network order in memory: the
+/// first octet is the low byte.
+#[inline(always)]
+fn martian(addr: u32) -> bool {
+    let first = addr as u8;
+    first == 0 || first == 127 || first >= 224
+}
+
+#[inline(always)]
+fn read_ipv4(ctx: &TcContext) -> Result<Ipv4, DropReason> {
+    let (start, end) = (ctx.data(), ctx.data_end());
+    if start + IP_END > end {
+        return Err(DropReason::BadIpHeader);
+    }
+    // SAFETY: inside [start, start + IP_END), checked above.
+    let (ver_ihl, tot_len, frag, ttl, proto, saddr, daddr) = unsafe {
+        (
+            load::<u8>(start + ETH_HLEN),
+            u16::from_be(load::<u16>(start + ETH_HLEN + 2)) as u32,
+            load::<u16>(start + ETH_HLEN + 6),
+            load::<u8>(start + ETH_HLEN + 8),
+            load::<u8>(start + ETH_HLEN + 9),
+            load::<u32>(start + ETH_HLEN + 12),
+            load::<u32>(start + ETH_HLEN + 16),
+        )
+    };
+    if ver_ihl >> 4 != 4
+        || ver_ihl & 0xf < 5
+        || tot_len < 20
+        || tot_len > ctx.len() - ETH_HLEN as u32
+    {
+        return Err(DropReason::BadIpHeader);
+    }
+    Ok(Ipv4 {
+        saddr,
+        daddr,
+        ttl,
+        proto,
+        tot_len,
+        frag,
+    })
+}
+
+#[inline(always)]
+pub fn ipv4(
+    ctx: &TcContext,
+    ifindex: u32,
+    port: &PortConfig,
+    seg: &GwSegment,
+) -> Result<i32, DropReason> {
+    let ip = read_ipv4(ctx)?;
+    if martian(ip.saddr) || martian(ip.daddr) {
+        return Err(DropReason::NotRoutable);
+    }
+    if ip.daddr == seg.gw_ip {
+        return to_router(ctx, ifindex, port, seg, &ip);
+    }
+    let table = maps::jn_gw_rt.get(seg.table).ok_or(DropReason::NoRoute)?;
+    let key = aya_ebpf::maps::lpm_trie::Key::new(32, ip.daddr.to_ne_bytes());
+    let route: RouteEntry = *table.get(&key).ok_or(DropReason::NoRoute)?;
+    if route.kind != ROUTE_CONNECTED {
+        return Err(DropReason::RouteUnsupported);
+    }
+    if ip.daddr == route.gw_ip {
+        // Another gateway of the Vpc: the router is that address too.
+        return to_router(ctx, ifindex, port, seg, &ip);
+    }
+    if ip.ttl <= 1 {
+        return icmp::error(ctx, ifindex, port, seg, &ip, IcmpError::TimeExceeded);
+    }
+    let key = NbrKey {
+        vni: route.vni,
+        ip: ip.daddr,
+    };
+    // SAFETY: copied at once (the daemon may replace the entry meanwhile).
+    let nbr: NbrEntry = unsafe { maps::jn_gw_nbr.get(&key) }
+        .copied()
+        .ok_or(DropReason::NoNeighbour)?;
+    // L2-21: what does not fit the destination segment and may not be fragmented is
+    // answered with the MTU there (path MTU discovery). GSO packets are cut to the
+    // sender's MTU later and are not checked here.
+    // SAFETY: the context pointer is valid for the program's run.
+    let gso = unsafe { (*ctx.skb.skb).gso_size } != 0;
+    if !gso && ip.tot_len > route.mtu && ip.frag & DF_RAW != 0 {
+        return icmp::error(
+            ctx,
+            ifindex,
+            port,
+            seg,
+            &ip,
+            IcmpError::FragNeeded(route.mtu),
+        );
+    }
+    forward(ctx, &route, &nbr)
+}
+
+/// One hop: TTL - 1 (checksum updated), the destination segment's gateway as source,
+/// the neighbour as destination, then switched in the destination segment.
+#[inline(always)]
+fn forward(ctx: &TcContext, route: &RouteEntry, nbr: &NbrEntry) -> Result<i32, DropReason> {
+    let (start, end) = (ctx.data(), ctx.data_end());
+    if start + IP_END > end {
+        return Err(DropReason::BadIpHeader);
+    }
+    let src = juneau_common::FdbKey::new(route.gw_mac);
+    let dst = nbr.mac;
+    // SAFETY: inside [start, start + IP_END), checked above.
+    unsafe {
+        let word = load::<u16>(start + ETH_HLEN + 8);
+        // The TTL is the first byte of the word in memory (its low byte here); it is
+        // above 1, so no borrow reaches the protocol byte.
+        let new = word - 1;
+        let csum = load::<u16>(start + ETH_HLEN + 10);
+        store::<u16>(start + ETH_HLEN + 8, new);
+        store::<u16>(start + ETH_HLEN + 10, icmp::csum_replace(csum, word, new));
+        store::<u64>(start, eth::bits(&dst));
+        store::<u32>(start + 6, eth::bits(&src) as u32);
+        store::<u16>(start + 10, (eth::bits(&src) >> 32) as u16);
+    }
+    super::count(GwStat::Routed);
+    let addrs = eth::Addrs { dst, src };
+    // The destination segment's table, when this Node has a port on it: the freshest
+    // place of the MAC (a Pod here, or where it was last heard).
+    // SAFETY: copied at once.
+    let slot = unsafe { maps::jn_l2_vni.get(route.vni) }.copied();
+    if let Some(slot) = slot {
+        if let Some(fdb) = maps::jn_l2_fdb.get(slot) {
+            if let Some(entry) = fdb.get_ptr(&dst) {
+                // SAFETY: copied out at once.
+                let entry: FdbEntry = unsafe { *entry };
+                if entry.vtep != 0 {
+                    return overlay::unicast(ctx, route.vni, entry.vtep, &addrs);
+                }
+                if entry.ifindex != 0 {
+                    return Ok(deliver(entry.ifindex, entry.flags));
+                }
+            }
+        }
+    }
+    // Not heard yet: the neighbour's Node, from the endpoint Juneau wrote (L2-18: the
+    // first packet reaches a Pod that never spoke).
+    let local = maps::jn_node.get(0).map(|n| n.local_vtep).unwrap_or(0);
+    if nbr.vtep != 0 && nbr.vtep != local {
+        return overlay::unicast(ctx, route.vni, nbr.vtep, &addrs);
+    }
+    match slot {
+        // Here but silent: every local port of the segment gets it (only its owner
+        // takes a frame to its MAC).
+        Some(slot) => flood::flood(ctx, slot, route.vni, 0, false),
+        None => Err(DropReason::NoNeighbour),
+    }
+}
+
+/// A packet to a gateway address: echo requests are answered, anything else refused.
+#[inline(always)]
+fn to_router(
+    ctx: &TcContext,
+    ifindex: u32,
+    port: &PortConfig,
+    seg: &GwSegment,
+    ip: &Ipv4,
+) -> Result<i32, DropReason> {
+    if ip.proto != IPPROTO_ICMP {
+        return Err(DropReason::NotForRouter);
+    }
+    icmp::echo_reply(ctx, ifindex, port, seg)
+}

@@ -1,0 +1,400 @@
+//! BPF_PROG_TEST_RUN tests of the Vpc router, entered from `port_ingress` by its tail
+//! call: every path's verdict, the exact bytes it sends back or on, and the one counter
+//! that moves. Ports are real veths of a fresh namespace (flooded copies leave and are
+//! counted). Segment A (10.0.1.0/24) has ports 0 and 1, segment B (10.0.2.0/24, MTU
+//! 1400) port 2; both route by one table.
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    net::Ipv4Addr,
+};
+
+use juneau::node::{
+    Dataplane,
+    dataplane::PortSpec,
+    gateway::{GatewaySegment, Neighbour, RouteSpec, RouterState},
+};
+use juneau_common::gw::{ROUTE_CONNECTED, ROUTE_UNSUPPORTED};
+use juneau_harness::{
+    frames::{self, BROADCAST, fixtures::*, ones_complement},
+    testrun::{PortBed, TC_ACT_REDIRECT, TC_ACT_SHOT, run_tc},
+};
+
+const VNI_A: u32 = 10;
+const VNI_B: u32 = 11;
+const GW_A: [u8; 6] = [0x02, 0x4a, 0x4e, 0, 0, 10];
+const GW_B: [u8; 6] = [0x02, 0x4a, 0x4e, 0, 0, 11];
+const GW_A_IP: [u8; 4] = [10, 0, 1, 1];
+const GW_B_IP: [u8; 4] = [10, 0, 2, 1];
+/// The address of the Pod on port 2 (segment B).
+const B_IP: [u8; 4] = [10, 0, 2, 12];
+
+struct Bed {
+    bed: PortBed,
+    dp: Dataplane,
+}
+
+fn segment(gw: [u8; 4], mac: [u8; 6], mtu: u32) -> GatewaySegment {
+    GatewaySegment {
+        gw_ip: gw.into(),
+        gw_mac: mac,
+        mtu,
+        table: "t".into(),
+    }
+}
+
+fn connected(dst: &str, vni: u32, gw: [u8; 4], mac: [u8; 6], mtu: u32) -> RouteSpec {
+    RouteSpec {
+        dst: dst.parse().unwrap(),
+        kind: ROUTE_CONNECTED,
+        vni,
+        gw_ip: gw.into(),
+        gw_mac: mac,
+        mtu,
+    }
+}
+
+fn router() -> RouterState {
+    let routes: BTreeSet<RouteSpec> = [
+        connected("10.0.1.0/24", VNI_A, GW_A_IP, GW_A, 1450),
+        connected("10.0.2.0/24", VNI_B, GW_B_IP, GW_B, 1400),
+        RouteSpec {
+            dst: "192.168.0.0/16".parse().unwrap(),
+            kind: ROUTE_UNSUPPORTED,
+            vni: 0,
+            gw_ip: Ipv4Addr::UNSPECIFIED,
+            gw_mac: [0; 6],
+            mtu: 0,
+        },
+    ]
+    .into_iter()
+    .collect();
+    RouterState {
+        segments: [
+            (VNI_A, segment(GW_A_IP, GW_A, 1450)),
+            (VNI_B, segment(GW_B_IP, GW_B, 1400)),
+        ]
+        .into_iter()
+        .collect(),
+        tables: [("t".to_owned(), routes)].into_iter().collect(),
+        neighbours: [(
+            (VNI_B, Ipv4Addr::from(B_IP)),
+            Neighbour {
+                mac: pod_mac(2),
+                vtep: Ipv4Addr::UNSPECIFIED,
+            },
+        )]
+        .into_iter()
+        .collect(),
+    }
+}
+
+impl Bed {
+    fn new() -> Bed {
+        let bed = PortBed::new(3);
+        let mut dp = Dataplane::load(None).expect("load");
+        dp.sync_router(&router()).unwrap();
+        for (i, vni, mtu) in [(0, VNI_A, 1450), (1, VNI_A, 1450), (2, VNI_B, 1400)] {
+            dp.configure_port(PortSpec {
+                ifindex: bed.ifindex(i),
+                vni,
+                mtu,
+                peer: true,
+            })
+            .unwrap();
+        }
+        Bed { bed, dp }
+    }
+
+    fn send(&self, port: usize, frame: &[u8]) -> juneau_harness::testrun::Run {
+        run_tc(
+            &self.bed.ns,
+            self.dp.l2_port_program(),
+            self.bed.ifindex(port),
+            frame,
+            1,
+        )
+    }
+
+    fn drops(&self) -> BTreeMap<&'static str, u64> {
+        self.dp
+            .drops()
+            .unwrap()
+            .into_iter()
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+
+    fn stat(&self, name: &str) -> u64 {
+        self.dp
+            .gw_stats()
+            .unwrap()
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .unwrap()
+            .1
+    }
+}
+
+fn a_pod() -> ([u8; 6], [u8; 4]) {
+    (pod_mac(0), pod_ip(0))
+}
+
+/// IPv4 header and ICMP checksums of a frame both valid.
+fn assert_checksums(f: &[u8]) {
+    assert_eq!(ones_complement(&f[14..34]), 0, "IPv4 header checksum");
+    let tot = u16::from_be_bytes([f[16], f[17]]) as usize;
+    if f[23] == 1 {
+        assert_eq!(ones_complement(&f[34..14 + tot]), 0, "ICMP checksum");
+    }
+}
+
+#[test]
+fn l2_13_arp_for_the_gateway_is_answered_in_place_with_its_mac() {
+    let b = Bed::new();
+    let run = b.send(0, &frames::arp_request(pod_mac(0), pod_ip(0), GW_A_IP));
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "back to the asking port");
+    let want = frames::arp_reply(GW_A, GW_A_IP, pod_mac(0), pod_ip(0));
+    assert_eq!(run.data, want, "the reply, byte for byte");
+    assert_eq!(b.stat("ARP_REPLIES"), 1);
+    assert_eq!(b.bed.tx(1), 0, "a request for the gateway is not flooded");
+    assert!(b.drops().is_empty(), "{:?}", b.drops());
+    // The gateway MAC never enters the learning table (L2-29).
+    assert!(b.dp.fdb(VNI_A).unwrap().iter().all(|(k, _)| k.mac != GW_A));
+}
+
+#[test]
+fn l2_13_arp_for_anyone_else_is_switched_as_without_a_gateway() {
+    let b = Bed::new();
+    let before = b.bed.tx(1);
+    let run = b.send(0, &frames::arp_request(pod_mac(0), pod_ip(0), pod_ip(1)));
+    assert_eq!(
+        run.verdict, TC_ACT_REDIRECT,
+        "flooded: the last copy by redirect"
+    );
+    assert_eq!(
+        run.data,
+        frames::arp_request(pod_mac(0), pod_ip(0), pod_ip(1))
+    );
+    assert_eq!(b.bed.tx(1), before, "one other port: it gets the original");
+    assert_eq!(b.stat("ARP_REPLIES"), 0);
+    // A segment's other gateway address is not this one's: the request for B's gateway
+    // on A is not answered either.
+    let run = b.send(0, &frames::arp_request(pod_mac(0), pod_ip(0), GW_B_IP));
+    assert_eq!(b.stat("ARP_REPLIES"), 0);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT);
+}
+
+#[test]
+fn l2_13_ping_to_the_gateway_is_answered_from_its_address() {
+    let b = Bed::new();
+    let req = frames::icmp_echo(a_pod(), (GW_A, GW_A_IP), 64, 56, false);
+    let run = b.send(0, &req);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT);
+    let r = &run.data;
+    assert_eq!(&r[0..6], &pod_mac(0), "to the sender");
+    assert_eq!(&r[6..12], &GW_A, "from the gateway");
+    assert_eq!(&r[26..30], &GW_A_IP);
+    assert_eq!(&r[30..34], &pod_ip(0));
+    assert_eq!((r[22], r[34]), (64, 0), "TTL 64, echo reply");
+    assert_eq!(&r[38..], &req[38..], "identifier, sequence and data echoed");
+    assert_checksums(r);
+    // The other segment's gateway is the router too.
+    let run = b.send(
+        0,
+        &frames::icmp_echo(a_pod(), (GW_A, GW_B_IP), 64, 8, false),
+    );
+    assert_eq!(run.verdict, TC_ACT_REDIRECT);
+    assert_eq!(&run.data[26..30], &GW_B_IP);
+    assert_eq!(b.stat("ECHO_REPLIES"), 2);
+    // Anything but an echo request to a gateway is refused.
+    let udp = frames::udp(a_pod(), (GW_A, GW_A_IP), b"x");
+    assert_eq!(b.send(0, &udp).verdict, TC_ACT_SHOT);
+    assert_eq!(b.drops()["NOT_FOR_ROUTER"], 1);
+}
+
+#[test]
+fn l2_15_routed_to_another_segment_with_one_ttl_decrement() {
+    let b = Bed::new();
+    // The Pod on B speaks once, so B's table knows its port.
+    b.send(2, &frames::raw(BROADCAST, pod_mac(2), 0x88b5, b"hello"));
+    let req = frames::icmp_echo(a_pod(), (GW_A, B_IP), 64, 56, false);
+    let run = b.send(0, &req);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    let r = &run.data;
+    assert_eq!(&r[0..6], &pod_mac(2), "to the neighbour");
+    assert_eq!(&r[6..12], &GW_B, "from B's gateway");
+    assert_eq!(r[22], 63, "TTL decremented once");
+    assert_eq!(&r[34..], &req[34..], "payload untouched");
+    assert_checksums(r);
+    assert_eq!(b.stat("ROUTED"), 1);
+    let hello = [("NO_OTHER_PORT", 1)].into_iter().collect();
+    assert_eq!(b.drops(), hello, "only the hello, alone on B, was dropped");
+}
+
+#[test]
+fn l2_18_a_seeded_neighbour_that_never_spoke_is_reached_and_unknown_ones_are_not() {
+    let b = Bed::new();
+    // Port 2's Pod is silent: B's table is empty, the seed says it is on this Node, so
+    // the segment's local ports get it.
+    let run = b.send(0, &frames::icmp_echo(a_pod(), (GW_A, B_IP), 64, 8, false));
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    assert_eq!(&run.data[0..6], &pod_mac(2));
+    // An address Juneau never handed out: dropped, the router never asks (no ARP).
+    let tx = b.bed.tx(2);
+    let run = b.send(
+        0,
+        &frames::icmp_echo(a_pod(), (GW_A, [10, 0, 2, 99]), 64, 8, false),
+    );
+    assert_eq!(run.verdict, TC_ACT_SHOT);
+    assert_eq!(b.drops()["NO_NEIGHBOUR"], 1);
+    assert_eq!(b.bed.tx(2), tx, "no ARP from the gateway");
+}
+
+#[test]
+fn gw_ttl_expiry_is_answered_with_time_exceeded_from_the_gateway() {
+    let b = Bed::new();
+    let req = frames::icmp_echo(a_pod(), (GW_A, B_IP), 1, 56, false);
+    let run = b.send(0, &req);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT);
+    let r = &run.data;
+    assert_eq!(r.len(), 14 + 20 + 8 + 28, "IPv4 + ICMP + the quote");
+    assert_eq!((&r[0..6], &r[6..12]), (&pod_mac(0)[..], &GW_A[..]));
+    assert_eq!((&r[26..30], &r[30..34]), (&GW_A_IP[..], &pod_ip(0)[..]));
+    assert_eq!((r[23], r[34], r[35]), (1, 11, 0), "ICMP time exceeded");
+    assert_eq!(&r[42..70], &req[14..42], "quotes the header and 8 bytes");
+    assert_checksums(r);
+    assert_eq!(b.drops()["TTL_EXCEEDED"], 1);
+    assert_eq!(b.stat("ICMP_ERRORS"), 1);
+}
+
+#[test]
+fn l2_21_too_big_with_df_is_answered_with_the_next_segments_mtu() {
+    let b = Bed::new();
+    b.send(2, &frames::raw(BROADCAST, pod_mac(2), 0x88b5, b"hello"));
+    // 1428 bytes of IPv4: fits A (1450), not B (1400).
+    let big = frames::icmp_echo(a_pod(), (GW_A, B_IP), 64, 1400, true);
+    let run = b.send(0, &big);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT);
+    let r = &run.data;
+    assert_eq!((r[34], r[35]), (3, 4), "fragmentation needed");
+    assert_eq!(u16::from_be_bytes([r[40], r[41]]), 1400, "next-hop MTU");
+    assert_checksums(r);
+    assert_eq!(b.drops()["FRAG_NEEDED"], 1);
+    // Without DF it is forwarded (the router does not fragment; the receiver's MTU
+    // is not checked by a redirect into its namespace).
+    let run = b.send(
+        0,
+        &frames::icmp_echo(a_pod(), (GW_A, B_IP), 64, 1400, false),
+    );
+    assert_eq!(run.verdict, TC_ACT_REDIRECT);
+    assert_eq!(run.data.len(), big.len());
+    assert_eq!(&run.data[6..12], &GW_B);
+}
+
+#[test]
+fn gw_icmp_errors_are_rate_limited_per_cpu() {
+    let b = Bed::new();
+    let req = frames::icmp_echo(a_pod(), (GW_A, B_IP), 1, 8, false);
+    // One run per packet (a repeated run would see the packet the first one rewrote).
+    let n = 400;
+    let verdicts: Vec<u32> = (0..n).map(|_| b.send(0, &req).verdict).collect();
+    assert_eq!(
+        verdicts.last(),
+        Some(&TC_ACT_SHOT),
+        "the last ones find the bucket empty"
+    );
+    let (sent, held) = (b.stat("ICMP_ERRORS"), b.stat("ICMP_SUPPRESSED"));
+    assert_eq!(sent + held, n as u64);
+    assert!(held > 0 && sent >= 100, "sent {sent}, suppressed {held}");
+    assert_eq!(b.drops()["TTL_EXCEEDED"], n as u64);
+}
+
+#[test]
+fn gw_routes_of_later_kinds_no_route_and_broken_headers_are_dropped_by_name() {
+    let b = Bed::new();
+    let to = |ip: [u8; 4]| frames::icmp_echo(a_pod(), (GW_A, ip), 64, 8, false);
+    assert_eq!(b.send(0, &to([192, 168, 1, 1])).verdict, TC_ACT_SHOT);
+    assert_eq!(b.send(0, &to([172, 16, 0, 1])).verdict, TC_ACT_SHOT);
+    assert_eq!(b.send(0, &to([224, 0, 0, 1])).verdict, TC_ACT_SHOT);
+    let mut bad = to(B_IP);
+    bad[14] = 0x44; // IHL 4
+    assert_eq!(b.send(0, &bad).verdict, TC_ACT_SHOT);
+    let mut long = to(B_IP);
+    long[16] = 0x40; // total length beyond the frame
+    assert_eq!(b.send(0, &long).verdict, TC_ACT_SHOT);
+    assert_eq!(
+        b.send(0, &frames::raw(GW_A, pod_mac(0), 0x88b5, b"l2 to the gw"))
+            .verdict,
+        TC_ACT_SHOT
+    );
+    let d = b.drops();
+    assert_eq!(d["ROUTE_UNSUPPORTED"], 1, "{d:?}");
+    assert_eq!(d["NO_ROUTE"], 1, "{d:?}");
+    assert_eq!(d["NOT_ROUTABLE"], 2, "multicast, non-IP: {d:?}");
+    assert_eq!(d["BAD_IP_HEADER"], 2, "{d:?}");
+}
+
+#[test]
+fn l2_29_a_workload_sending_as_its_gateway_is_dropped_and_not_learned() {
+    let b = Bed::new();
+    let run = b.send(
+        0,
+        &frames::raw(BROADCAST, GW_A, 0x88b5, b"i am the gateway"),
+    );
+    assert_eq!(run.verdict, TC_ACT_SHOT);
+    assert_eq!(b.drops()["SPOOFED_GATEWAY_MAC"], 1);
+    assert!(b.dp.fdb(VNI_A).unwrap().is_empty());
+}
+
+#[test]
+fn l2_13_pure_l2_on_a_gateway_segment_is_switched_unchanged() {
+    let b = Bed::new();
+    b.send(1, &frames::raw(BROADCAST, pod_mac(1), 0x88b5, b"hello"));
+    for f in [
+        frames::raw(pod_mac(1), pod_mac(0), 0x88b5, b"any ethertype"),
+        frames::udp(a_pod(), (pod_mac(1), pod_ip(1)), b"ip in the segment"),
+    ] {
+        let run = b.send(0, &f);
+        assert_eq!(run.verdict, TC_ACT_REDIRECT);
+        assert_eq!(run.data, f, "switched byte for byte");
+    }
+    assert_eq!(b.stat("ROUTED"), 0);
+}
+
+#[test]
+fn l2_13_a_gateway_removed_stops_routing_and_ports_switch_as_before() {
+    let mut b = Bed::new();
+    let mut without_a = router();
+    without_a.segments.remove(&VNI_A);
+    let done = b.dp.sync_router(&without_a).unwrap();
+    assert_eq!(done.ports, 2, "both ports of A lose their gateway bit");
+    let run = b.send(0, &frames::arp_request(pod_mac(0), pod_ip(0), GW_A_IP));
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "flooded like any request");
+    assert_eq!(b.stat("ARP_REPLIES"), 0);
+    // And back.
+    let done = b.dp.sync_router(&router()).unwrap();
+    assert_eq!(done.ports, 2);
+    b.send(0, &frames::arp_request(pod_mac(0), pod_ip(0), GW_A_IP));
+    assert_eq!(b.stat("ARP_REPLIES"), 1);
+    assert!(
+        b.dp.sync_router(&router()).unwrap().is_empty(),
+        "idempotent"
+    );
+}
+
+#[test]
+fn l2_13_verifier_counts_stay_within_their_goals() {
+    let b = Bed::new();
+    let insns = |name: &'static str| {
+        b.dp.program(name)
+            .info()
+            .unwrap()
+            .verified_instruction_count()
+            .unwrap()
+    };
+    let port = insns("port_ingress");
+    let router = insns("gw_route");
+    eprintln!("port_ingress {port}, gw_route {router}");
+    assert!(port <= 1955 + 300, "port_ingress: {port}");
+    assert!(router < 150_000, "gw_route: {router}");
+}

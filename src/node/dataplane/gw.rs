@@ -1,0 +1,360 @@
+//! Router map writes: the router program in `jn_gw_progs`, gateway segments
+//! (`jn_gw_seg`), one LPM trie per RouteTable (`jn_gw_rt`), neighbours (`jn_gw_nbr`) and
+//! the gateway bit and MAC of each port.
+//!
+//! Order, so that no packet sees half a change: a changed table is built whole in a
+//! new trie and a free slot before any segment points at it; segments are written
+//! before the ports that enter the router through them, and ports stop entering
+//! before their segment goes. A slot a table left keeps its old trie (nothing points
+//! at it) until a later table reuses it.
+use std::collections::{BTreeMap, BTreeSet};
+
+use aya::maps::{
+    ArrayOfMaps, HashMap as BpfHashMap, LpmTrie, Map, MapData, PerCpuArray, ProgramArray,
+    lpm_trie::Key,
+};
+use juneau_common::{
+    FdbKey, GwSegment, NbrEntry, NbrKey, RouteEntry,
+    gw::{GW_PROG_ROUTE, GwStat, MAX_ROUTE_TABLES, NBR_SEEDED, PORT_GATEWAY, ROUTES_PER_TABLE},
+    map_names, prog_names,
+};
+
+use super::{Dataplane, DataplaneError, map_err, prog_err};
+use crate::node::gateway::{RouteSpec, RouterState};
+
+/// What the router maps hold, as this daemon wrote (or found) them.
+#[derive(Debug, Default)]
+pub(super) struct RouterMaps {
+    /// Table name -> (slot, routes).
+    tables: BTreeMap<String, (u32, BTreeSet<RouteSpec>)>,
+    /// Slots that may hold a trie no segment points at.
+    stale_slots: BTreeSet<u32>,
+    segments: BTreeMap<u32, GwSegment>,
+    neighbours: BTreeMap<NbrKey, NbrEntry>,
+    /// Gateway MAC by VNI, for ports configured between two syncs.
+    gateway_macs: BTreeMap<u32, [u8; 6]>,
+    /// False until the first sync, which also removes what a previous daemon left.
+    synced: bool,
+}
+
+/// What one sync changed (for the log and the tests).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RouterSync {
+    pub tables: usize,
+    pub segments: usize,
+    pub neighbours: usize,
+    pub ports: usize,
+}
+
+impl RouterSync {
+    pub fn is_empty(&self) -> bool {
+        *self == RouterSync::default()
+    }
+}
+
+fn raw_ip(ip: std::net::Ipv4Addr) -> u32 {
+    u32::from_ne_bytes(ip.octets())
+}
+
+fn route_entry(r: &RouteSpec) -> RouteEntry {
+    RouteEntry {
+        kind: r.kind,
+        vni: r.vni,
+        gw_ip: raw_ip(r.gw_ip),
+        mtu: r.mtu,
+        gw_mac: r.gw_mac,
+        pad: [0; 2],
+    }
+}
+
+impl Dataplane {
+    /// Puts this instance's router program into `jn_gw_progs` (an adopted array gets
+    /// the new program in one write: the next tail call enters it).
+    pub(super) fn install_router(&mut self) -> Result<(), DataplaneError> {
+        let name = prog_names::GW_ROUTE;
+        let fd = self
+            .program(name)
+            .fd()
+            .map_err(prog_err(name))?
+            .try_clone()
+            .map_err(|e| DataplaneError::Program {
+                name,
+                source: aya::programs::ProgramError::IOError(e),
+            })?;
+        let mut progs: ProgramArray<_> = ProgramArray::try_from(self.map_mut(map_names::GW_PROGS)?)
+            .map_err(map_err(map_names::GW_PROGS))?;
+        progs
+            .set(GW_PROG_ROUTE, &fd, 0)
+            .map_err(map_err(map_names::GW_PROGS))
+    }
+
+    /// The gateway bit and MAC a port of `vni` gets.
+    pub(super) fn gateway_bits(&self, vni: u32) -> (u32, FdbKey) {
+        match self.router.gateway_macs.get(&vni) {
+            Some(mac) => (PORT_GATEWAY, FdbKey::new(*mac)),
+            None => (0, FdbKey::default()),
+        }
+    }
+
+    /// What a previous daemon left in the router maps: its segments (and the table
+    /// slots they point at) and neighbours, to be replaced or removed by the first sync.
+    fn read_router_maps(&mut self) -> Result<(), DataplaneError> {
+        let segs: BpfHashMap<_, u32, GwSegment> =
+            BpfHashMap::try_from(self.map(map_names::GW_SEG)?)
+                .map_err(map_err(map_names::GW_SEG))?;
+        let found: Vec<(u32, GwSegment)> = segs.iter().filter_map(Result::ok).collect();
+        let nbrs: BpfHashMap<_, NbrKey, NbrEntry> =
+            BpfHashMap::try_from(self.map(map_names::GW_NBR)?)
+                .map_err(map_err(map_names::GW_NBR))?;
+        let neighbours: Vec<(NbrKey, NbrEntry)> = nbrs.iter().filter_map(Result::ok).collect();
+        for (vni, seg) in found {
+            self.router.stale_slots.insert(seg.table);
+            self.router.segments.insert(vni, seg);
+        }
+        self.router.neighbours.extend(neighbours);
+        Ok(())
+    }
+
+    /// Brings the router maps and the ports' gateway bits to `want`.
+    pub fn sync_router(&mut self, want: &RouterState) -> Result<RouterSync, DataplaneError> {
+        if !self.router.synced {
+            self.read_router_maps()?;
+            self.router.synced = true;
+        }
+        let mut done = RouterSync::default();
+        // 1. Tables: a changed one is built aside, in a slot nothing points at.
+        let mut freed = Vec::new();
+        for (name, routes) in &want.tables {
+            if self
+                .router
+                .tables
+                .get(name)
+                .is_some_and(|(_, r)| r == routes)
+            {
+                continue;
+            }
+            let slot = self.free_table_slot()?;
+            self.write_table(slot, name, routes)?;
+            if let Some((old, _)) = self
+                .router
+                .tables
+                .insert(name.clone(), (slot, routes.clone()))
+            {
+                freed.push(old);
+            }
+            done.tables += 1;
+        }
+        let gone: Vec<String> = self
+            .router
+            .tables
+            .keys()
+            .filter(|t| !want.tables.contains_key(*t))
+            .cloned()
+            .collect();
+        for t in gone {
+            if let Some((slot, _)) = self.router.tables.remove(&t) {
+                freed.push(slot);
+            }
+        }
+        // 2. Segments, pointing at their tables.
+        let mut segs: BpfHashMap<_, u32, GwSegment> = BpfHashMap::try_from(
+            self.ebpf
+                .map_mut(map_names::GW_SEG)
+                .ok_or(DataplaneError::Missing(map_names::GW_SEG))?,
+        )
+        .map_err(map_err(map_names::GW_SEG))?;
+        let mut written = BTreeMap::new();
+        for (vni, s) in &want.segments {
+            let Some((slot, _)) = self.router.tables.get(&s.table) else {
+                continue;
+            };
+            let seg = GwSegment {
+                gw_ip: raw_ip(s.gw_ip),
+                table: *slot,
+                mtu: s.mtu,
+                pad: 0,
+                gw_mac: FdbKey::new(s.gw_mac),
+            };
+            if self.router.segments.get(vni) != Some(&seg) {
+                segs.insert(vni, seg, 0)
+                    .map_err(map_err(map_names::GW_SEG))?;
+                done.segments += 1;
+            }
+            written.insert(*vni, seg);
+        }
+        // 3. Ports enter the router only through a segment that exists.
+        self.router.gateway_macs = want.segments.iter().map(|(v, s)| (*v, s.gw_mac)).collect();
+        done.ports = self.rewrite_port_gateways()?;
+        // 4. Segments that lost their gateway, now that no port enters through them.
+        let mut segs: BpfHashMap<_, u32, GwSegment> = BpfHashMap::try_from(
+            self.ebpf
+                .map_mut(map_names::GW_SEG)
+                .ok_or(DataplaneError::Missing(map_names::GW_SEG))?,
+        )
+        .map_err(map_err(map_names::GW_SEG))?;
+        for vni in self.router.segments.keys() {
+            if !written.contains_key(vni) {
+                match segs.remove(vni) {
+                    Ok(()) | Err(aya::maps::MapError::KeyNotFound) => done.segments += 1,
+                    Err(e) => return Err(map_err(map_names::GW_SEG)(e)),
+                }
+            }
+        }
+        self.router.segments = written;
+        self.router.stale_slots.extend(freed);
+        // 5. Neighbours.
+        done.neighbours = self.sync_neighbours(want)?;
+        Ok(done)
+    }
+
+    fn free_table_slot(&self) -> Result<u32, DataplaneError> {
+        let used: BTreeSet<u32> = self
+            .router
+            .tables
+            .values()
+            .map(|(s, _)| *s)
+            .chain(self.router.segments.values().map(|s| s.table))
+            .collect();
+        (0..MAX_ROUTE_TABLES)
+            .find(|s| !used.contains(s))
+            .ok_or_else(|| DataplaneError::RouteTables(MAX_ROUTE_TABLES))
+    }
+
+    fn write_table(
+        &mut self,
+        slot: u32,
+        name: &str,
+        routes: &BTreeSet<RouteSpec>,
+    ) -> Result<(), DataplaneError> {
+        if routes.len() > ROUTES_PER_TABLE as usize {
+            return Err(DataplaneError::TooManyRoutes {
+                table: name.to_owned(),
+                routes: routes.len(),
+            });
+        }
+        let trie_name = format!("jn_rt_{slot}");
+        let obj = aya_obj::Map::new_from_params(
+            aya_obj::generated::bpf_map_type::BPF_MAP_TYPE_LPM_TRIE as u32,
+            size_of::<Key<[u8; 4]>>() as u32,
+            size_of::<RouteEntry>() as u32,
+            ROUTES_PER_TABLE,
+            aya_obj::generated::BPF_F_NO_PREALLOC,
+        );
+        let inner = MapData::create(obj, &trie_name, None).map_err(map_err(&trie_name))?;
+        {
+            let id = inner.info().map_err(map_err(&trie_name))?.id();
+            let data = MapData::from_id(id).map_err(map_err(&trie_name))?;
+            let mut trie: LpmTrie<_, [u8; 4], RouteEntry> =
+                LpmTrie::try_from(Map::LpmTrie(data)).map_err(map_err(&trie_name))?;
+            for r in routes {
+                let key = Key::new(r.dst.prefix_len() as u32, r.dst.network().octets());
+                trie.insert(&key, route_entry(r), 0)
+                    .map_err(map_err(&trie_name))?;
+            }
+        }
+        let mut outer: ArrayOfMaps<_, MapData> =
+            ArrayOfMaps::try_from(self.map_mut(map_names::GW_RT)?)
+                .map_err(map_err(map_names::GW_RT))?;
+        outer
+            .set(slot, &inner, 0)
+            .map_err(map_err(map_names::GW_RT))?;
+        self.router.stale_slots.remove(&slot);
+        tracing::debug!(
+            table = name,
+            slot,
+            routes = routes.len(),
+            "route table written"
+        );
+        Ok(())
+    }
+
+    /// Sets or clears the gateway bit and MAC of every port whose segment's gateway
+    /// changed. Returns how many ports were written.
+    pub(super) fn rewrite_port_gateways(&mut self) -> Result<usize, DataplaneError> {
+        let ports: Vec<u32> = self.segments.ports().collect();
+        let mut written = 0;
+        for ifindex in ports {
+            let Some(vni) = self.segments.vni_of(ifindex) else {
+                continue;
+            };
+            let (bit, mac) = self.gateway_bits(vni);
+            let mut port = self.port(ifindex)?;
+            if port.flags & PORT_GATEWAY == bit && port.gw_mac == mac {
+                continue;
+            }
+            port.flags = (port.flags & !PORT_GATEWAY) | bit;
+            port.gw_mac = mac;
+            self.write_port(ifindex, port)?;
+            written += 1;
+        }
+        Ok(written)
+    }
+
+    fn sync_neighbours(&mut self, want: &RouterState) -> Result<usize, DataplaneError> {
+        let desired: BTreeMap<NbrKey, NbrEntry> = want
+            .neighbours
+            .iter()
+            .map(|((vni, ip), n)| {
+                (
+                    NbrKey {
+                        vni: *vni,
+                        ip: raw_ip(*ip),
+                    },
+                    NbrEntry {
+                        mac: FdbKey::new(n.mac),
+                        vtep: n.vtep.to_bits(),
+                        flags: NBR_SEEDED,
+                    },
+                )
+            })
+            .collect();
+        let mut map: BpfHashMap<_, NbrKey, NbrEntry> = BpfHashMap::try_from(
+            self.ebpf
+                .map_mut(map_names::GW_NBR)
+                .ok_or(DataplaneError::Missing(map_names::GW_NBR))?,
+        )
+        .map_err(map_err(map_names::GW_NBR))?;
+        let mut changed = 0;
+        for (k, v) in &desired {
+            if self.router.neighbours.get(k) != Some(v) {
+                map.insert(k, v, 0).map_err(map_err(map_names::GW_NBR))?;
+                changed += 1;
+            }
+        }
+        for k in self.router.neighbours.keys() {
+            if !desired.contains_key(k) {
+                match map.remove(k) {
+                    Ok(()) | Err(aya::maps::MapError::KeyNotFound) => changed += 1,
+                    Err(e) => return Err(map_err(map_names::GW_NBR)(e)),
+                }
+            }
+        }
+        self.router.neighbours = desired;
+        Ok(changed)
+    }
+
+    /// The router's counters, summed over CPUs, by name.
+    pub fn gw_stats(&self) -> Result<Vec<(&'static str, u64)>, DataplaneError> {
+        let stats: PerCpuArray<_, u64> = PerCpuArray::try_from(self.map(map_names::GW_STATS)?)
+            .map_err(map_err(map_names::GW_STATS))?;
+        GwStat::ALL
+            .iter()
+            .map(|s| {
+                let per_cpu = stats
+                    .get(&(*s as u32), 0)
+                    .map_err(map_err(map_names::GW_STATS))?;
+                Ok((s.name(), per_cpu.iter().sum()))
+            })
+            .collect()
+    }
+
+    /// The neighbours the datapath holds (dumps and tests).
+    pub fn gw_neighbours(&self) -> Result<Vec<(NbrKey, NbrEntry)>, DataplaneError> {
+        let map: BpfHashMap<_, NbrKey, NbrEntry> =
+            BpfHashMap::try_from(self.map(map_names::GW_NBR)?)
+                .map_err(map_err(map_names::GW_NBR))?;
+        map.iter()
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(map_err(map_names::GW_NBR))
+    }
+}
