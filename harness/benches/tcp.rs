@@ -3,11 +3,9 @@
 //! VXLAN device per Node), for 1450 and 9000 byte segments. Single-stream TCP varies a
 //! lot on 2 vCPUs: runs are interleaved A/B, 5 each, client and server pinned to
 //! different CPUs; medians, and CPU-seconds per GB from /proc/stat beside Gbit/s.
-use std::process::{Child, Command, Stdio};
-
 use juneau_harness::{
     Netns,
-    bench::{LiveFrames, Measurement, median, write_part},
+    bench::{LiveFrames, Measurement, iperf, median, write_part},
     frames,
     node::{Cluster, PodOptions},
 };
@@ -15,61 +13,6 @@ use juneau_harness::{
 const ROUNDS: usize = 5;
 const SECONDS: &str = "3";
 const PPS_FRAMES: u32 = 500_000;
-
-fn busy_jiffies() -> (u64, u64) {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap();
-    let cpu: Vec<u64> = stat
-        .lines()
-        .next()
-        .unwrap()
-        .split_whitespace()
-        .skip(1)
-        .map(|v| v.parse().unwrap())
-        .collect();
-    let idle = cpu[3] + cpu[4];
-    (cpu.iter().sum::<u64>() - idle, cpu.iter().sum())
-}
-
-struct Server(Child);
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// (Gbit/s, CPU-seconds per GB) of one iperf3 run from `client` to `server_ip`.
-fn iperf(client: &Netns, server: &Netns, server_ip: &str) -> (f64, f64) {
-    let _srv = Server(
-        Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                server.name(),
-                "iperf3",
-                "-s",
-                "-1",
-                "-A",
-                "1",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    std::thread::sleep(std::time::Duration::from_millis(150));
-    let (b0, _) = busy_jiffies();
-    let out = client.exec(&["iperf3", "-c", server_ip, "-t", SECONDS, "-A", "0", "-J"]);
-    let (b1, _) = busy_jiffies();
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let bps = v["end"]["sum_received"]["bits_per_second"]
-        .as_f64()
-        .unwrap_or(0.0);
-    let bytes = v["end"]["sum_received"]["bytes"].as_f64().unwrap_or(1.0);
-    let hz = 100.0; // USER_HZ
-    let cpu_s = (b1 - b0) as f64 / hz;
-    (bps / 1e9, cpu_s / (bytes / 1e9))
-}
 
 fn mac(i: u8) -> String {
     format!("02:00:00:00:01:{i:02x}")
@@ -350,7 +293,7 @@ fn main() {
                         // suite stays under 10 minutes.
                         continue;
                     }
-                    let (g, c) = iperf(b.send, b.recv, "10.70.0.2");
+                    let (g, c) = iperf(b.send, b.recv, "10.70.0.2", SECONDS);
                     gbps[i].push(g);
                     cpu[i].push(c);
                 }

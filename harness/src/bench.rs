@@ -107,19 +107,41 @@ impl LiveFrames {
         let mut obj = aya::EbpfLoader::new()
             .load(juneau::baseline::FLOOR_OBJECT)
             .expect("load the generator");
-        let prog: &mut aya::programs::Xdp = obj
-            .program_mut("xdp_tx")
-            .expect("xdp_tx")
-            .try_into()
-            .expect("an XDP program");
-        prog.load().expect("load xdp_tx");
-        let flood: &mut aya::programs::Xdp = obj
-            .program_mut("xdp_tx_new_source")
-            .expect("xdp_tx_new_source")
-            .try_into()
-            .expect("an XDP program");
-        flood.load().expect("load xdp_tx_new_source");
+        for name in ["xdp_tx", "xdp_tx_new_source", "xdp_tx_template"] {
+            let prog: &mut aya::programs::Xdp = obj
+                .program_mut(name)
+                .unwrap_or_else(|| panic!("the floor object has no {name}"))
+                .try_into()
+                .expect("an XDP program");
+            prog.load().unwrap_or_else(|e| panic!("load {name}: {e}"));
+        }
         Self { obj }
+    }
+
+    /// [`Self::blast`] for paths that rewrite the frame: every frame is written afresh
+    /// from `frame` (at least 64 bytes) before it leaves, so a recycled page never
+    /// carries what the path under test wrote into it.
+    pub fn blast_fresh(
+        &mut self,
+        sender: &crate::Netns,
+        ifname: &str,
+        receiver: &crate::Netns,
+        frame: &[u8],
+        count: u32,
+    ) -> f64 {
+        assert!(frame.len() >= 64, "the template is 64 bytes");
+        let mut words = [0u64; 8];
+        for (i, w) in words.iter_mut().enumerate() {
+            *w = u64::from_ne_bytes(frame[8 * i..8 * i + 8].try_into().unwrap());
+        }
+        let mut map: aya::maps::Array<_, [u64; 8]> = aya::maps::Array::try_from(
+            self.obj
+                .map_mut("jn_floor_template")
+                .expect("jn_floor_template"),
+        )
+        .expect("an array");
+        map.set(0, words, 0).expect("write the template");
+        self.blast_with("xdp_tx_template", 1, sender, ifname, receiver, frame, count)
     }
 
     /// [`Self::blast_with`] of `xdp_tx` on CPU 1.
@@ -180,4 +202,68 @@ impl LiveFrames {
         let delivered = receiver.counter("eth0", "rx_packets") - before;
         delivered as f64 / elapsed / 1e6
     }
+}
+
+use std::process::{Child, Command, Stdio};
+
+/// Busy and total jiffies of all CPUs, from /proc/stat.
+fn busy_jiffies() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap();
+    let cpu: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .skip(1)
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let idle = cpu[3] + cpu[4];
+    (cpu.iter().sum::<u64>() - idle, cpu.iter().sum())
+}
+
+/// An iperf3 server, stopped (only it) when dropped.
+struct Server(Child);
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// (Gbit/s, CPU-seconds per GB) of one iperf3 run from `client` to `server_ip`.
+pub fn iperf(
+    client: &crate::Netns,
+    server: &crate::Netns,
+    server_ip: &str,
+    seconds: &str,
+) -> (f64, f64) {
+    let _srv = Server(
+        Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                server.name(),
+                "iperf3",
+                "-s",
+                "-1",
+                "-A",
+                "1",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    let (b0, _) = busy_jiffies();
+    let out = client.exec(&["iperf3", "-c", server_ip, "-t", seconds, "-A", "0", "-J"]);
+    let (b1, _) = busy_jiffies();
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let bps = v["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap_or(0.0);
+    let bytes = v["end"]["sum_received"]["bytes"].as_f64().unwrap_or(1.0);
+    let hz = 100.0; // USER_HZ
+    let cpu_s = (b1 - b0) as f64 / hz;
+    (bps / 1e9, cpu_s / (bytes / 1e9))
 }

@@ -3,13 +3,11 @@
 //! normalized). Segment A (10.0.1.0/24, MTU 1450) has a Pod on each Node, segment B
 //! (10.0.2.0/24, MTU 1400) one on node1; every Node holds the same router state, as the
 //! daemon writes it from the cluster.
-use std::{collections::BTreeSet, net::Ipv4Addr};
-
-use juneau::node::gateway::{GatewaySegment, Neighbour, RouteSpec, RouterState};
-use juneau_common::gw::ROUTE_CONNECTED;
+use juneau::node::gateway::RouterState;
 use juneau_harness::{
     frames::{self, fixtures::*, ones_complement},
     node::{Cluster, PodOptions, node_ip},
+    router::{self, Seg},
     scene::Scene,
 };
 
@@ -24,51 +22,28 @@ const GW_B_IP: [u8; 4] = [10, 0, 2, 1];
 const B_IP: [u8; 4] = [10, 0, 2, 11];
 
 fn state() -> RouterState {
-    let seg = |gw: [u8; 4], mac, mtu| GatewaySegment {
-        gw_ip: gw.into(),
-        gw_mac: mac,
-        mtu,
-        table: "t".into(),
+    let a = Seg {
+        vni: VNI_A,
+        cidr: "10.0.1.0/24",
+        gw: GW_A_IP,
+        gw_mac: GW_A,
+        mtu: 1450,
     };
-    let route = |dst: &str, vni, gw: [u8; 4], mac, mtu| RouteSpec {
-        dst: dst.parse().unwrap(),
-        kind: ROUTE_CONNECTED,
-        vni,
-        gw_ip: gw.into(),
-        gw_mac: mac,
-        mtu,
+    let b = Seg {
+        vni: VNI_B,
+        cidr: "10.0.2.0/24",
+        gw: GW_B_IP,
+        gw_mac: GW_B,
+        mtu: 1400,
     };
-    let routes: BTreeSet<RouteSpec> = [
-        route("10.0.1.0/24", VNI_A, GW_A_IP, GW_A, 1450),
-        route("10.0.2.0/24", VNI_B, GW_B_IP, GW_B, 1400),
-    ]
-    .into_iter()
-    .collect();
-    let nbr = |vni, ip: [u8; 4], mac, node| {
-        (
-            (vni, Ipv4Addr::from(ip)),
-            Neighbour {
-                mac,
-                vtep: node_ip(node),
-            },
-        )
-    };
-    RouterState {
-        segments: [
-            (VNI_A, seg(GW_A_IP, GW_A, 1450)),
-            (VNI_B, seg(GW_B_IP, GW_B, 1400)),
-        ]
-        .into_iter()
-        .collect(),
-        tables: [("t".to_owned(), routes)].into_iter().collect(),
-        neighbours: [
-            nbr(VNI_A, pod_ip(0), pod_mac(0), 0),
-            nbr(VNI_B, B_IP, pod_mac(1), 1),
-            nbr(VNI_A, pod_ip(2), pod_mac(2), 1),
-        ]
-        .into_iter()
-        .collect(),
-    }
+    router::state(
+        &[a, b],
+        &[
+            (VNI_A, pod_ip(0), pod_mac(0), node_ip(0)),
+            (VNI_B, B_IP, pod_mac(1), node_ip(1)),
+            (VNI_A, pod_ip(2), pod_mac(2), node_ip(1)),
+        ],
+    )
 }
 
 fn scene() -> Scene {

@@ -3,19 +3,17 @@
 //! that moves. Ports are real veths of a fresh namespace (flooded copies leave and are
 //! counted). Segment A (10.0.1.0/24) has ports 0 and 1, segment B (10.0.2.0/24, MTU
 //! 1400) port 2; both route by one table.
-use std::{
-    collections::{BTreeMap, BTreeSet},
-    net::Ipv4Addr,
-};
+use std::{collections::BTreeMap, net::Ipv4Addr};
 
 use juneau::node::{
     Dataplane,
     dataplane::PortSpec,
-    gateway::{GatewaySegment, Neighbour, RouteSpec, RouterState},
+    gateway::{RouteSpec, RouterState},
 };
-use juneau_common::gw::{ROUTE_CONNECTED, ROUTE_UNSUPPORTED};
+use juneau_common::gw::ROUTE_UNSUPPORTED;
 use juneau_harness::{
     frames::{self, BROADCAST, fixtures::*, ones_complement},
+    router::{self, Seg},
     testrun::{PortBed, TC_ACT_REDIRECT, TC_ACT_SHOT, run_tc},
 };
 
@@ -33,59 +31,36 @@ struct Bed {
     dp: Dataplane,
 }
 
-fn segment(gw: [u8; 4], mac: [u8; 6], mtu: u32) -> GatewaySegment {
-    GatewaySegment {
-        gw_ip: gw.into(),
-        gw_mac: mac,
-        mtu,
-        table: "t".into(),
-    }
-}
+const SEG_A: Seg = Seg {
+    vni: VNI_A,
+    cidr: "10.0.1.0/24",
+    gw: GW_A_IP,
+    gw_mac: GW_A,
+    mtu: 1450,
+};
+const SEG_B: Seg = Seg {
+    vni: VNI_B,
+    cidr: "10.0.2.0/24",
+    gw: GW_B_IP,
+    gw_mac: GW_B,
+    mtu: 1400,
+};
 
-fn connected(dst: &str, vni: u32, gw: [u8; 4], mac: [u8; 6], mtu: u32) -> RouteSpec {
-    RouteSpec {
-        dst: dst.parse().unwrap(),
-        kind: ROUTE_CONNECTED,
-        vni,
-        gw_ip: gw.into(),
-        gw_mac: mac,
-        mtu,
-    }
-}
-
+/// A and B, a route of a later kind, and the Pod on B as a neighbour on this Node.
 fn router() -> RouterState {
-    let routes: BTreeSet<RouteSpec> = [
-        connected("10.0.1.0/24", VNI_A, GW_A_IP, GW_A, 1450),
-        connected("10.0.2.0/24", VNI_B, GW_B_IP, GW_B, 1400),
-        RouteSpec {
-            dst: "192.168.0.0/16".parse().unwrap(),
-            kind: ROUTE_UNSUPPORTED,
-            vni: 0,
-            gw_ip: Ipv4Addr::UNSPECIFIED,
-            gw_mac: [0; 6],
-            mtu: 0,
-        },
-    ]
-    .into_iter()
-    .collect();
-    RouterState {
-        segments: [
-            (VNI_A, segment(GW_A_IP, GW_A, 1450)),
-            (VNI_B, segment(GW_B_IP, GW_B, 1400)),
-        ]
-        .into_iter()
-        .collect(),
-        tables: [("t".to_owned(), routes)].into_iter().collect(),
-        neighbours: [(
-            (VNI_B, Ipv4Addr::from(B_IP)),
-            Neighbour {
-                mac: pod_mac(2),
-                vtep: Ipv4Addr::UNSPECIFIED,
-            },
-        )]
-        .into_iter()
-        .collect(),
-    }
+    let mut s = router::state(
+        &[SEG_A, SEG_B],
+        &[(VNI_B, B_IP, pod_mac(2), Ipv4Addr::UNSPECIFIED)],
+    );
+    s.tables.get_mut("t").unwrap().insert(RouteSpec {
+        dst: "192.168.0.0/16".parse().unwrap(),
+        kind: ROUTE_UNSUPPORTED,
+        vni: 0,
+        gw_ip: Ipv4Addr::UNSPECIFIED,
+        gw_mac: [0; 6],
+        mtu: 0,
+    });
+    s
 }
 
 impl Bed {

@@ -2,7 +2,7 @@
 //! neighbours, and the router's counters, read from the pins.
 use std::{net::Ipv4Addr, path::Path};
 
-use aya::maps::{ArrayOfMaps, HashMap, LpmTrie, Map, MapData, PerCpuArray, lpm_trie::Key};
+use aya::maps::{ArrayOfMaps, HashMap, LpmTrie, Map, MapData, lpm_trie::Key};
 use juneau_common::{
     GwSegment, NbrEntry, NbrKey, RouteEntry,
     gw::{GwStat, NBR_SEEDED, ROUTE_CONNECTED},
@@ -133,16 +133,6 @@ pub fn dump_gw_neighbours(dir: &Path) -> Result<Vec<NeighbourRow>, CliError> {
 
 /// The router's counters, summed over CPUs.
 pub fn dump_gw_stats(dir: &Path) -> Result<Vec<(String, u64)>, CliError> {
-    let counters: PerCpuArray<_, u64> =
-        PerCpuArray::try_from(Map::PerCpuArray(open(dir, map_names::GW_STATS)?))
-            .map_err(|e| CliError::Map(map_names::GW_STATS, e))?;
-    GwStat::ALL
-        .iter()
-        .map(|s| {
-            let v = counters
-                .get(&(*s as u32), 0)
-                .map_err(|e| CliError::Map(map_names::GW_STATS, e))?;
-            Ok((s.name().to_owned(), v.iter().sum()))
-        })
-        .collect()
+    let names: Vec<(u32, &str)> = GwStat::ALL.iter().map(|s| (*s as u32, s.name())).collect();
+    super::maps::named_counters(dir, map_names::GW_STATS, &names)
 }

@@ -56,16 +56,26 @@ pub fn dump_fdb(dir: &Path, vni: u32) -> Result<Vec<FdbRow>, CliError> {
 
 /// Drop counters by reason, summed over CPUs.
 pub fn dump_drops(dir: &Path) -> Result<Vec<(String, u64)>, CliError> {
-    let counters: PerCpuArray<_, u64> =
-        PerCpuArray::try_from(Map::PerCpuArray(open(dir, map_names::DROPS)?))
-            .map_err(|e| CliError::Map(map_names::DROPS, e))?;
-    DropReason::ALL
+    let names: Vec<(u32, &str)> = DropReason::ALL
         .iter()
-        .map(|r| {
-            let v = counters
-                .get(&(*r as u32), 0)
-                .map_err(|e| CliError::Map(map_names::DROPS, e))?;
-            Ok((r.name().to_owned(), v.iter().sum()))
+        .map(|r| (*r as u32, r.name()))
+        .collect();
+    named_counters(dir, map_names::DROPS, &names)
+}
+
+/// The per-CPU counters of `map` at the given slots, summed over CPUs, by name.
+pub(super) fn named_counters(
+    dir: &Path,
+    map: &'static str,
+    names: &[(u32, &str)],
+) -> Result<Vec<(String, u64)>, CliError> {
+    let counters: PerCpuArray<_, u64> = PerCpuArray::try_from(Map::PerCpuArray(open(dir, map)?))
+        .map_err(|e| CliError::Map(map, e))?;
+    names
+        .iter()
+        .map(|(slot, name)| {
+            let v = counters.get(slot, 0).map_err(|e| CliError::Map(map, e))?;
+            Ok(((*name).to_owned(), v.iter().sum()))
         })
         .collect()
 }

@@ -8,14 +8,17 @@
 //!   returns `XDP_TX` for); the benchmarked paths never rewrite frames, so it need not
 //!   rewrite headers on the recycled pages;
 //! - `xdp_tx_new_source`: the MAC-flood generator, every frame with a source MAC never
-//!   sent before.
+//!   sent before;
+//! - `xdp_tx_template`: the generator for paths that rewrite frames (a router: MACs,
+//!   TTL, checksum), which would otherwise come back on a recycled page rewritten: each
+//!   frame's first 64 bytes are written from `jn_floor_template` before it is sent.
 #![no_std]
 #![no_main]
 #![allow(non_upper_case_globals)]
 
 use aya_ebpf::{
     bindings::{TC_ACT_SHOT, xdp_action},
-    btf_maps::{HashMap, PerCpuArray},
+    btf_maps::{Array, HashMap, PerCpuArray},
     helpers::{bpf_redirect, bpf_redirect_peer},
     macros::{btf_map, classifier, xdp},
     programs::{TcContext, XdpContext},
@@ -44,6 +47,13 @@ pub fn floor_redirect_peer(ctx: TcContext) -> i32 {
         Some(out) => unsafe { bpf_redirect_peer(*out, 0) as i32 },
         None => TC_ACT_SHOT,
     }
+}
+
+/// Drops everything: a receiver that takes frames off the wire and does nothing else,
+/// so a packet-rate run measures the path, not the receiver's IP stack.
+#[classifier]
+pub fn floor_drop(_ctx: TcContext) -> i32 {
+    TC_ACT_SHOT
 }
 
 #[xdp]
@@ -76,6 +86,26 @@ pub fn xdp_tx_new_source(ctx: XdpContext) -> u32 {
         for (i, b) in (*seq).to_be_bytes().into_iter().enumerate() {
             *src.add(2 + i) = b;
         }
+    }
+    xdp_action::XDP_TX
+}
+
+/// The frame `xdp_tx_template` sends (its first 64 bytes).
+#[btf_map]
+static jn_floor_template: Array<[u64; 8], 1> = Array::new();
+
+#[xdp]
+pub fn xdp_tx_template(ctx: XdpContext) -> u32 {
+    let (data, end) = (ctx.data(), ctx.data_end());
+    if data + 64 > end {
+        return xdp_action::XDP_ABORTED;
+    }
+    let Some(t) = jn_floor_template.get(0) else {
+        return xdp_action::XDP_ABORTED;
+    };
+    for (i, w) in t.iter().enumerate() {
+        // SAFETY: eight words inside the first 64 bytes of the frame (checked above).
+        unsafe { core::ptr::write_unaligned((data + 8 * i) as *mut u64, *w) };
     }
     xdp_action::XDP_TX
 }

@@ -1,0 +1,53 @@
+//! Router states for tests and benches: gateway segments that all route by one table
+//! ("t") holding a connected route to each, and seeded neighbours, as the daemon would
+//! compute them from a cluster (`juneau::node::gateway::desired`).
+use std::net::Ipv4Addr;
+
+use juneau::node::gateway::{GatewaySegment, Neighbour, RouteSpec, RouterState};
+use juneau_common::gw::ROUTE_CONNECTED;
+
+/// One gateway segment.
+#[derive(Clone, Copy, Debug)]
+pub struct Seg {
+    pub vni: u32,
+    /// Its prefix, e.g. "10.0.1.0/24".
+    pub cidr: &'static str,
+    pub gw: [u8; 4],
+    pub gw_mac: [u8; 6],
+    pub mtu: u32,
+}
+
+/// A neighbour: (VNI, address, MAC, the VTEP of its Node).
+pub type Nbr = (u32, [u8; 4], [u8; 6], Ipv4Addr);
+
+/// `segs`, one table with a connected route to each, and `nbrs`.
+pub fn state(segs: &[Seg], nbrs: &[Nbr]) -> RouterState {
+    let mut s = RouterState::default();
+    let routes = s.tables.entry("t".to_owned()).or_default();
+    for g in segs {
+        routes.insert(RouteSpec {
+            dst: g.cidr.parse().expect("a prefix"),
+            kind: ROUTE_CONNECTED,
+            vni: g.vni,
+            gw_ip: g.gw.into(),
+            gw_mac: g.gw_mac,
+            mtu: g.mtu,
+        });
+    }
+    for g in segs {
+        s.segments.insert(
+            g.vni,
+            GatewaySegment {
+                gw_ip: g.gw.into(),
+                gw_mac: g.gw_mac,
+                mtu: g.mtu,
+                table: "t".into(),
+            },
+        );
+    }
+    for &(vni, ip, mac, vtep) in nbrs {
+        s.neighbours
+            .insert((vni, ip.into()), Neighbour { mac, vtep });
+    }
+    s
+}
