@@ -17,6 +17,20 @@ pub struct Seg {
     pub mtu: u32,
 }
 
+impl Seg {
+    /// The connected route to this segment.
+    pub fn connected(&self) -> RouteSpec {
+        RouteSpec {
+            dst: self.cidr.parse().expect("a prefix"),
+            kind: ROUTE_CONNECTED,
+            vni: self.vni,
+            gw_ip: self.gw.into(),
+            gw_mac: self.gw_mac,
+            mtu: self.mtu,
+        }
+    }
+}
+
 /// A neighbour: (VNI, address, MAC, the VTEP of its Node).
 pub type Nbr = (u32, [u8; 4], [u8; 6], Ipv4Addr);
 
@@ -25,14 +39,7 @@ pub fn state(segs: &[Seg], nbrs: &[Nbr]) -> RouterState {
     let mut s = RouterState::default();
     let routes = s.tables.entry("t".to_owned()).or_default();
     for g in segs {
-        routes.insert(RouteSpec {
-            dst: g.cidr.parse().expect("a prefix"),
-            kind: ROUTE_CONNECTED,
-            vni: g.vni,
-            gw_ip: g.gw.into(),
-            gw_mac: g.gw_mac,
-            mtu: g.mtu,
-        });
+        routes.insert(g.connected());
     }
     for g in segs {
         s.segments.insert(

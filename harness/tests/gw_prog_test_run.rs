@@ -214,13 +214,18 @@ fn l2_18_a_seeded_neighbour_that_never_spoke_is_reached_and_unknown_ones_are_not
     let run = b.send(0, &frames::icmp_echo(a_pod(), (GW_A, B_IP), 64, 8, false));
     assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
     assert_eq!(&run.data[0..6], &pod_mac(2));
-    // An address Juneau never handed out: dropped, the router never asks (no ARP).
+    // An address Juneau never handed out: the router never asks (no ARP) and tells
+    // the sender at once: host unreachable, from its gateway.
     let tx = b.bed.tx(2);
     let run = b.send(
         0,
         &frames::icmp_echo(a_pod(), (GW_A, [10, 0, 2, 99]), 64, 8, false),
     );
-    assert_eq!(run.verdict, TC_ACT_SHOT);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "back to the sender");
+    let r = &run.data;
+    assert_eq!((&r[0..6], &r[26..30]), (&pod_mac(0)[..], &GW_A_IP[..]));
+    assert_eq!((r[34], r[35]), (3, 1), "host unreachable");
+    assert_checksums(r);
     assert_eq!(b.drops()["NO_NEIGHBOUR"], 1);
     assert_eq!(b.bed.tx(2), tx, "no ARP from the gateway");
 }
@@ -285,11 +290,15 @@ fn gw_icmp_errors_are_rate_limited_per_cpu() {
 }
 
 #[test]
-fn gw_routes_of_later_kinds_no_route_and_broken_headers_are_dropped_by_name() {
+fn gw_routes_of_later_kinds_no_route_and_broken_headers_are_refused_by_name() {
     let b = Bed::new();
     let to = |ip: [u8; 4]| frames::icmp_echo(a_pod(), (GW_A, ip), 64, 8, false);
     assert_eq!(b.send(0, &to([192, 168, 1, 1])).verdict, TC_ACT_SHOT);
-    assert_eq!(b.send(0, &to([172, 16, 0, 1])).verdict, TC_ACT_SHOT);
+    // No route: network unreachable, from the gateway.
+    let run = b.send(0, &to([172, 16, 0, 1]));
+    assert_eq!(run.verdict, TC_ACT_REDIRECT);
+    assert_eq!((run.data[34], run.data[35]), (3, 0), "net unreachable");
+    assert_checksums(&run.data);
     assert_eq!(b.send(0, &to([224, 0, 0, 1])).verdict, TC_ACT_SHOT);
     let mut bad = to(B_IP);
     bad[14] = 0x44; // IHL 4
@@ -372,4 +381,73 @@ fn l2_13_verifier_counts_stay_within_their_goals() {
     eprintln!("port_ingress {port}, gw_route {router}");
     assert!(port <= 1955 + 300, "port_ingress: {port}");
     assert!(router < 150_000, "gw_route: {router}");
+}
+
+#[test]
+fn l2_14_a_changed_table_is_swapped_in_whole_and_a_restarted_daemon_keeps_routing() {
+    let bed = PortBed::new(3);
+    let root = juneau::standalone::pin_dir_of(&format!("jn-gwpin-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let mut dp = Dataplane::load(Some(&root)).expect("load");
+    dp.sync_router(&router()).unwrap();
+    for (i, vni) in [(0, VNI_A), (1, VNI_A), (2, VNI_B)] {
+        dp.configure_port(PortSpec {
+            ifindex: bed.ifindex(i),
+            vni,
+            mtu: 1450,
+            peer: true,
+        })
+        .unwrap();
+    }
+    let send = |dp: &Dataplane, ip: [u8; 4]| {
+        run_tc(
+            &bed.ns,
+            dp.l2_port_program(),
+            bed.ifindex(0),
+            &frames::icmp_echo(a_pod(), (GW_A, ip), 64, 8, false),
+            1,
+        )
+    };
+    // A route added to the table: the table is rebuilt aside and swapped in.
+    let far = [10, 0, 3, 5];
+    let mut changed = router();
+    changed.tables.get_mut("t").unwrap().insert(RouteSpec {
+        dst: "10.0.3.0/24".parse().unwrap(),
+        ..SEG_B.connected()
+    });
+    changed.neighbours.insert(
+        (VNI_B, far.into()),
+        juneau::node::gateway::Neighbour {
+            mac: pod_mac(2),
+            vtep: Ipv4Addr::UNSPECIFIED,
+        },
+    );
+    assert_eq!(send(&dp, far).data[34..36], [3, 0], "no route before");
+    let done = dp.sync_router(&changed).unwrap();
+    assert_eq!((done.tables, done.segments, done.neighbours), (1, 2, 1));
+    let run = send(&dp, far);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT);
+    assert_eq!(&run.data[6..12], &GW_B, "routed by the new table");
+    // The daemon goes; the next adopts the pinned maps and routes from its first frame.
+    drop(dp);
+    let mut dp = Dataplane::load(Some(&root)).expect("load again");
+    assert!(dp.adopted());
+    let run = send(&dp, far);
+    assert_eq!(
+        (run.verdict, &run.data[6..12]),
+        (TC_ACT_REDIRECT, &GW_B[..]),
+        "the adopted router, before any sync"
+    );
+    // Its first sync rebuilds the table in a slot no segment used, repoints both
+    // segments, and finds the neighbours as they were.
+    let done = dp.sync_router(&changed).unwrap();
+    assert_eq!((done.tables, done.segments, done.neighbours), (1, 2, 0));
+    assert_eq!(&send(&dp, far).data[6..12], &GW_B);
+    assert!(dp.sync_router(&changed).unwrap().is_empty());
+    // And what the new state leaves out is removed, not left behind.
+    let done = dp.sync_router(&router()).unwrap();
+    assert_eq!(done.neighbours, 1);
+    assert_eq!(send(&dp, far).data[34..36], [3, 0]);
+    drop(dp);
+    let _ = std::fs::remove_dir_all(root);
 }

@@ -1,6 +1,7 @@
 //! The router's ICMP: echo replies from a gateway address, and the errors a router
 //! owes its senders (time exceeded, so `traceroute` shows the gateway; fragmentation
-//! needed with the next segment's MTU, so path MTU discovery works across segments).
+//! needed with the next segment's MTU, so path MTU discovery works across segments;
+//! network and host unreachable, so a sender learns at once instead of timing out).
 //! Built in place and sent back to the port the packet came from: the sender is always
 //! on this Node (every Node is the gateway of its own workloads).
 use aya_ebpf::{
@@ -39,6 +40,11 @@ pub enum IcmpError {
     TimeExceeded,
     /// Fragmentation needed, with the next hop's MTU.
     FragNeeded(u32),
+    /// No route: destination network unreachable.
+    NetUnreachable,
+    /// No neighbour for the address: destination host unreachable (what a router
+    /// whose ARP went unanswered says; this one never asks, L2-18).
+    HostUnreachable,
 }
 
 /// RFC 1624 incremental update of a 16-bit ones' complement checksum for one 16-bit
@@ -160,6 +166,8 @@ pub fn error(
         IcmpError::FragNeeded(mtu) => {
             (DropReason::FragNeeded, ICMP_DEST_UNREACH, 4u8, mtu & 0xffff)
         }
+        IcmpError::NetUnreachable => (DropReason::NoRoute, ICMP_DEST_UNREACH, 0u8, 0u32),
+        IcmpError::HostUnreachable => (DropReason::NoNeighbour, ICMP_DEST_UNREACH, 1u8, 0u32),
     };
     let (start, end) = (ctx.data(), ctx.data_end());
     if start + ETH_HLEN + QUOTE > end {

@@ -93,7 +93,10 @@ pub fn ipv4(
     }
     let table = maps::jn_gw_rt.get(seg.table).ok_or(DropReason::NoRoute)?;
     let key = aya_ebpf::maps::lpm_trie::Key::new(32, ip.daddr.to_ne_bytes());
-    let route: RouteEntry = *table.get(&key).ok_or(DropReason::NoRoute)?;
+    let Some(route) = table.get(&key).copied() else {
+        return icmp::error(ctx, ifindex, port, seg, &ip, IcmpError::NetUnreachable);
+    };
+    let route: RouteEntry = route;
     if route.kind != ROUTE_CONNECTED {
         return Err(DropReason::RouteUnsupported);
     }
@@ -109,9 +112,10 @@ pub fn ipv4(
         ip: ip.daddr,
     };
     // SAFETY: copied at once (the daemon may replace the entry meanwhile).
-    let nbr: NbrEntry = unsafe { maps::jn_gw_nbr.get(&key) }
-        .copied()
-        .ok_or(DropReason::NoNeighbour)?;
+    let Some(nbr) = unsafe { maps::jn_gw_nbr.get(&key) }.copied() else {
+        return icmp::error(ctx, ifindex, port, seg, &ip, IcmpError::HostUnreachable);
+    };
+    let nbr: NbrEntry = nbr;
     // L2-21: what does not fit the destination segment and may not be fragmented is
     // answered with the MTU there (path MTU discovery). GSO packets are cut to the
     // sender's MTU later and are not checked here.
