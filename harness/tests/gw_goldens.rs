@@ -135,3 +135,54 @@ fn gw_time_exceeded_and_fragmentation_needed_come_from_the_gateway() {
     assert!(s.frames(&seen, "node1-pod0").is_empty(), "not forwarded");
     s.assert_goldens("gw_icmp_errors");
 }
+
+#[test]
+fn l2_18_a_host_heard_once_is_reached_from_another_node() {
+    // node0: Pod 0 on B (the sender) and Pod 2 on A (so node0 hears A's broadcasts);
+    // node1: Pod 1 on A with a VM behind it that Juneau never addressed.
+    let mut c = Cluster::new(2);
+    let want = state();
+    for node in &mut c.nodes {
+        node.dataplane.sync_router(&want).unwrap();
+    }
+    let a = PodOptions {
+        vni: VNI_A,
+        mtu: 1450,
+    };
+    let b = PodOptions {
+        vni: VNI_B,
+        mtu: 1400,
+    };
+    c.add_pod(0, 0, b);
+    c.add_pod(1, 1, a);
+    c.add_pod(0, 2, a);
+    let mut s = Scene::new(c);
+    let (vm_mac, vm_ip) = (behind_mac(1, 1), [10, 0, 1, 200]);
+    let ping = frames::icmp_echo((pod_mac(0), [10, 0, 2, 10]), (GW_B, vm_ip), 64, 56, true);
+    let seen = s.send(0, 0, &ping);
+    let back = s.frames(&seen, "node0-pod0");
+    assert_eq!(back.len(), 1);
+    assert_eq!(
+        (back[0][34], back[0][35]),
+        (3, 1),
+        "host unreachable at first"
+    );
+    // The VM asks for a neighbour on the segment: the broadcast crosses the overlay,
+    // and every Node with a port of A learns where the VM is.
+    let seen = s.send(1, 0, &frames::arp_request(vm_mac, vm_ip, pod_ip(2)));
+    assert_eq!(
+        s.frames(&seen, "node0-pod1").len(),
+        1,
+        "the request reached node0"
+    );
+    let seen = s.send(0, 0, &ping);
+    let got = s.frames(&seen, "node1-pod0");
+    assert_eq!(got.len(), 1, "routed to the VM's Node");
+    assert_eq!(
+        (&got[0][0..6], &got[0][6..12], got[0][22]),
+        (&vm_mac[..], &GW_A[..], 63)
+    );
+    let wire = s.frames(&seen, "underlay-node0");
+    assert_eq!(wire.len(), 1, "one unicast frame, no flood");
+    s.assert_goldens("l2_18_learned_host_across_nodes");
+}

@@ -451,3 +451,48 @@ fn l2_14_a_changed_table_is_swapped_in_whole_and_a_restarted_daemon_keeps_routin
     drop(dp);
     let _ = std::fs::remove_dir_all(root);
 }
+
+#[test]
+fn l2_18_a_host_juneau_did_not_address_is_reached_after_its_first_arp_and_cannot_take_a_seeded_address()
+ {
+    let b = Bed::new();
+    // A VM behind Pod 1's NIC with an address of its own choosing.
+    let (vm_mac, vm_ip) = (behind_mac(1, 1), [10, 0, 1, 200]);
+    let to_vm = frames::icmp_echo((pod_mac(2), B_IP), (GW_B, vm_ip), 64, 8, false);
+    let run = b.send(2, &to_vm);
+    assert_eq!(
+        (run.data[34], run.data[35]),
+        (3, 1),
+        "unknown: host unreachable"
+    );
+    // Its first ARP (for the gateway, as a host with a default route sends it).
+    let run = b.send(1, &frames::arp_request(vm_mac, vm_ip, GW_A_IP));
+    assert_eq!(run.data, frames::arp_reply(GW_A, GW_A_IP, vm_mac, vm_ip));
+    assert_eq!(b.stat("SNOOPED"), 1);
+    let run = b.send(2, &to_vm);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    assert_eq!(
+        (&run.data[0..6], &run.data[6..12]),
+        (&vm_mac[..], &GW_A[..])
+    );
+    let learned: Vec<_> =
+        b.dp.gw_neighbours()
+            .unwrap()
+            .into_iter()
+            .filter(|(k, _)| k.vni == VNI_A)
+            .collect();
+    assert_eq!(learned.len(), 1);
+    assert_eq!(learned[0].1.mac.mac, vm_mac);
+    assert_eq!(learned[0].1.flags, juneau_common::gw::NBR_SNOOPED);
+    // The same ARP again writes nothing; an ARP claiming an address Juneau handed out
+    // (the Pod on B's) moves nothing: the seeded binding wins.
+    b.send(1, &frames::arp_request(vm_mac, vm_ip, GW_A_IP));
+    b.send(2, &frames::arp_request(behind_mac(2, 9), B_IP, GW_B_IP));
+    assert_eq!(b.stat("SNOOPED"), 1);
+    let to_b = frames::icmp_echo(a_pod(), (GW_A, B_IP), 64, 8, false);
+    assert_eq!(
+        &b.send(0, &to_b).data[0..6],
+        &pod_mac(2),
+        "still the seeded MAC"
+    );
+}

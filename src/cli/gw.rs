@@ -107,28 +107,32 @@ pub fn dump_gw_routes(dir: &Path) -> Result<Vec<RouteRow>, CliError> {
     Ok(rows)
 }
 
-/// The neighbours of every gateway segment.
+/// The neighbours of every gateway segment: seeded by the daemon, then learned by the
+/// datapath from ARP.
 pub fn dump_gw_neighbours(dir: &Path) -> Result<Vec<NeighbourRow>, CliError> {
-    let map: HashMap<_, NbrKey, NbrEntry> =
-        HashMap::try_from(Map::HashMap(open(dir, map_names::GW_NBR)?))
-            .map_err(|e| CliError::Map(map_names::GW_NBR, e))?;
-    let mut rows: Vec<(NbrKey, NbrEntry)> = map.iter().filter_map(Result::ok).collect();
-    rows.sort_by_key(|(k, _)| (k.vni, u32::from_be(k.ip)));
-    Ok(rows
-        .into_iter()
-        .map(|(k, n)| NeighbourRow {
-            vni: k.vni,
-            address: raw_ip(k.ip),
-            mac: crate::format_mac(&n.mac.mac),
-            vtep: Ipv4Addr::from(n.vtep).to_string(),
-            source: if n.flags & NBR_SEEDED != 0 {
-                "seeded"
-            } else {
-                "learned"
+    let mut rows = Vec::new();
+    for name in [map_names::GW_NBR, map_names::GW_SNOOP] {
+        let map: HashMap<_, NbrKey, NbrEntry> = Map::from_map_data(open(dir, name)?)
+            .and_then(HashMap::try_from)
+            .map_err(|e| CliError::Map(name, e))?;
+        let mut found: Vec<(NbrKey, NbrEntry)> = map.iter().filter_map(Result::ok).collect();
+        found.sort_by_key(|(k, _)| (k.vni, u32::from_be(k.ip)));
+        rows.extend(found.into_iter().map(|(k, n)| {
+            NeighbourRow {
+                vni: k.vni,
+                address: raw_ip(k.ip),
+                mac: crate::format_mac(&n.mac.mac),
+                vtep: Ipv4Addr::from(n.vtep).to_string(),
+                source: if n.flags & NBR_SEEDED != 0 {
+                    "seeded"
+                } else {
+                    "learned"
+                }
+                .into(),
             }
-            .into(),
-        })
-        .collect())
+        }));
+    }
+    Ok(rows)
 }
 
 /// The router's counters, summed over CPUs.

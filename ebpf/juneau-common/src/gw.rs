@@ -79,6 +79,12 @@ pub struct NbrKey {
 
 /// The neighbour was written by the daemon from a NetworkEndpoint.
 pub const NBR_SEEDED: u32 = 1 << 0;
+/// The neighbour was learned by the datapath from an ARP packet (`jn_gw_snoop`).
+pub const NBR_SNOOPED: u32 = 1 << 1;
+/// Neighbours learned from ARP: hosts Juneau did not address (a self-assigned host, a
+/// VM behind a bridge in a Pod). An LRU of its own, so a tenant flooding ARP evicts
+/// only learned bindings, never the seeded ones of anyone.
+pub const MAX_SNOOPED: u32 = 65536;
 
 /// Value of `jn_gw_nbr`.
 #[repr(C)]
@@ -116,16 +122,19 @@ pub enum GwStat {
     IcmpErrors = 3,
     /// ICMP errors not sent: the bucket was empty.
     IcmpSuppressed = 4,
+    /// Neighbours learned (or moved) from ARP.
+    Snooped = 5,
 }
 
 impl GwStat {
     pub const SLOTS: u32 = 8;
-    pub const ALL: [GwStat; 5] = [
+    pub const ALL: [GwStat; 6] = [
         GwStat::Routed,
         GwStat::ArpReplies,
         GwStat::EchoReplies,
         GwStat::IcmpErrors,
         GwStat::IcmpSuppressed,
+        GwStat::Snooped,
     ];
     pub const fn name(self) -> &'static str {
         match self {
@@ -134,6 +143,7 @@ impl GwStat {
             GwStat::EchoReplies => "ECHO_REPLIES",
             GwStat::IcmpErrors => "ICMP_ERRORS",
             GwStat::IcmpSuppressed => "ICMP_SUPPRESSED",
+            GwStat::Snooped => "SNOOPED",
         }
     }
 }

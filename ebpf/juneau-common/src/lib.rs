@@ -34,13 +34,14 @@ pub mod map_names {
     pub const GW_SEG: &str = "jn_gw_seg";
     pub const GW_RT: &str = "jn_gw_rt";
     pub const GW_NBR: &str = "jn_gw_nbr";
+    pub const GW_SNOOP: &str = "jn_gw_snoop";
     pub const GW_PROGS: &str = "jn_gw_progs";
     pub const GW_STATS: &str = "jn_gw_stats";
     pub const GW_ICMP: &str = "jn_gw_icmp";
     /// Every map the daemon pins, in the order `kubectl-juneau` lists them.
-    pub const ALL: [&str; 13] = [
-        NODE, L2_PORT, L2_VNI, L2_FDB, L2_FLOOD, L2_REMOTE, DROPS, GW_SEG, GW_RT, GW_NBR, GW_PROGS,
-        GW_STATS, GW_ICMP,
+    pub const ALL: [&str; 14] = [
+        NODE, L2_PORT, L2_VNI, L2_FDB, L2_FLOOD, L2_REMOTE, DROPS, GW_SEG, GW_RT, GW_NBR, GW_SNOOP,
+        GW_PROGS, GW_STATS, GW_ICMP,
     ];
 }
 

@@ -3,7 +3,7 @@
 #![allow(non_upper_case_globals)]
 
 use aya_ebpf::{
-    btf_maps::{Array, ArrayOfMaps, HashMap, LpmTrie, PerCpuArray, ProgramArray},
+    btf_maps::{Array, ArrayOfMaps, HashMap, LpmTrie, LruHashMap, PerCpuArray, ProgramArray},
     macros::btf_map,
 };
 use juneau_common::{
@@ -11,7 +11,7 @@ use juneau_common::{
     RemoteList, RouteEntry,
     gw::{
         GW_PROGS, GwStat, IcmpBucket, MAX_GW_SEGMENTS, MAX_NEIGHBOURS, MAX_ROUTE_TABLES,
-        ROUTES_PER_TABLE, RouteAddr,
+        MAX_SNOOPED, ROUTES_PER_TABLE, RouteAddr,
     },
     l2::{FDB_ENTRIES, MAX_PORTS, MAX_SEGMENTS},
 };
@@ -62,6 +62,10 @@ pub static jn_gw_rt: ArrayOfMaps<
 /// Neighbours of gateway segments: (VNI, address) -> MAC and Node.
 #[btf_map]
 pub static jn_gw_nbr: HashMap<NbrKey, NbrEntry, { MAX_NEIGHBOURS as usize }> = HashMap::new();
+
+/// Neighbours learned from ARP (written by the datapath only).
+#[btf_map]
+pub static jn_gw_snoop: LruHashMap<NbrKey, NbrEntry, { MAX_SNOOPED as usize }> = LruHashMap::new();
 
 /// The router's programs, entered by tail calls.
 #[btf_map]

@@ -348,13 +348,16 @@ impl Dataplane {
             .collect()
     }
 
-    /// The neighbours the datapath holds (dumps and tests).
+    /// The neighbours the datapath holds, seeded then learned (dumps and tests).
     pub fn gw_neighbours(&self) -> Result<Vec<(NbrKey, NbrEntry)>, DataplaneError> {
-        let map: BpfHashMap<_, NbrKey, NbrEntry> =
-            BpfHashMap::try_from(self.map(map_names::GW_NBR)?)
-                .map_err(map_err(map_names::GW_NBR))?;
-        map.iter()
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(map_err(map_names::GW_NBR))
+        let mut out = Vec::new();
+        for name in [map_names::GW_NBR, map_names::GW_SNOOP] {
+            let map: BpfHashMap<_, NbrKey, NbrEntry> =
+                BpfHashMap::try_from(self.map(name)?).map_err(map_err(name))?;
+            for entry in map.iter() {
+                out.push(entry.map_err(map_err(name))?);
+            }
+        }
+        Ok(out)
     }
 }

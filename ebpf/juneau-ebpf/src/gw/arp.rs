@@ -3,7 +3,7 @@
 //! workloads with the same address and MAC and no request for the gateway crosses the
 //! overlay. Requests for anyone else are switched as usual (broadcast) or refused (a
 //! unicast request to the gateway MAC about another address). The router never sends
-//! ARP itself (L2-18).
+//! ARP itself (L2-18); it learns the sender of every ARP packet it sees (`snoop`).
 use aya_ebpf::programs::TcContext;
 use juneau_common::{DropReason, GwSegment, PortConfig, gw::GwStat};
 
@@ -16,7 +16,7 @@ use crate::{
 /// Ethernet + the 28 bytes of an IPv4-over-Ethernet ARP packet.
 const ARP_END: usize = ETH_HLEN + 28;
 /// htype 1, ptype 0x0800, hlen 6, plen 4, as the first 6 bytes read in memory order.
-const ARP_ETH_IP4: u64 = 0x0406_0008_0100;
+pub const ARP_ETH_IP4: u64 = 0x0406_0008_0100;
 
 #[inline(always)]
 pub fn answer(
@@ -37,6 +37,20 @@ pub fn answer(
             load::<u32>(start + ETH_HLEN + 24),
         )
     };
+    if head == ARP_ETH_IP4 {
+        // Every ARP packet of the segment teaches the router its sender.
+        if let Some((ip, mac)) = super::snoop::sender(ctx) {
+            let here = crate::maps::jn_node
+                .get(0)
+                .map(|n| n.local_vtep)
+                .unwrap_or(0);
+            super::snoop::learn(port.vni, seg, ip, &mac, here);
+        }
+    }
+    let (start, end) = (ctx.data(), ctx.data_end());
+    if start + ARP_END > end {
+        return Err(DropReason::ShortFrame);
+    }
     if head != ARP_ETH_IP4 || op != 1 || target_ip != seg.gw_ip {
         let addrs = eth::addrs(ctx).ok_or(DropReason::ShortFrame)?;
         if eth::is_group(&addrs.dst) {

@@ -11,6 +11,7 @@
 mod arp;
 mod icmp;
 mod route;
+pub mod snoop;
 
 use aya_ebpf::programs::TcContext;
 use juneau_common::{

@@ -37,7 +37,7 @@ pub struct Ipv4 {
 /// broadcast (first octet 0, 127, or 224 and above). Network order in memory: the
 /// first octet is the low byte.
 #[inline(always)]
-fn martian(addr: u32) -> bool {
+pub fn martian(addr: u32) -> bool {
     let first = addr as u8;
     first == 0 || first == 127 || first >= 224
 }
@@ -111,8 +111,12 @@ pub fn ipv4(
         vni: route.vni,
         ip: ip.daddr,
     };
-    // SAFETY: copied at once (the daemon may replace the entry meanwhile).
-    let Some(nbr) = unsafe { maps::jn_gw_nbr.get(&key) }.copied() else {
+    // Seeded first (what Juneau handed out), then learned from ARP.
+    // SAFETY: copied at once (the daemon or the datapath may replace the entry).
+    let found = unsafe { maps::jn_gw_nbr.get(&key) }
+        .or_else(|| unsafe { maps::jn_gw_snoop.get(&key) })
+        .copied();
+    let Some(nbr) = found else {
         return icmp::error(ctx, ifindex, port, seg, &ip, IcmpError::HostUnreachable);
     };
     let nbr: NbrEntry = nbr;

@@ -70,6 +70,9 @@ pub fn from_overlay(ctx: &TcContext) -> Result<i32, DropReason> {
     let addrs = eth::addrs(ctx).ok_or(DropReason::ShortFrame)?;
     let fdb = maps::jn_l2_fdb.get(segment).ok_or(DropReason::NoSegment)?;
     learn::learn_remote(fdb, &addrs.src, vtep);
+    if eth::ethertype(ctx) == Some(gw::ETH_P_ARP) {
+        gw::snoop::from_overlay(ctx, vni, vtep);
+    }
     forward(ctx, fdb, segment, vni, 0, &addrs, true)
 }
 

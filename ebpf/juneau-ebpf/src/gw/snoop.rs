@@ -1,0 +1,84 @@
+//! Neighbours learned from ARP (L2-18): a host Juneau did not address (self-assigned,
+//! or a VM behind a bridge in a Pod) becomes reachable through the router once it has
+//! sent one ARP packet, on its own Node (the router sees every broadcast ARP of a
+//! gateway port) and on every Node with a port of its segment (ARP that crosses the
+//! overlay). What the daemon seeded from IPAM wins: an ARP packet cannot move an
+//! address Juneau handed out. Learned bindings live in their own LRU table.
+use aya_ebpf::programs::TcContext;
+use juneau_common::{
+    FdbKey, GwSegment, NbrEntry, NbrKey,
+    gw::{GwStat, NBR_SNOOPED},
+};
+
+use super::route::martian;
+use crate::{
+    eth::{self, ETH_HLEN, load},
+    maps,
+};
+
+/// The sender of an IPv4-over-Ethernet ARP packet, if the frame is one.
+#[inline(always)]
+pub fn sender(ctx: &TcContext) -> Option<(u32, FdbKey)> {
+    let (start, end) = (ctx.data(), ctx.data_end());
+    if start + ETH_HLEN + 28 > end {
+        return None;
+    }
+    // SAFETY: inside [start, start + ETH_HLEN + 28), checked above.
+    let (head, mac_lo, mac_hi, ip) = unsafe {
+        (
+            load::<u32>(start + ETH_HLEN) as u64 | (load::<u16>(start + ETH_HLEN + 4) as u64) << 32,
+            load::<u32>(start + ETH_HLEN + 8),
+            load::<u16>(start + ETH_HLEN + 12),
+            load::<u32>(start + ETH_HLEN + 14),
+        )
+    };
+    if head != super::arp::ARP_ETH_IP4 {
+        return None;
+    }
+    Some((ip, eth::from_bits(mac_lo as u64 | (mac_hi as u64) << 32)))
+}
+
+/// Binds `ip` to `mac` behind `vtep` (0 or this Node's: here) on segment `vni`.
+#[inline(always)]
+pub fn learn(vni: u32, seg: &GwSegment, ip: u32, mac: &FdbKey, vtep: u32) {
+    if ip == 0
+        || ip == seg.gw_ip
+        || martian(ip)
+        || eth::is_group(mac)
+        || eth::bits(mac) == 0
+        || eth::is_gateway_range(mac)
+    {
+        return;
+    }
+    let key = NbrKey { vni, ip };
+    // SAFETY: only tested for presence.
+    if unsafe { maps::jn_gw_nbr.get(&key) }.is_some() {
+        return;
+    }
+    // SAFETY: copied at once.
+    if let Some(old) = unsafe { maps::jn_gw_snoop.get(&key) }.copied() {
+        if eth::bits(&old.mac) == eth::bits(mac) && old.vtep == vtep {
+            return;
+        }
+    }
+    let entry = NbrEntry {
+        mac: *mac,
+        vtep,
+        flags: NBR_SNOOPED,
+    };
+    if maps::jn_gw_snoop.insert(&key, &entry, 0).is_ok() {
+        super::count(GwStat::Snooped);
+    }
+}
+
+/// ARP arriving from another Node on a gateway segment.
+#[inline(always)]
+pub fn from_overlay(ctx: &TcContext, vni: u32, vtep: u32) {
+    // SAFETY: copied at once.
+    let Some(seg) = (unsafe { maps::jn_gw_seg.get(vni) }).copied() else {
+        return;
+    };
+    if let Some((ip, mac)) = sender(ctx) {
+        learn(vni, &seg, ip, &mac, vtep);
+    }
+}
