@@ -161,6 +161,7 @@ fn l2_13_bpf_dump_shows_the_routers_segments_routes_neighbours_and_counters() {
                 gw_ip: "10.7.0.1".parse().unwrap(),
                 gw_mac: mac,
                 mtu: 1450,
+                prefix_len: 24,
                 table: "main".into(),
             },
         )]

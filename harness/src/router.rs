@@ -48,6 +48,7 @@ pub fn state(segs: &[Seg], nbrs: &[Nbr]) -> RouterState {
                 gw_ip: g.gw.into(),
                 gw_mac: g.gw_mac,
                 mtu: g.mtu,
+                prefix_len: g.connected().dst.prefix_len() as u32,
                 table: "t".into(),
             },
         );

@@ -263,6 +263,8 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     let adopted = dp.adopted();
     let layout = dp.pins().cloned().expect("the daemon pins");
     let agent = Arc::new(Agent::new(&cfg.node_name, vtep, cluster.clone(), dp));
+    // The router first: ports the reconcile attaches again get their gateway bit.
+    agent.sync_router()?;
     let report = agent
         .reconcile_ports()
         .map_err(|e| DaemonError::Reconcile(format!("{}: {}", e.msg, e.details)))?;

@@ -19,6 +19,8 @@ pub struct GatewaySegment {
     pub gw_ip: Ipv4Addr,
     pub gw_mac: [u8; 6],
     pub mtu: u32,
+    /// The length of the segment's CIDR.
+    pub prefix_len: u32,
     /// The RouteTable it routes by (a key of [`RouterState::tables`]).
     pub table: String,
 }
@@ -72,12 +74,14 @@ fn gateway_of(l: &L2Network) -> Option<(u32, GatewaySegment)> {
     if st.vni == 0 {
         return None;
     }
+    let cidr: Ipv4Net = l.spec.cidr.as_deref()?.parse().ok()?;
     Some((
         st.vni,
         GatewaySegment {
             gw_ip: st.gateway.parse().ok()?,
             gw_mac: crate::parse_mac(&st.gateway_mac)?,
             mtu: st.mtu,
+            prefix_len: cidr.prefix_len() as u32,
             table: String::new(),
         },
     ))

@@ -34,7 +34,9 @@ pub struct GwSegment {
     pub table: u32,
     /// The segment's MTU.
     pub mtu: u32,
-    pub pad: u32,
+    /// The length of the segment's prefix (its CIDR is `gw_ip` / `prefix_len`): the
+    /// router learns only addresses inside it.
+    pub prefix_len: u32,
     /// The gateway's MAC (`status.gatewayMAC`), padded as a learning-table key.
     pub gw_mac: crate::FdbKey,
 }

@@ -44,11 +44,26 @@ pub struct RouterSync {
     pub segments: usize,
     pub neighbours: usize,
     pub ports: usize,
+    /// Tables left out (logged).
+    pub failed: usize,
 }
 
 impl RouterSync {
     pub fn is_empty(&self) -> bool {
         *self == RouterSync::default()
+    }
+}
+
+/// A delete of a key that is gone succeeds (aya reports it as ENOENT from the syscall).
+fn removed(r: Result<(), aya::maps::MapError>) -> Result<(), aya::maps::MapError> {
+    match r {
+        Err(aya::maps::MapError::KeyNotFound) => Ok(()),
+        Err(aya::maps::MapError::SyscallError(e))
+            if e.io_error.kind() == std::io::ErrorKind::NotFound =>
+        {
+            Ok(())
+        }
+        r => r,
     }
 }
 
@@ -115,7 +130,12 @@ impl Dataplane {
         Ok(())
     }
 
-    /// Brings the router maps and the ports' gateway bits to `want`.
+    /// Brings the router maps and the ports' gateway bits to `want`. A table that
+    /// cannot be written (too many routes, no free slot) is logged and left out with
+    /// the segments that route by it; every other table, segment and neighbour is
+    /// still written. The record of what the maps hold (`self.router`) follows each
+    /// write as it succeeds, so a failure midway never lets a slot that a segment
+    /// still points at be handed to another table.
     pub fn sync_router(&mut self, want: &RouterState) -> Result<RouterSync, DataplaneError> {
         if !self.router.synced {
             self.read_router_maps()?;
@@ -123,7 +143,6 @@ impl Dataplane {
         }
         let mut done = RouterSync::default();
         // 1. Tables: a changed one is built aside, in a slot nothing points at.
-        let mut freed = Vec::new();
         for (name, routes) in &want.tables {
             if self
                 .router
@@ -133,16 +152,25 @@ impl Dataplane {
             {
                 continue;
             }
-            let slot = self.free_table_slot()?;
-            self.write_table(slot, name, routes)?;
-            if let Some((old, _)) = self
-                .router
-                .tables
-                .insert(name.clone(), (slot, routes.clone()))
-            {
-                freed.push(old);
+            let written = self
+                .free_table_slot()
+                .and_then(|slot| self.write_table(slot, name, routes).map(|()| slot));
+            match written {
+                Ok(slot) => {
+                    if let Some((old, _)) = self
+                        .router
+                        .tables
+                        .insert(name.clone(), (slot, routes.clone()))
+                    {
+                        self.router.stale_slots.insert(old);
+                    }
+                    done.tables += 1;
+                }
+                Err(e) => {
+                    tracing::error!(table = name, error = %e, "route table left out");
+                    done.failed += 1;
+                }
             }
-            done.tables += 1;
         }
         let gone: Vec<String> = self
             .router
@@ -153,17 +181,11 @@ impl Dataplane {
             .collect();
         for t in gone {
             if let Some((slot, _)) = self.router.tables.remove(&t) {
-                freed.push(slot);
+                self.router.stale_slots.insert(slot);
             }
         }
         // 2. Segments, pointing at their tables.
-        let mut segs: BpfHashMap<_, u32, GwSegment> = BpfHashMap::try_from(
-            self.ebpf
-                .map_mut(map_names::GW_SEG)
-                .ok_or(DataplaneError::Missing(map_names::GW_SEG))?,
-        )
-        .map_err(map_err(map_names::GW_SEG))?;
-        let mut written = BTreeMap::new();
+        let mut serving = BTreeSet::new();
         for (vni, s) in &want.segments {
             let Some((slot, _)) = self.router.tables.get(&s.table) else {
                 continue;
@@ -172,39 +194,82 @@ impl Dataplane {
                 gw_ip: raw_ip(s.gw_ip),
                 table: *slot,
                 mtu: s.mtu,
-                pad: 0,
+                prefix_len: s.prefix_len,
                 gw_mac: FdbKey::new(s.gw_mac),
             };
             if self.router.segments.get(vni) != Some(&seg) {
+                let mut segs: BpfHashMap<_, u32, GwSegment> = BpfHashMap::try_from(
+                    self.ebpf
+                        .map_mut(map_names::GW_SEG)
+                        .ok_or(DataplaneError::Missing(map_names::GW_SEG))?,
+                )
+                .map_err(map_err(map_names::GW_SEG))?;
                 segs.insert(vni, seg, 0)
                     .map_err(map_err(map_names::GW_SEG))?;
+                self.router.segments.insert(*vni, seg);
                 done.segments += 1;
             }
-            written.insert(*vni, seg);
+            serving.insert(*vni);
         }
-        // 3. Ports enter the router only through a segment that exists.
-        self.router.gateway_macs = want.segments.iter().map(|(v, s)| (*v, s.gw_mac)).collect();
+        // 3. Ports enter the router only through a segment that is written.
+        self.router.gateway_macs = want
+            .segments
+            .iter()
+            .filter(|(v, _)| serving.contains(*v))
+            .map(|(v, s)| (*v, s.gw_mac))
+            .collect();
         done.ports = self.rewrite_port_gateways()?;
-        // 4. Segments that lost their gateway, now that no port enters through them.
-        let mut segs: BpfHashMap<_, u32, GwSegment> = BpfHashMap::try_from(
-            self.ebpf
-                .map_mut(map_names::GW_SEG)
-                .ok_or(DataplaneError::Missing(map_names::GW_SEG))?,
-        )
-        .map_err(map_err(map_names::GW_SEG))?;
-        for vni in self.router.segments.keys() {
-            if !written.contains_key(vni) {
-                match segs.remove(vni) {
-                    Ok(()) | Err(aya::maps::MapError::KeyNotFound) => done.segments += 1,
-                    Err(e) => return Err(map_err(map_names::GW_SEG)(e)),
-                }
+        // 4. Segments that lost their gateway, now that no port enters through them;
+        //    what the datapath learned on them goes too.
+        let leaving: Vec<u32> = self
+            .router
+            .segments
+            .keys()
+            .filter(|v| !serving.contains(*v))
+            .copied()
+            .collect();
+        for vni in &leaving {
+            let mut segs: BpfHashMap<_, u32, GwSegment> = BpfHashMap::try_from(
+                self.ebpf
+                    .map_mut(map_names::GW_SEG)
+                    .ok_or(DataplaneError::Missing(map_names::GW_SEG))?,
+            )
+            .map_err(map_err(map_names::GW_SEG))?;
+            match removed(segs.remove(vni)) {
+                Ok(()) => {}
+                Err(e) => return Err(map_err(map_names::GW_SEG)(e)),
             }
+            self.router.segments.remove(vni);
+            done.segments += 1;
         }
-        self.router.segments = written;
-        self.router.stale_slots.extend(freed);
+        if !leaving.is_empty() {
+            self.forget_learned(|k| leaving.contains(&k.vni))?;
+        }
         // 5. Neighbours.
         done.neighbours = self.sync_neighbours(want)?;
         Ok(done)
+    }
+
+    /// Deletes learned neighbours that match.
+    fn forget_learned(&mut self, stale: impl Fn(&NbrKey) -> bool) -> Result<usize, DataplaneError> {
+        let mut map: BpfHashMap<_, NbrKey, NbrEntry> = BpfHashMap::try_from(
+            self.ebpf
+                .map_mut(map_names::GW_SNOOP)
+                .ok_or(DataplaneError::Missing(map_names::GW_SNOOP))?,
+        )
+        .map_err(map_err(map_names::GW_SNOOP))?;
+        let keys: Vec<NbrKey> = map
+            .keys()
+            .filter_map(Result::ok)
+            .filter(|k| stale(k))
+            .collect();
+        let mut removed = 0;
+        for k in &keys {
+            if map.remove(k).is_ok() {
+                removed += 1;
+            }
+        }
+        Ok(removed)
     }
 
     fn free_table_slot(&self) -> Result<u32, DataplaneError> {
@@ -315,17 +380,44 @@ impl Dataplane {
         )
         .map_err(map_err(map_names::GW_NBR))?;
         let mut changed = 0;
+        // Removals first: a full table makes room before it takes new entries.
+        let gone: Vec<NbrKey> = self
+            .router
+            .neighbours
+            .keys()
+            .filter(|k| !desired.contains_key(*k))
+            .copied()
+            .collect();
+        for k in &gone {
+            match removed(map.remove(k)) {
+                Ok(()) => changed += 1,
+                Err(e) => return Err(map_err(map_names::GW_NBR)(e)),
+            }
+            self.router.neighbours.remove(k);
+        }
+        let mut seeded = Vec::new();
         for (k, v) in &desired {
             if self.router.neighbours.get(k) != Some(v) {
                 map.insert(k, v, 0).map_err(map_err(map_names::GW_NBR))?;
+                self.router.neighbours.insert(*k, *v);
+                seeded.push(*k);
                 changed += 1;
             }
         }
-        for k in self.router.neighbours.keys() {
-            if !desired.contains_key(k) {
-                match map.remove(k) {
-                    Ok(()) | Err(aya::maps::MapError::KeyNotFound) => changed += 1,
-                    Err(e) => return Err(map_err(map_names::GW_NBR)(e)),
+        // An address learned from ARP before Juneau's record of it arrived (a Pod's
+        // first ARP comes before its NetworkEndpoint) is the seeded one's from now on:
+        // the learned binding must not come back when the seeded one goes.
+        if !seeded.is_empty() {
+            let mut learned: BpfHashMap<_, NbrKey, NbrEntry> = BpfHashMap::try_from(
+                self.ebpf
+                    .map_mut(map_names::GW_SNOOP)
+                    .ok_or(DataplaneError::Missing(map_names::GW_SNOOP))?,
+            )
+            .map_err(map_err(map_names::GW_SNOOP))?;
+            for k in &seeded {
+                match removed(learned.remove(k)) {
+                    Ok(()) => {}
+                    Err(e) => return Err(map_err(map_names::GW_SNOOP)(e)),
                 }
             }
         }

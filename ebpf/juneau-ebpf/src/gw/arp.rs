@@ -38,8 +38,12 @@ pub fn answer(
         )
     };
     if head == ARP_ETH_IP4 {
-        // Every ARP packet of the segment teaches the router its sender.
         if let Some((ip, mac)) = super::snoop::sender(ctx) {
+            // Nobody but the router speaks for the gateway (L2-13).
+            if ip == seg.gw_ip || eth::is_gateway_range(&mac) {
+                return Err(DropReason::SpoofedGatewayMac);
+            }
+            // Every other ARP packet of the segment teaches the router its sender.
             let here = crate::maps::jn_node
                 .get(0)
                 .map(|n| n.local_vtep)
@@ -53,11 +57,11 @@ pub fn answer(
     }
     if head != ARP_ETH_IP4 || op != 1 || target_ip != seg.gw_ip {
         let addrs = eth::addrs(ctx).ok_or(DropReason::ShortFrame)?;
-        if eth::is_group(&addrs.dst) {
-            // Not about the gateway: the switch floods it, as without a gateway.
-            return l2::flood_from_port(ctx, port, ifindex);
+        if eth::bits(&addrs.dst) == eth::bits(&seg.gw_mac) {
+            return Err(DropReason::NotForRouter);
         }
-        return Err(DropReason::NotForRouter);
+        // Not about the gateway: switched as without a gateway.
+        return l2::switch_from_port(ctx, port, ifindex);
     }
     // SAFETY: as above.
     unsafe {

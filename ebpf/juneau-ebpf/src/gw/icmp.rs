@@ -92,7 +92,10 @@ pub fn echo_reply(
     }
     // SAFETY (every load and store): inside [start, start + icmp + 8), checked above.
     unsafe {
+        // Only whole packets (neither more fragments nor an offset: a reply to a
+        // first fragment would keep its MF bit; a later one has no ICMP header).
         if load::<u8>(start + ETH_HLEN) != 0x45
+            || load::<u16>(start + ETH_HLEN + 6) & 0xff3f != 0
             || load::<u8>(start + icmp) != ICMP_ECHO
             || load::<u8>(start + icmp + 1) != 0
         {

@@ -27,8 +27,11 @@ pub const ETH_P_ARP: u16 = 0x0806;
 /// (the call does not return); `Ok(())` lets the switch forward the frame.
 #[inline(always)]
 pub fn enter(ctx: &TcContext, port: &PortConfig, addrs: &eth::Addrs) -> Result<(), DropReason> {
-    let to_router = eth::bits(&addrs.dst) == eth::bits(&port.gw_mac)
-        || (eth::bits(&addrs.dst) == eth::BROADCAST && eth::ethertype(ctx) == Some(ETH_P_ARP));
+    // Every ARP packet: the router answers for the gateway, learns senders, and
+    // refuses any that claims the gateway's address (unicast ones too: a reply sent
+    // to one neighbour would take its gateway over).
+    let to_router =
+        eth::bits(&addrs.dst) == eth::bits(&port.gw_mac) || eth::ethertype(ctx) == Some(ETH_P_ARP);
     if !to_router {
         return Ok(());
     }

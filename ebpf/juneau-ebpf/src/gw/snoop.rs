@@ -41,8 +41,16 @@ pub fn sender(ctx: &TcContext) -> Option<(u32, FdbKey)> {
 /// Binds `ip` to `mac` behind `vtep` (0 or this Node's: here) on segment `vni`.
 #[inline(always)]
 pub fn learn(vni: u32, seg: &GwSegment, ip: u32, mac: &FdbKey, vtep: u32) {
+    // Only addresses of the segment's own CIDR (raw, network-order words: the mask is
+    // the host-order mask byte-swapped the same way).
+    let mask = match seg.prefix_len {
+        0 => 0,
+        n if n >= 32 => u32::MAX,
+        n => (u32::MAX << (32 - n)).to_be(),
+    };
     if ip == 0
         || ip == seg.gw_ip
+        || ip & mask != seg.gw_ip & mask
         || martian(ip)
         || eth::is_group(mac)
         || eth::bits(mac) == 0

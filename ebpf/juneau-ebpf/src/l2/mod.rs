@@ -47,15 +47,19 @@ pub fn from_port(ctx: &TcContext) -> Result<i32, DropReason> {
     forward(ctx, fdb, segment, vni, ifindex, &addrs, false)
 }
 
-/// Broadcast from a local port, as the switch floods it (for the router, which takes
-/// ARP broadcasts first and gives back those not about the gateway).
+/// A frame from a local port switched as without a gateway (for the router, which
+/// takes every ARP packet of a gateway port first and gives back those not for it).
 #[inline(always)]
-pub fn flood_from_port(
+pub fn switch_from_port(
     ctx: &TcContext,
     port: &PortConfig,
     ifindex: u32,
 ) -> Result<i32, DropReason> {
-    flood::flood(ctx, port.segment, port.vni, ifindex, true)
+    let addrs = eth::addrs(ctx).ok_or(DropReason::ShortFrame)?;
+    let fdb = maps::jn_l2_fdb
+        .get(port.segment)
+        .ok_or(DropReason::NoSegment)?;
+    forward(ctx, fdb, port.segment, port.vni, ifindex, &addrs, false)
 }
 
 /// Frames of a segment arriving from another Node. Split horizon: they go to local
