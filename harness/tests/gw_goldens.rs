@@ -46,24 +46,31 @@ fn state() -> RouterState {
     )
 }
 
-fn scene() -> Scene {
+const ON_A: PodOptions = PodOptions {
+    vni: VNI_A,
+    mtu: 1450,
+};
+const ON_B: PodOptions = PodOptions {
+    vni: VNI_B,
+    mtu: 1400,
+};
+
+/// Two Nodes with the router state, and `pods` as (Node, Pod index, segment).
+fn scene_with(pods: &[(usize, u8, PodOptions)]) -> Scene {
     let mut c = Cluster::new(2);
     let want = state();
     for node in &mut c.nodes {
         node.dataplane.sync_router(&want).unwrap();
     }
-    let a = PodOptions {
-        vni: VNI_A,
-        mtu: 1450,
-    };
-    let b = PodOptions {
-        vni: VNI_B,
-        mtu: 1400,
-    };
-    c.add_pod(0, 0, a);
-    c.add_pod(1, 1, b);
-    c.add_pod(1, 2, a);
+    for &(n, i, opts) in pods {
+        c.add_pod(n, i, opts);
+    }
     Scene::new(c)
+}
+
+/// Pod 0 on A (node0), Pod 1 on B and Pod 2 on A (node1).
+fn scene() -> Scene {
+    scene_with(&[(0, 0, ON_A), (1, 1, ON_B), (1, 2, ON_A)])
 }
 
 #[test]
@@ -140,23 +147,7 @@ fn gw_time_exceeded_and_fragmentation_needed_come_from_the_gateway() {
 fn l2_18_a_host_heard_once_is_reached_from_another_node() {
     // node0: Pod 0 on B (the sender) and Pod 2 on A (so node0 hears A's broadcasts);
     // node1: Pod 1 on A with a VM behind it that Juneau never addressed.
-    let mut c = Cluster::new(2);
-    let want = state();
-    for node in &mut c.nodes {
-        node.dataplane.sync_router(&want).unwrap();
-    }
-    let a = PodOptions {
-        vni: VNI_A,
-        mtu: 1450,
-    };
-    let b = PodOptions {
-        vni: VNI_B,
-        mtu: 1400,
-    };
-    c.add_pod(0, 0, b);
-    c.add_pod(1, 1, a);
-    c.add_pod(0, 2, a);
-    let mut s = Scene::new(c);
+    let mut s = scene_with(&[(0, 0, ON_B), (1, 1, ON_A), (0, 2, ON_A)]);
     let (vm_mac, vm_ip) = (behind_mac(1, 1), [10, 0, 1, 200]);
     let ping = frames::icmp_echo((pod_mac(0), [10, 0, 2, 10]), (GW_B, vm_ip), 64, 56, true);
     let seen = s.send(0, 0, &ping);

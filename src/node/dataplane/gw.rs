@@ -54,6 +54,16 @@ impl RouterSync {
     }
 }
 
+/// A writable handle on the hash map `name` (borrowing only the object's maps, so the
+/// router's record can be updated beside it).
+fn hash_mut<'a, K: aya::Pod, V: aya::Pod>(
+    ebpf: &'a mut aya::Ebpf,
+    name: &'static str,
+) -> Result<BpfHashMap<&'a mut MapData, K, V>, DataplaneError> {
+    let map = ebpf.map_mut(name).ok_or(DataplaneError::Missing(name))?;
+    BpfHashMap::try_from(map).map_err(map_err(name))
+}
+
 /// A delete of a key that is gone succeeds (aya reports it as ENOENT from the syscall).
 fn removed(r: Result<(), aya::maps::MapError>) -> Result<(), aya::maps::MapError> {
     match r {
@@ -198,12 +208,8 @@ impl Dataplane {
                 gw_mac: FdbKey::new(s.gw_mac),
             };
             if self.router.segments.get(vni) != Some(&seg) {
-                let mut segs: BpfHashMap<_, u32, GwSegment> = BpfHashMap::try_from(
-                    self.ebpf
-                        .map_mut(map_names::GW_SEG)
-                        .ok_or(DataplaneError::Missing(map_names::GW_SEG))?,
-                )
-                .map_err(map_err(map_names::GW_SEG))?;
+                let mut segs: BpfHashMap<_, u32, GwSegment> =
+                    hash_mut(&mut self.ebpf, map_names::GW_SEG)?;
                 segs.insert(vni, seg, 0)
                     .map_err(map_err(map_names::GW_SEG))?;
                 self.router.segments.insert(*vni, seg);
@@ -229,12 +235,8 @@ impl Dataplane {
             .copied()
             .collect();
         for vni in &leaving {
-            let mut segs: BpfHashMap<_, u32, GwSegment> = BpfHashMap::try_from(
-                self.ebpf
-                    .map_mut(map_names::GW_SEG)
-                    .ok_or(DataplaneError::Missing(map_names::GW_SEG))?,
-            )
-            .map_err(map_err(map_names::GW_SEG))?;
+            let mut segs: BpfHashMap<_, u32, GwSegment> =
+                hash_mut(&mut self.ebpf, map_names::GW_SEG)?;
             match removed(segs.remove(vni)) {
                 Ok(()) => {}
                 Err(e) => return Err(map_err(map_names::GW_SEG)(e)),
@@ -252,12 +254,8 @@ impl Dataplane {
 
     /// Deletes learned neighbours that match.
     fn forget_learned(&mut self, stale: impl Fn(&NbrKey) -> bool) -> Result<usize, DataplaneError> {
-        let mut map: BpfHashMap<_, NbrKey, NbrEntry> = BpfHashMap::try_from(
-            self.ebpf
-                .map_mut(map_names::GW_SNOOP)
-                .ok_or(DataplaneError::Missing(map_names::GW_SNOOP))?,
-        )
-        .map_err(map_err(map_names::GW_SNOOP))?;
+        let mut map: BpfHashMap<_, NbrKey, NbrEntry> =
+            hash_mut(&mut self.ebpf, map_names::GW_SNOOP)?;
         let keys: Vec<NbrKey> = map
             .keys()
             .filter_map(Result::ok)
@@ -373,12 +371,7 @@ impl Dataplane {
                 )
             })
             .collect();
-        let mut map: BpfHashMap<_, NbrKey, NbrEntry> = BpfHashMap::try_from(
-            self.ebpf
-                .map_mut(map_names::GW_NBR)
-                .ok_or(DataplaneError::Missing(map_names::GW_NBR))?,
-        )
-        .map_err(map_err(map_names::GW_NBR))?;
+        let mut map: BpfHashMap<_, NbrKey, NbrEntry> = hash_mut(&mut self.ebpf, map_names::GW_NBR)?;
         let mut changed = 0;
         // Removals first: a full table makes room before it takes new entries.
         let gone: Vec<NbrKey> = self
@@ -408,12 +401,8 @@ impl Dataplane {
         // first ARP comes before its NetworkEndpoint) is the seeded one's from now on:
         // the learned binding must not come back when the seeded one goes.
         if !seeded.is_empty() {
-            let mut learned: BpfHashMap<_, NbrKey, NbrEntry> = BpfHashMap::try_from(
-                self.ebpf
-                    .map_mut(map_names::GW_SNOOP)
-                    .ok_or(DataplaneError::Missing(map_names::GW_SNOOP))?,
-            )
-            .map_err(map_err(map_names::GW_SNOOP))?;
+            let mut learned: BpfHashMap<_, NbrKey, NbrEntry> =
+                hash_mut(&mut self.ebpf, map_names::GW_SNOOP)?;
             for k in &seeded {
                 match removed(learned.remove(k)) {
                     Ok(()) => {}
