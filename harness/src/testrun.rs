@@ -125,6 +125,11 @@ impl PortBed {
             .expect("bring up the Node")
     }
 
+    /// `prog` run once on `frame` arriving on port `i`.
+    pub fn send(&self, prog: &SchedClassifier, i: usize, frame: &[u8]) -> Run {
+        run_tc(&self.ns, prog, self.ifindex(i), frame, 1)
+    }
+
     /// Frames sent out of port `i` so far.
     pub fn tx(&self, i: usize) -> u64 {
         self.ns.counter(&self.ports[i].0, "tx_packets")

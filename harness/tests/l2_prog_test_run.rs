@@ -33,13 +33,7 @@ impl Bed {
     }
 
     fn send(&self, port: usize, frame: &[u8]) -> juneau_harness::testrun::Run {
-        run_tc(
-            &self.bed.ns,
-            self.dp.l2_port_program(),
-            self.bed.ifindex(port),
-            frame,
-            1,
-        )
+        self.bed.send(self.dp.l2_port_program(), port, frame)
     }
 
     fn entry(&self, mac: [u8; 6]) -> Option<juneau_common::FdbEntry> {

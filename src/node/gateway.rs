@@ -300,6 +300,16 @@ mod tests {
         w
     }
 
+    fn vni_of(w: &World, name: &str) -> u32 {
+        w.objects
+            .l2network(name)
+            .unwrap()
+            .status
+            .as_ref()
+            .unwrap()
+            .vni
+    }
+
     fn gw() -> Option<L2Gateway> {
         Some(L2Gateway::default())
     }
@@ -341,14 +351,7 @@ mod tests {
         // the same CIDR as a's web but its own VNI (isolation by table).
         let b = &state.tables["vpc:b"];
         assert_eq!(b.len(), 1);
-        let web_vni = w
-            .objects
-            .l2network("web")
-            .unwrap()
-            .status
-            .as_ref()
-            .unwrap()
-            .vni;
+        let web_vni = vni_of(&w, "web");
         assert_ne!(b.first().unwrap().vni, web_vni);
         assert_eq!(state.segments[&b.first().unwrap().vni].table, "vpc:b");
     }
@@ -372,7 +375,7 @@ mod tests {
         );
         let (state, _) = desired(&w);
         let table_of = |n: &str| {
-            let vni = w.objects.l2network(n).unwrap().status.as_ref().unwrap().vni;
+            let vni = vni_of(&w, n);
             state.segments[&vni].table.clone()
         };
         assert_eq!(table_of("own"), "special");
@@ -422,14 +425,7 @@ mod tests {
         assert_eq!(state.neighbours.len(), 2, "one per gateway segment");
         let vnis: BTreeSet<u32> = state.neighbours.keys().map(|(v, _)| *v).collect();
         assert_eq!(vnis.len(), 2, "the same address in two Vpcs, two VNIs");
-        let web = w
-            .objects
-            .l2network("web")
-            .unwrap()
-            .status
-            .as_ref()
-            .unwrap()
-            .vni;
+        let web = vni_of(&w, "web");
         let n = state.neighbours[&(web, "10.1.0.2".parse().unwrap())];
         assert_eq!(n.mac, [2, 0, 0, 0, 0, 1]);
         assert_eq!(n.vtep, Ipv4Addr::new(10, 99, 0, 1));

@@ -47,15 +47,26 @@ impl Dataplane {
 
     /// Drop counters summed over CPUs, by reason.
     pub fn drops(&self) -> Result<BTreeMap<&'static str, u64>, DataplaneError> {
-        let counters: PerCpuArray<_, u64> = PerCpuArray::try_from(self.map(map_names::DROPS)?)
-            .map_err(map_err(map_names::DROPS))?;
-        DropReason::ALL
+        let slots = DropReason::ALL.map(|r| (r as u32, r.name()));
+        Ok(self
+            .named_counters(map_names::DROPS, &slots)?
+            .into_iter()
+            .collect())
+    }
+
+    /// The per-CPU counters of `map` at `slots`, summed over CPUs, by name.
+    pub(super) fn named_counters(
+        &self,
+        map: &'static str,
+        slots: &[(u32, &'static str)],
+    ) -> Result<Vec<(&'static str, u64)>, DataplaneError> {
+        let counters: PerCpuArray<_, u64> =
+            PerCpuArray::try_from(self.map(map)?).map_err(map_err(map))?;
+        slots
             .iter()
-            .map(|r| {
-                let per_cpu = counters
-                    .get(&(*r as u32), 0)
-                    .map_err(map_err(map_names::DROPS))?;
-                Ok((r.name(), per_cpu.iter().sum()))
+            .map(|(slot, name)| {
+                let per_cpu = counters.get(slot, 0).map_err(map_err(map))?;
+                Ok((*name, per_cpu.iter().sum()))
             })
             .collect()
     }

@@ -10,8 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use aya::maps::{
-    ArrayOfMaps, HashMap as BpfHashMap, LpmTrie, Map, MapData, PerCpuArray, ProgramArray,
-    lpm_trie::Key,
+    ArrayOfMaps, HashMap as BpfHashMap, LpmTrie, Map, MapData, ProgramArray, lpm_trie::Key,
 };
 use juneau_common::{
     FdbKey, GwSegment, NbrEntry, NbrKey, RouteEntry,
@@ -416,17 +415,8 @@ impl Dataplane {
 
     /// The router's counters, summed over CPUs, by name.
     pub fn gw_stats(&self) -> Result<Vec<(&'static str, u64)>, DataplaneError> {
-        let stats: PerCpuArray<_, u64> = PerCpuArray::try_from(self.map(map_names::GW_STATS)?)
-            .map_err(map_err(map_names::GW_STATS))?;
-        GwStat::ALL
-            .iter()
-            .map(|s| {
-                let per_cpu = stats
-                    .get(&(*s as u32), 0)
-                    .map_err(map_err(map_names::GW_STATS))?;
-                Ok((s.name(), per_cpu.iter().sum()))
-            })
-            .collect()
+        let slots = GwStat::ALL.map(|s| (s as u32, s.name()));
+        self.named_counters(map_names::GW_STATS, &slots)
     }
 
     /// The neighbours the datapath holds, seeded then learned (dumps and tests).

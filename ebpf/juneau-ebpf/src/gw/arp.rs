@@ -44,10 +44,7 @@ pub fn answer(
                 return Err(DropReason::SpoofedGatewayMac);
             }
             // Every other ARP packet of the segment teaches the router its sender.
-            let here = crate::maps::jn_node
-                .get(0)
-                .map(|n| n.local_vtep)
-                .unwrap_or(0);
+            let here = crate::overlay::local_vtep();
             super::snoop::learn(port.vni, seg, ip, &mac, here);
         }
     }

@@ -93,10 +93,9 @@ pub fn ipv4(
     }
     let table = maps::jn_gw_rt.get(seg.table).ok_or(DropReason::NoRoute)?;
     let key = aya_ebpf::maps::lpm_trie::Key::new(32, ip.daddr.to_ne_bytes());
-    let Some(route) = table.get(&key).copied() else {
+    let Some(route): Option<RouteEntry> = table.get(&key).copied() else {
         return icmp::error(ctx, ifindex, port, seg, &ip, IcmpError::NetUnreachable);
     };
-    let route: RouteEntry = route;
     if route.kind != ROUTE_CONNECTED {
         return Err(DropReason::RouteUnsupported);
     }
@@ -116,10 +115,9 @@ pub fn ipv4(
     let found = unsafe { maps::jn_gw_nbr.get(&key) }
         .or_else(|| unsafe { maps::jn_gw_snoop.get(&key) })
         .copied();
-    let Some(nbr) = found else {
+    let Some(nbr): Option<NbrEntry> = found else {
         return icmp::error(ctx, ifindex, port, seg, &ip, IcmpError::HostUnreachable);
     };
-    let nbr: NbrEntry = nbr;
     // L2-21: what does not fit the destination segment and may not be fragmented is
     // answered with the MTU there (path MTU discovery). GSO packets are cut to the
     // sender's MTU later and are not checked here.
@@ -183,7 +181,7 @@ fn forward(ctx: &TcContext, route: &RouteEntry, nbr: &NbrEntry) -> Result<i32, D
     }
     // Not heard yet: the neighbour's Node, from the endpoint Juneau wrote (L2-18: the
     // first packet reaches a Pod that never spoke).
-    let local = maps::jn_node.get(0).map(|n| n.local_vtep).unwrap_or(0);
+    let local = overlay::local_vtep();
     if nbr.vtep != 0 && nbr.vtep != local {
         return overlay::unicast(ctx, route.vni, nbr.vtep, &addrs);
     }

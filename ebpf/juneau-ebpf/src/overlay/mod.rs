@@ -50,6 +50,12 @@ pub fn vxlan_ifindex() -> Result<u32, DropReason> {
     }
 }
 
+/// This Node's VTEP (host order), 0 without an overlay.
+#[inline(always)]
+pub fn local_vtep() -> u32 {
+    maps::jn_node.get(0).map(|n| n.local_vtep).unwrap_or(0)
+}
+
 /// Zeroes a tunnel key in place, word by word with volatile stores: LLVM merges plain
 /// zero stores, `mem::zeroed` or a by-value copy of a zeroed key into a `memset`, which
 /// the BPF backend emits as a call to a memset subprogram, one BPF-to-BPF call per
