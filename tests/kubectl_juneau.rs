@@ -17,6 +17,7 @@ fn l2_30_bpf_dump_l2_fdb_shows_what_the_datapath_learned() {
             vni,
             mtu: 0,
             peer: true,
+            routed: None,
         })
         .unwrap();
     }

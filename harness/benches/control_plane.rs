@@ -157,6 +157,7 @@ fn endpoints_part(out: &mut Vec<Measurement>) {
                 vni: 5000 + s,
                 mtu: 0,
                 peer: true,
+                routed: None,
             })
             .unwrap();
         }
@@ -205,6 +206,7 @@ fn endpoints_part(out: &mut Vec<Measurement>) {
             vni: 7,
             mtu: 0,
             peer: true,
+            routed: None,
         })
         .unwrap();
         ((d2.memlock_bytes() - before) as f64, before as f64)

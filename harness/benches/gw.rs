@@ -60,6 +60,7 @@ fn program_cost(out: &mut Vec<Measurement>) {
             vni,
             mtu: 1500,
             peer: true,
+            routed: None,
         })
         .unwrap();
     }

@@ -47,6 +47,7 @@ fn fill(bed: &PortBed, dp: &mut Dataplane, n: usize) {
             vni: 10_000 + port,
             mtu: 0,
             peer: true,
+            routed: None,
         })
         .unwrap();
         let chunk = left.min(8000);
@@ -91,6 +92,7 @@ fn main() {
             vni: VNI,
             mtu: 0,
             peer: true,
+            routed: None,
         })
         .unwrap();
     }
@@ -100,6 +102,7 @@ fn main() {
         vni: REMOTE_VNI,
         mtu: 0,
         peer: true,
+        routed: None,
     })
     .unwrap();
     for ip in [Ipv4Addr::new(10, 99, 0, 2), Ipv4Addr::new(10, 99, 0, 3)] {
@@ -186,6 +189,7 @@ fn main() {
             vni: LEARN_VNI,
             mtu: 0,
             peer: true,
+            routed: None,
         })
         .unwrap();
     }

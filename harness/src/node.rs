@@ -88,6 +88,7 @@ impl Node {
                         vni: opts.vni,
                         mtu: opts.mtu,
                         peer: true,
+                        routed: None,
                     },
                 )
             })

@@ -1,10 +1,15 @@
 //! Router states for tests and benches: gateway segments that all route by one table
 //! ("t") holding a connected route to each, and seeded neighbours, as the daemon would
 //! compute them from a cluster (`juneau::node::gateway::desired`).
-use std::net::Ipv4Addr;
+use std::{collections::BTreeMap, net::Ipv4Addr};
 
-use juneau::node::gateway::{GatewaySegment, Neighbour, RouteSpec, RouterState};
+use juneau::node::{
+    Dataplane,
+    gateway::{GatewaySegment, Neighbour, RouteSpec, RouterState},
+};
 use juneau_common::gw::ROUTE_CONNECTED;
+
+use crate::testrun::PortBed;
 
 /// One gateway segment.
 #[derive(Clone, Copy, Debug)]
@@ -58,4 +63,38 @@ pub fn state(segs: &[Seg], nbrs: &[Nbr]) -> RouterState {
             .insert((vni, ip.into()), Neighbour { mac, vtep });
     }
     s
+}
+
+/// A Node's datapath on the ports of a [`PortBed`], for test runs of the router.
+pub struct RouterBed {
+    pub bed: PortBed,
+    pub dp: Dataplane,
+}
+
+impl RouterBed {
+    /// `frame` into port `port`'s `port_ingress`.
+    pub fn send(&self, port: usize, frame: &[u8]) -> crate::testrun::Run {
+        self.bed.send(self.dp.l2_port_program(), port, frame)
+    }
+
+    /// The drop counters that moved, by reason.
+    pub fn drops(&self) -> BTreeMap<&'static str, u64> {
+        self.dp
+            .drops()
+            .expect("drop counters")
+            .into_iter()
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+
+    /// One router counter (`ROUTED`, `ARP_REPLIES`, ...).
+    pub fn stat(&self, name: &str) -> u64 {
+        self.dp
+            .gw_stats()
+            .expect("router counters")
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("no router counter {name}"))
+            .1
+    }
 }

@@ -3,7 +3,7 @@
 //! that moves. Ports are real veths of a fresh namespace (flooded copies leave and are
 //! counted). Segment A (10.0.1.0/24) has ports 0 and 1, segment B (10.0.2.0/24, MTU
 //! 1400) port 2; both route by one table.
-use std::{collections::BTreeMap, net::Ipv4Addr};
+use std::net::Ipv4Addr;
 
 use juneau::node::{
     Dataplane,
@@ -13,7 +13,7 @@ use juneau::node::{
 use juneau_common::gw::ROUTE_UNSUPPORTED;
 use juneau_harness::{
     frames::{self, BROADCAST, fixtures::*, ones_complement},
-    router::{self, Seg},
+    router::{self, RouterBed, Seg},
     testrun::{PortBed, TC_ACT_REDIRECT, TC_ACT_SHOT, run_tc},
 };
 
@@ -25,11 +25,6 @@ const GW_A_IP: [u8; 4] = [10, 0, 1, 1];
 const GW_B_IP: [u8; 4] = [10, 0, 2, 1];
 /// The address of the Pod on port 2 (segment B).
 const B_IP: [u8; 4] = [10, 0, 2, 12];
-
-struct Bed {
-    bed: PortBed,
-    dp: Dataplane,
-}
 
 const SEG_A: Seg = Seg {
     vni: VNI_A,
@@ -63,52 +58,28 @@ fn router() -> RouterState {
     s
 }
 
-impl Bed {
-    fn new() -> Bed {
-        // Port 3 is a third on A, so that a flood from port 0 clones to port 1 (its
-        // transmit counter moves) and redirects to port 3.
-        let bed = PortBed::new(4);
-        let mut dp = Dataplane::load(None).expect("load");
-        dp.sync_router(&router()).unwrap();
-        for (i, vni, mtu) in [
-            (0, VNI_A, 1450),
-            (1, VNI_A, 1450),
-            (2, VNI_B, 1400),
-            (3, VNI_A, 1450),
-        ] {
-            dp.configure_port(PortSpec {
-                ifindex: bed.ifindex(i),
-                vni,
-                mtu,
-                peer: true,
-            })
-            .unwrap();
-        }
-        Bed { bed, dp }
+fn new_bed() -> RouterBed {
+    // Port 3 is a third on A, so that a flood from port 0 clones to port 1 (its
+    // transmit counter moves) and redirects to port 3.
+    let bed = PortBed::new(4);
+    let mut dp = Dataplane::load(None).expect("load");
+    dp.sync_router(&router()).unwrap();
+    for (i, vni, mtu) in [
+        (0, VNI_A, 1450),
+        (1, VNI_A, 1450),
+        (2, VNI_B, 1400),
+        (3, VNI_A, 1450),
+    ] {
+        dp.configure_port(PortSpec {
+            ifindex: bed.ifindex(i),
+            vni,
+            mtu,
+            peer: true,
+            routed: None,
+        })
+        .unwrap();
     }
-
-    fn send(&self, port: usize, frame: &[u8]) -> juneau_harness::testrun::Run {
-        self.bed.send(self.dp.l2_port_program(), port, frame)
-    }
-
-    fn drops(&self) -> BTreeMap<&'static str, u64> {
-        self.dp
-            .drops()
-            .unwrap()
-            .into_iter()
-            .filter(|(_, n)| *n > 0)
-            .collect()
-    }
-
-    fn stat(&self, name: &str) -> u64 {
-        self.dp
-            .gw_stats()
-            .unwrap()
-            .into_iter()
-            .find(|(n, _)| *n == name)
-            .unwrap()
-            .1
-    }
+    RouterBed { bed, dp }
 }
 
 fn a_pod() -> ([u8; 6], [u8; 4]) {
@@ -126,7 +97,7 @@ fn assert_checksums(f: &[u8]) {
 
 #[test]
 fn l2_13_arp_for_the_gateway_is_answered_in_place_with_its_mac() {
-    let b = Bed::new();
+    let b = new_bed();
     let run = b.send(0, &frames::arp_request(pod_mac(0), pod_ip(0), GW_A_IP));
     assert_eq!(run.verdict, TC_ACT_REDIRECT, "back to the asking port");
     let want = frames::arp_reply(GW_A, GW_A_IP, pod_mac(0), pod_ip(0));
@@ -140,7 +111,7 @@ fn l2_13_arp_for_the_gateway_is_answered_in_place_with_its_mac() {
 
 #[test]
 fn l2_13_arp_for_anyone_else_is_switched_as_without_a_gateway() {
-    let b = Bed::new();
+    let b = new_bed();
     let before = b.bed.tx(1);
     let run = b.send(0, &frames::arp_request(pod_mac(0), pod_ip(0), pod_ip(1)));
     assert_eq!(
@@ -162,7 +133,7 @@ fn l2_13_arp_for_anyone_else_is_switched_as_without_a_gateway() {
 
 #[test]
 fn l2_13_ping_to_the_gateway_is_answered_from_its_address() {
-    let b = Bed::new();
+    let b = new_bed();
     let req = frames::icmp_echo(a_pod(), (GW_A, GW_A_IP), 64, 56, false);
     let run = b.send(0, &req);
     assert_eq!(run.verdict, TC_ACT_REDIRECT);
@@ -190,7 +161,7 @@ fn l2_13_ping_to_the_gateway_is_answered_from_its_address() {
 
 #[test]
 fn l2_15_routed_to_another_segment_with_one_ttl_decrement() {
-    let b = Bed::new();
+    let b = new_bed();
     // The Pod on B speaks once, so B's table knows its port.
     b.send(2, &frames::raw(BROADCAST, pod_mac(2), 0x88b5, b"hello"));
     let req = frames::icmp_echo(a_pod(), (GW_A, B_IP), 64, 56, false);
@@ -209,7 +180,7 @@ fn l2_15_routed_to_another_segment_with_one_ttl_decrement() {
 
 #[test]
 fn l2_18_a_seeded_neighbour_that_never_spoke_is_reached_and_unknown_ones_are_not() {
-    let b = Bed::new();
+    let b = new_bed();
     // Port 2's Pod is silent: B's table is empty, the seed says it is on this Node, so
     // the segment's local ports get it.
     let run = b.send(0, &frames::icmp_echo(a_pod(), (GW_A, B_IP), 64, 8, false));
@@ -231,7 +202,7 @@ fn l2_18_a_seeded_neighbour_that_never_spoke_is_reached_and_unknown_ones_are_not
 
 #[test]
 fn gw_ttl_expiry_is_answered_with_time_exceeded_from_the_gateway() {
-    let b = Bed::new();
+    let b = new_bed();
     let req = frames::icmp_echo(a_pod(), (GW_A, B_IP), 1, 56, false);
     let run = b.send(0, &req);
     assert_eq!(run.verdict, TC_ACT_REDIRECT);
@@ -248,7 +219,7 @@ fn gw_ttl_expiry_is_answered_with_time_exceeded_from_the_gateway() {
 
 #[test]
 fn l2_21_too_big_with_df_is_answered_with_the_next_segments_mtu() {
-    let b = Bed::new();
+    let b = new_bed();
     b.send(2, &frames::raw(BROADCAST, pod_mac(2), 0x88b5, b"hello"));
     // 1428 bytes of IPv4: fits A (1450), not B (1400).
     let big = frames::icmp_echo(a_pod(), (GW_A, B_IP), 64, 1400, true);
@@ -272,7 +243,7 @@ fn l2_21_too_big_with_df_is_answered_with_the_next_segments_mtu() {
 
 #[test]
 fn gw_icmp_errors_are_rate_limited_per_cpu() {
-    let b = Bed::new();
+    let b = new_bed();
     let req = frames::icmp_echo(a_pod(), (GW_A, B_IP), 1, 8, false);
     // One run per packet (a repeated run would see the packet the first one rewrote).
     let n = 400;
@@ -295,7 +266,7 @@ fn gw_icmp_errors_are_rate_limited_per_cpu() {
 
 #[test]
 fn gw_routes_of_later_kinds_no_route_and_broken_headers_are_refused_by_name() {
-    let b = Bed::new();
+    let b = new_bed();
     let to = |ip: [u8; 4]| frames::icmp_echo(a_pod(), (GW_A, ip), 64, 8, false);
     assert_eq!(b.send(0, &to([192, 168, 1, 1])).verdict, TC_ACT_SHOT);
     // No route: network unreachable, from the gateway.
@@ -324,7 +295,7 @@ fn gw_routes_of_later_kinds_no_route_and_broken_headers_are_refused_by_name() {
 
 #[test]
 fn l2_29_a_workload_sending_as_its_gateway_is_dropped_and_not_learned() {
-    let b = Bed::new();
+    let b = new_bed();
     let run = b.send(
         0,
         &frames::raw(BROADCAST, GW_A, 0x88b5, b"i am the gateway"),
@@ -336,7 +307,7 @@ fn l2_29_a_workload_sending_as_its_gateway_is_dropped_and_not_learned() {
 
 #[test]
 fn l2_13_pure_l2_on_a_gateway_segment_is_switched_unchanged() {
-    let b = Bed::new();
+    let b = new_bed();
     b.send(1, &frames::raw(BROADCAST, pod_mac(1), 0x88b5, b"hello"));
     for f in [
         frames::raw(pod_mac(1), pod_mac(0), 0x88b5, b"any ethertype"),
@@ -351,7 +322,7 @@ fn l2_13_pure_l2_on_a_gateway_segment_is_switched_unchanged() {
 
 #[test]
 fn l2_13_a_gateway_removed_stops_routing_and_ports_switch_as_before() {
-    let mut b = Bed::new();
+    let mut b = new_bed();
     let mut without_a = router();
     without_a.segments.remove(&VNI_A);
     let done = b.dp.sync_router(&without_a).unwrap();
@@ -372,7 +343,7 @@ fn l2_13_a_gateway_removed_stops_routing_and_ports_switch_as_before() {
 
 #[test]
 fn l2_13_verifier_counts_stay_within_their_goals() {
-    let b = Bed::new();
+    let b = new_bed();
     let insns = |name: &'static str| {
         b.dp.program(name)
             .info()
@@ -400,6 +371,7 @@ fn l2_14_a_changed_table_is_swapped_in_whole_and_a_restarted_daemon_keeps_routin
             vni,
             mtu: 1450,
             peer: true,
+            routed: None,
         })
         .unwrap();
     }
@@ -459,7 +431,7 @@ fn l2_14_a_changed_table_is_swapped_in_whole_and_a_restarted_daemon_keeps_routin
 #[test]
 fn l2_18_a_host_juneau_did_not_address_is_reached_after_its_first_arp_and_cannot_take_a_seeded_address()
  {
-    let b = Bed::new();
+    let b = new_bed();
     // A VM behind Pod 1's NIC with an address of its own choosing.
     let (vm_mac, vm_ip) = (behind_mac(1, 1), [10, 0, 1, 200]);
     let to_vm = frames::icmp_echo((pod_mac(2), B_IP), (GW_B, vm_ip), 64, 8, false);
@@ -503,7 +475,7 @@ fn l2_18_a_host_juneau_did_not_address_is_reached_after_its_first_arp_and_cannot
 
 #[test]
 fn l2_13_no_workload_can_claim_the_gateway_by_arp_and_other_arp_is_switched() {
-    let b = Bed::new();
+    let b = new_bed();
     b.send(1, &frames::raw(BROADCAST, pod_mac(1), 0x88b5, b"hello"));
     // A broadcast announcing the gateway's address, and a unicast reply claiming it to
     // one neighbour: both dropped, neither learned.
@@ -532,7 +504,7 @@ fn l2_13_no_workload_can_claim_the_gateway_by_arp_and_other_arp_is_switched() {
 
 #[test]
 fn l2_13_a_fragment_to_the_gateway_gets_no_echo_reply() {
-    let b = Bed::new();
+    let b = new_bed();
     let mut first = frames::icmp_echo(a_pod(), (GW_A, GW_A_IP), 64, 56, false);
     first[20] |= 0x20; // more fragments
     first[24..26].fill(0);
@@ -545,7 +517,7 @@ fn l2_13_a_fragment_to_the_gateway_gets_no_echo_reply() {
 
 #[test]
 fn l2_14_a_table_that_cannot_be_written_is_left_out_alone() {
-    let mut b = Bed::new();
+    let mut b = new_bed();
     // A third segment routes by a table of more routes than a table holds.
     let mut want = router();
     let big: std::collections::BTreeSet<RouteSpec> = (0..=juneau_common::gw::ROUTES_PER_TABLE)

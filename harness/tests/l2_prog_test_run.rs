@@ -26,6 +26,7 @@ impl Bed {
                 vni: VNI,
                 mtu: 0,
                 peer: true,
+                routed: None,
             })
             .unwrap();
         }

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
     namespaced,
     printcolumn(name = "KIND", type_ = "string", json_path = ".spec.kind"),
     printcolumn(name = "NODE", type_ = "string", json_path = ".spec.nodeName"),
+    printcolumn(name = "SUBNET", type_ = "string", json_path = ".spec.subnet"),
     printcolumn(name = "L2NETWORK", type_ = "string", json_path = ".spec.l2Network"),
     printcolumn(name = "ADDRESS", type_ = "string", json_path = ".spec.address")
 )]

@@ -1,7 +1,14 @@
-//! Subnet: the fields the L2Network overlap checks read, and its VNI.
+//! Subnet: a routed segment of a Vpc. Its NICs get addresses from its `cidr` and a
+//! default route via its gateway (the CIDR's first address, answered by the router on
+//! every Node); they reach each other and every other segment of the Vpc by IPv4 only.
+// kube-derive's `printcolumn(...)` lists repeat the same keys by design.
+#![allow(clippy::duplicated_attributes)]
+
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use super::condition::Condition;
 
 #[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[kube(
@@ -9,7 +16,11 @@ use serde::{Deserialize, Serialize};
     version = "v1alpha1",
     derive = "PartialEq",
     kind = "Subnet",
-    status = "SubnetStatus"
+    status = "SubnetStatus",
+    printcolumn(name = "VPC", type_ = "string", json_path = ".spec.vpc"),
+    printcolumn(name = "CIDR", type_ = "string", json_path = ".spec.cidr"),
+    printcolumn(name = "GATEWAY", type_ = "string", json_path = ".status.gateway"),
+    printcolumn(name = "VNI", type_ = "integer", json_path = ".status.vni")
 )]
 #[serde(rename_all = "camelCase")]
 pub struct SubnetSpec {
@@ -20,7 +31,17 @@ pub struct SubnetSpec {
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
 pub struct SubnetStatus {
+    /// From the `subnet-vni` AllocationPool, shared with L2Networks (L2-22).
     #[serde(default)]
     pub vni: u32,
+    /// The CIDR's first address.
+    #[serde(default)]
+    pub gateway: String,
+    /// Chosen once, stable while the Subnet exists.
+    #[serde(default, rename = "gatewayMAC")]
+    pub gateway_mac: String,
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
 }

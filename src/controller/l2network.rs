@@ -6,14 +6,14 @@ use super::Config;
 use crate::{
     admission::validate::{Snapshot, first_host, parse_cidr},
     api::{
-        AllocationPool, L2Network,
+        AllocationPool,
         condition::Condition,
         l2network::{AclRef, L2NetworkStatus},
     },
 };
 
 /// VNIs held by any Subnet or L2Network.
-fn held_vnis(snap: &Snapshot) -> BTreeSet<u32> {
+pub(super) fn held_vnis(snap: &Snapshot) -> BTreeSet<u32> {
     snap.subnets
         .iter()
         .filter_map(|s| s.status.as_ref().map(|st| st.vni))
@@ -33,36 +33,51 @@ pub fn gateway_mac(vni: u32) -> String {
     format!("02:4a:4e:{:02x}:{:02x}:{:02x}", b[1], b[2], b[3])
 }
 
-pub fn reconcile_all(snap: &Snapshot, cfg: &Config) -> BTreeMap<String, L2NetworkStatus> {
+/// The lowest free VNI of the `subnet-vni` pool, marked held; `None` when exhausted.
+pub(super) fn next_vni(held: &mut BTreeSet<u32>) -> Option<u32> {
     let pool = AllocationPool::subnet_vni().spec.number;
-    let mut held = held_vnis(snap);
-    let mut out = BTreeMap::new();
-    // Oldest first (by name when no timestamps), so allocation is deterministic.
-    let mut nets: Vec<&L2Network> = snap.l2networks.iter().collect();
-    nets.sort_by_key(|l| {
+    let v = (pool.min..=pool.max).find(|v| !held.contains(v))?;
+    held.insert(v);
+    Some(v)
+}
+
+/// Oldest first (by name when no timestamps), so that allocation is deterministic.
+pub(super) fn oldest_first<K: kube::Resource>(objects: &[K]) -> Vec<&K> {
+    let mut sorted: Vec<&K> = objects.iter().collect();
+    sorted.sort_by_key(|o| {
         (
-            l.metadata.creation_timestamp.clone().map(|t| t.0),
-            l.metadata.name.clone(),
+            o.meta().creation_timestamp.clone().map(|t| t.0),
+            o.meta().name.clone(),
         )
     });
-    for l in nets {
+    sorted
+}
+
+/// The condition of a segment whose VNI cannot be allocated.
+pub(super) fn vni_exhausted() -> Condition {
+    Condition::new(
+        "Ready",
+        false,
+        "VNIExhausted",
+        "the subnet-vni AllocationPool is exhausted",
+    )
+}
+
+pub fn reconcile_all(snap: &Snapshot, cfg: &Config) -> BTreeMap<String, L2NetworkStatus> {
+    let mut held = held_vnis(snap);
+    let mut out = BTreeMap::new();
+    for l in oldest_first(&snap.l2networks) {
         let name = l.metadata.name.clone().unwrap_or_default();
         let old = l.status.clone().unwrap_or_default();
         let vni = if old.vni != 0 {
             old.vni
         } else {
-            let Some(v) = (pool.min..=pool.max).find(|v| !held.contains(v)) else {
+            let Some(v) = next_vni(&mut held) else {
                 let mut st = old.clone();
-                st.conditions = vec![Condition::new(
-                    "Ready",
-                    false,
-                    "VNIExhausted",
-                    "the subnet-vni AllocationPool is exhausted",
-                )];
+                st.conditions = vec![vni_exhausted()];
                 out.insert(name, st);
                 continue;
             };
-            held.insert(v);
             v
         };
         let gateway = l.spec.gateway.as_ref().and_then(|g| {
@@ -109,7 +124,7 @@ pub fn reconcile_all(snap: &Snapshot, cfg: &Config) -> BTreeMap<String, L2Networ
 mod tests {
     use super::*;
     use crate::api::{
-        Subnet,
+        L2Network, Subnet,
         l2network::{L2Gateway, L2NetworkSpec},
         subnet::{SubnetSpec, SubnetStatus},
     };
@@ -137,7 +152,10 @@ mod tests {
                 network_acl: None,
             },
         );
-        s.status = Some(SubnetStatus { vni: 2 });
+        s.status = Some(SubnetStatus {
+            vni: 2,
+            ..Default::default()
+        });
         snap.subnets.push(s);
         snap.l2networks.push(l2("a", None, false));
         snap.l2networks.push(l2("b", None, false));

@@ -6,11 +6,12 @@ pub mod kube;
 pub mod l2network;
 pub mod pod;
 pub mod routetable;
+pub mod subnet;
 
 use std::collections::BTreeMap;
 
 use crate::{
-    api::{NetworkInterface, RouteTable, l2network::L2NetworkStatus},
+    api::{NetworkInterface, RouteTable, l2network::L2NetworkStatus, subnet::SubnetStatus},
     cluster::{Cluster, ClusterError},
     store::World,
 };
@@ -34,6 +35,8 @@ impl Default for Config {
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Desired {
     pub l2_status: BTreeMap<String, L2NetworkStatus>,
+    #[serde(default)]
+    pub subnet_status: BTreeMap<String, SubnetStatus>,
     pub route_tables: Vec<RouteTable>,
     pub interfaces: Vec<NetworkInterface>,
 }
@@ -41,8 +44,15 @@ pub struct Desired {
 /// Every reconciler, in dependency order: segments first (VNIs, gateways), then the
 /// NICs that read them, then the routes.
 pub fn reconcile(world: &World, cfg: &Config) -> Desired {
-    let l2_status = l2network::reconcile_all(&world.objects, cfg);
     let mut objects = world.objects.clone();
+    // Subnets before L2Networks: each pass sees the other's VNIs as held.
+    let subnet_status = subnet::reconcile_all(&objects);
+    for s in &mut objects.subnets {
+        s.status = subnet_status
+            .get(s.metadata.name.as_deref().unwrap_or(""))
+            .cloned();
+    }
+    let l2_status = l2network::reconcile_all(&objects, cfg);
     for l in &mut objects.l2networks {
         l.status = l2_status
             .get(l.metadata.name.as_deref().unwrap_or(""))
@@ -52,6 +62,7 @@ pub fn reconcile(world: &World, cfg: &Config) -> Desired {
     let route_tables = routetable::reconcile_all(&objects);
     Desired {
         l2_status,
+        subnet_status,
         route_tables,
         interfaces,
     }

@@ -20,7 +20,17 @@ fn address_of(n: &NetworkInterface) -> Option<Ipv4Addr> {
     n.status.as_ref()?.address.split('/').next()?.parse().ok()
 }
 
-/// Per L2Network: the addresses held, and where the first-fit search may start.
+/// The pool key of a NIC's segment: Subnets and L2Networks are named apart, so one of
+/// each may share a name.
+fn pool_key(n: &NetworkInterfaceSpec) -> Option<String> {
+    match (&n.subnet, &n.l2_network) {
+        (Some(s), _) => Some(format!("subnet/{s}")),
+        (None, Some(l)) => Some(format!("l2/{l}")),
+        _ => None,
+    }
+}
+
+/// Per segment: the addresses held, and where the first-fit search may start.
 #[derive(Default)]
 struct Pools {
     held: HashMap<String, (BTreeSet<Ipv4Addr>, Ipv4Addr)>,
@@ -30,18 +40,31 @@ impl Pools {
     fn new(snap: &Snapshot) -> Self {
         let mut p = Pools::default();
         for n in &snap.interfaces {
-            if let (Some(l2), Some(a)) = (n.spec.l2_network.as_ref(), address_of(n)) {
-                p.entry(l2).0.insert(a);
+            if let (Some(key), Some(a)) = (pool_key(&n.spec), address_of(n)) {
+                p.entry(&key).0.insert(a);
             }
         }
         p
     }
 
-    fn entry(&mut self, l2: &str) -> &mut (BTreeSet<Ipv4Addr>, Ipv4Addr) {
+    fn entry(&mut self, key: &str) -> &mut (BTreeSet<Ipv4Addr>, Ipv4Addr) {
         self.held
-            .entry(l2.to_owned())
+            .entry(key.to_owned())
             .or_insert_with(|| (BTreeSet::new(), Ipv4Addr::UNSPECIFIED))
     }
+}
+
+/// What a NIC reads of its segment, Subnet or L2Network alike.
+struct Segment {
+    /// Its key in [`Pools`].
+    pool: String,
+    vni: u32,
+    /// 0: the kernel's default (Subnet NICs, L2-21).
+    mtu: u32,
+    /// `None`: no addresses handed out (L2-25).
+    cidr: Option<ipnet::Ipv4Net>,
+    /// Empty without a gateway.
+    gateway: String,
 }
 
 fn pending(reason: &str, message: String) -> NetworkInterfaceStatus {
@@ -95,25 +118,25 @@ pub fn reconcile_all(pods: &[PodRecord], snap: &Snapshot) -> Vec<NetworkInterfac
                 ..Default::default()
             };
             let status = match &req.target {
-                Target::Subnet(s) => {
-                    spec.subnet = Some(s.clone());
-                    pending(
-                        "NotSupported",
-                        format!("Subnet NICs ({s}) are not built yet: only L2Network NICs are"),
-                    )
+                Target::Subnet(name) => {
+                    spec.subnet = Some(name.clone());
+                    subnet(name, snap).and_then(|seg| nic_status(&seg, &req, existing, &mut pools))
                 }
                 Target::ElasticIp(e) => {
                     spec.elastic_ip = Some(e.clone());
-                    pending(
+                    Err(pending(
                         "NotSupported",
-                        format!("ElasticIP NICs ({e}) are not built yet: only L2Network NICs are"),
-                    )
+                        format!(
+                            "ElasticIP NICs ({e}) are not built yet: only Subnet and L2Network NICs are"
+                        ),
+                    ))
                 }
-                Target::L2Network(l) => {
-                    spec.l2_network = Some(l.clone());
-                    l2_status(l, &req, existing, snap, &mut pools)
+                Target::L2Network(name) => {
+                    spec.l2_network = Some(name.clone());
+                    l2network(name, snap).and_then(|seg| nic_status(&seg, &req, existing, &mut pools))
                 }
-            };
+            }
+            .unwrap_or_else(|e| e);
             let mut nic = NetworkInterface::new(&name, spec);
             nic.metadata.namespace = Some(pod.namespace.clone());
             nic.status = Some(status);
@@ -123,35 +146,67 @@ pub fn reconcile_all(pods: &[PodRecord], snap: &Snapshot) -> Vec<NetworkInterfac
     out
 }
 
-fn l2_status(
-    l2: &str,
-    req: &annotations::NicRequest,
-    existing: Option<&NetworkInterface>,
-    snap: &Snapshot,
-    pools: &mut Pools,
-) -> NetworkInterfaceStatus {
-    let Some(net) = snap.l2network(l2) else {
-        return pending(
+fn l2network(name: &str, snap: &Snapshot) -> Result<Segment, NetworkInterfaceStatus> {
+    let Some(net) = snap.l2network(name) else {
+        return Err(pending(
             "L2NetworkNotFound",
-            format!("L2Network {l2:?} does not exist"),
-        );
+            format!("L2Network {name:?} does not exist"),
+        ));
     };
     let Some(st) = net.status.as_ref().filter(|s| s.vni != 0) else {
-        return pending(
+        return Err(pending(
             "NetworkNotReady",
-            format!("L2Network {l2:?} has no VNI yet"),
-        );
+            format!("L2Network {name:?} has no VNI yet"),
+        ));
     };
-    let mut status = NetworkInterfaceStatus {
-        mtu: st.mtu,
+    Ok(Segment {
+        pool: format!("l2/{name}"),
         vni: st.vni,
+        mtu: st.mtu,
+        cidr: net.spec.cidr.as_deref().and_then(|c| parse_cidr(c).ok()),
+        gateway: st.gateway.clone(),
+    })
+}
+
+fn subnet(name: &str, snap: &Snapshot) -> Result<Segment, NetworkInterfaceStatus> {
+    let Some(subnet) = snap.subnet(name) else {
+        return Err(pending(
+            "SubnetNotFound",
+            format!("Subnet {name:?} does not exist"),
+        ));
+    };
+    let ready = subnet.status.as_ref().filter(|s| s.vni != 0);
+    let (Some(st), Ok(cidr)) = (ready, parse_cidr(&subnet.spec.cidr)) else {
+        return Err(pending(
+            "NetworkNotReady",
+            format!("Subnet {name:?} has no VNI yet"),
+        ));
+    };
+    Ok(Segment {
+        pool: format!("subnet/{name}"),
+        vni: st.vni,
+        mtu: 0,
+        cidr: Some(cidr),
+        gateway: st.gateway.clone(),
+    })
+}
+
+fn nic_status(
+    seg: &Segment,
+    req: &annotations::NicRequest,
+    existing: Option<&NetworkInterface>,
+    pools: &mut Pools,
+) -> Result<NetworkInterfaceStatus, NetworkInterfaceStatus> {
+    let mut status = NetworkInterfaceStatus {
+        mtu: seg.mtu,
+        vni: seg.vni,
         phase: "Allocated".into(),
         conditions: vec![Condition::new("Allocated", true, "Allocated", "")],
         ..Default::default()
     };
     // L2-25: a cidr-less segment hands out no address.
-    let Some(cidr) = net.spec.cidr.as_deref().and_then(|c| parse_cidr(c).ok()) else {
-        return status;
+    let Some(cidr) = seg.cidr else {
+        return Ok(status);
     };
     let kept = existing
         .and_then(|e| e.status.as_ref())
@@ -160,12 +215,12 @@ fn l2_status(
     status.address = match kept {
         Some(a) => a,
         None => {
-            let gateway = st.gateway.parse().ok();
+            let gateway = seg.gateway.parse().ok();
             let requested = req
                 .address
                 .as_deref()
                 .and_then(|a| a.split('/').next()?.parse().ok());
-            let (held, cursor) = pools.entry(l2);
+            let (held, cursor) = pools.entry(&seg.pool);
             // A requested address must not move the first-fit cursor.
             let mut scratch = *cursor;
             let slot = if requested.is_some() {
@@ -178,18 +233,18 @@ fn l2_status(
                     held.insert(a);
                     format!("{a}/{}", cidr.prefix_len())
                 }
-                Err(e) => return pending("AllocationFailed", e.to_string()),
+                Err(e) => return Err(pending("AllocationFailed", e.to_string())),
             }
         }
     };
     // L2-15: only the first NIC's default route, via the segment's gateway.
-    if req.interface == "eth0" && !st.gateway.is_empty() {
+    if req.interface == "eth0" && !seg.gateway.is_empty() {
         status.routes.push(NicRoute {
             dst: "0.0.0.0/0".into(),
-            gw: st.gateway.clone(),
+            gw: seg.gateway.clone(),
         });
     }
-    status
+    Ok(status)
 }
 
 #[cfg(test)]
@@ -200,8 +255,9 @@ mod tests {
     use super::*;
     use crate::{
         api::{
-            L2Network,
+            L2Network, Subnet,
             l2network::{L2Gateway, L2NetworkSpec, L2NetworkStatus},
+            subnet::SubnetSpec,
         },
         controller::{Config, l2network},
     };
@@ -234,6 +290,21 @@ mod tests {
         routed.status = Some(st["routed"].clone());
         pure.status = Some(st["pure"].clone());
         s.l2networks = vec![routed, pure];
+        // A Subnet named like an L2Network: the two never share a pool.
+        let mut web = Subnet::new(
+            "routed",
+            SubnetSpec {
+                vpc: "t".into(),
+                cidr: "10.71.0.0/28".into(),
+                network_acl: None,
+            },
+        );
+        web.status = crate::controller::subnet::reconcile_all(&Snapshot {
+            subnets: vec![web.clone()],
+            ..s.clone()
+        })
+        .remove("routed");
+        s.subnets = vec![web];
         s
     }
 
@@ -331,5 +402,71 @@ mod tests {
         let secondary = pod("app", r#"[{"interface":"eth1","l2Network":"routed"}]"#);
         assert_eq!(dns_policy(&secondary, &s), None, "eth0 stays on its Subnet");
         let _ = L2NetworkStatus::default();
+    }
+
+    #[test]
+    fn l2_15_subnet_nics_get_the_subnets_address_gateway_and_kernel_mtu() {
+        let s = snap();
+        let nics = reconcile_all(
+            &[pod(
+                "web",
+                r#"[{"interface":"eth0","subnet":"routed"},{"interface":"eth1","l2Network":"routed"}]"#,
+            )],
+            &s,
+        );
+        let st0 = nics[0].status.as_ref().unwrap();
+        assert_eq!(nics[0].spec.subnet.as_deref(), Some("routed"));
+        assert_eq!(st0.address, "10.71.0.2/28", ".1 is the Subnet's gateway");
+        assert_eq!(st0.vni, s.subnets[0].status.as_ref().unwrap().vni);
+        assert_eq!(st0.mtu, 0, "L2-21: Subnet NICs keep the kernel's MTU");
+        assert_eq!(
+            st0.routes,
+            vec![NicRoute {
+                dst: "0.0.0.0/0".into(),
+                gw: "10.71.0.1".into()
+            }]
+        );
+        let st1 = nics[1].status.as_ref().unwrap();
+        assert_eq!(
+            st1.address, "10.7.0.2/24",
+            "the L2Network of the same name has a pool of its own"
+        );
+        // No Subnet of that name, or one without a VNI yet: pending, saying which.
+        let missing = reconcile_all(&[pod("x", r#"[{"interface":"eth0","subnet":"nope"}]"#)], &s);
+        let st = missing[0].status.as_ref().unwrap();
+        assert_eq!(st.phase, "Pending");
+        assert_eq!(st.conditions[0].reason, "SubnetNotFound");
+        let mut unready = s.clone();
+        unready.subnets[0].status = None;
+        let waiting = reconcile_all(
+            &[pod("x", r#"[{"interface":"eth0","subnet":"routed"}]"#)],
+            &unready,
+        );
+        assert_eq!(
+            waiting[0].status.as_ref().unwrap().conditions[0].reason,
+            "NetworkNotReady"
+        );
+    }
+
+    #[test]
+    fn l2_17_a_subnet_runs_out_of_addresses_with_a_clear_reason() {
+        let s = snap();
+        // A /28 holds 13 hosts once the gateway is reserved.
+        let pods: Vec<PodRecord> = (0..14)
+            .map(|i| {
+                pod(
+                    &format!("p{i}"),
+                    r#"[{"interface":"eth0","subnet":"routed"}]"#,
+                )
+            })
+            .collect();
+        let nics = reconcile_all(&pods, &s);
+        let last = nics[13].status.as_ref().unwrap();
+        assert_eq!(nics[12].status.as_ref().unwrap().address, "10.71.0.14/28");
+        assert_eq!(last.phase, "Failed");
+        assert_eq!(
+            last.conditions[0].message,
+            "10.71.0.0/28 has no free address left"
+        );
     }
 }

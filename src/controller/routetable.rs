@@ -1,5 +1,5 @@
-//! L2-14: an L2Network with a gateway puts a connected route for its CIDR into every
-//! RouteTable of its Vpc, as a Subnet does.
+//! L2-14: every Subnet, and every L2Network with a gateway, puts a connected route for
+//! its CIDR into every RouteTable of its Vpc.
 use crate::{
     admission::Snapshot,
     api::{
@@ -13,9 +13,22 @@ pub fn reconcile_all(snap: &Snapshot) -> Vec<RouteTable> {
         .iter()
         .map(|rt| {
             let mut rt = rt.clone();
-            rt.spec
-                .routes
-                .retain(|r| !(r.via.type_ == "connected" && r.via.l2_network.is_some()));
+            rt.spec.routes.retain(|r| {
+                !(r.via.type_ == "connected"
+                    && (r.via.l2_network.is_some() || r.via.subnet.is_some()))
+            });
+            let subnets = snap
+                .subnets
+                .iter()
+                .filter(|s| s.spec.vpc == rt.spec.vpc)
+                .map(|s| Route {
+                    dst: s.spec.cidr.clone(),
+                    via: Via {
+                        type_: "connected".into(),
+                        subnet: s.metadata.name.clone(),
+                        ..Default::default()
+                    },
+                });
             let mut connected: Vec<Route> = snap
                 .l2networks
                 .iter()
@@ -30,6 +43,7 @@ pub fn reconcile_all(snap: &Snapshot) -> Vec<RouteTable> {
                         },
                     })
                 })
+                .chain(subnets)
                 .collect();
             connected.sort_by(|a, b| a.dst.cmp(&b.dst));
             rt.spec.routes.extend(connected);
@@ -42,13 +56,14 @@ pub fn reconcile_all(snap: &Snapshot) -> Vec<RouteTable> {
 mod tests {
     use super::*;
     use crate::api::{
-        L2Network,
+        L2Network, Subnet,
         l2network::{L2Gateway, L2NetworkSpec},
         routetable::RouteTableSpec,
+        subnet::SubnetSpec,
     };
 
     #[test]
-    fn l2_14_gateway_route_lands_in_every_route_table_of_the_vpc() {
+    fn l2_14_gateway_and_subnet_routes_land_in_every_route_table_of_the_vpc() {
         let mut s = Snapshot::default();
         let user = Route {
             dst: "0.0.0.0/0".into(),
@@ -91,7 +106,23 @@ mod tests {
         };
         s.l2networks.push(gw("routed", "10.7.0.0/24", true));
         s.l2networks.push(gw("closed", "10.8.0.0/24", false));
+        s.subnets.push(Subnet::new(
+            "web",
+            SubnetSpec {
+                vpc: "t".into(),
+                cidr: "10.71.0.0/24".into(),
+                network_acl: None,
+            },
+        ));
         let out = reconcile_all(&s);
+        let web = Route {
+            dst: "10.71.0.0/24".into(),
+            via: Via {
+                type_: "connected".into(),
+                subnet: Some("web".into()),
+                ..Default::default()
+            },
+        };
         let want = Route {
             dst: "10.7.0.0/24".into(),
             via: Via {
@@ -102,10 +133,10 @@ mod tests {
         };
         assert_eq!(
             out[0].spec.routes,
-            vec![user, want.clone()],
+            vec![user, want.clone(), web.clone()],
             "user routes stay"
         );
-        assert_eq!(out[1].spec.routes, vec![want]);
+        assert_eq!(out[1].spec.routes, vec![want, web]);
         assert!(
             out[2].spec.routes.is_empty(),
             "another Vpc's table is untouched"

@@ -14,9 +14,7 @@ use std::{
 };
 
 use super::{
-    Dataplane,
-    dataplane::PortSpec,
-    gateway,
+    Dataplane, gateway,
     metrics::Metrics,
     netlink,
     nic::{self, Made, NicContext},
@@ -522,12 +520,10 @@ impl Agent {
                     continue;
                 }
             }
-            let spec = PortSpec {
-                ifindex: *ifindex,
-                vni: status.vni,
-                mtu: status.mtu,
-                peer: true,
+            let Some(nic) = nic else {
+                continue;
             };
+            let spec = nic::port_spec(nic, &alias.container_id, *ifindex);
             match dp.attach_port(name, spec) {
                 Ok(_) => report.reattached += 1,
                 Err(e) => tracing::warn!(nic = %alias.nic(), error = %e, "cannot attach again"),

@@ -1,6 +1,7 @@
 //! The Vpc router every Node runs: what its maps should hold, computed from the
 //! cluster alone (pure; [`crate::node::dataplane`] writes it). Every Node holds every
-//! gateway segment, RouteTable and neighbour of the cluster, because any of its
+//! routed segment (every Subnet, and every L2Network with a gateway), RouteTable and
+//! neighbour of the cluster, because any of its
 //! workloads may route to any segment of its Vpc, whether or not the Node has a port
 //! there.
 use std::{
@@ -11,7 +12,10 @@ use std::{
 use ipnet::Ipv4Net;
 use juneau_common::gw::{ROUTE_CONNECTED, ROUTE_UNSUPPORTED};
 
-use crate::{api::L2Network, store::World};
+use crate::{
+    api::{L2Network, NetworkEndpoint, RouteTable, Subnet, routetable::Route},
+    store::World,
+};
 
 /// One gateway segment.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,11 +67,15 @@ impl RouterState {
     }
 }
 
+/// The MTU of a Subnet: its NICs keep the kernel's default (L2-21).
+pub const SUBNET_MTU: u32 = 1500;
+
 fn name(l: &L2Network) -> &str {
     l.metadata.name.as_deref().unwrap_or("")
 }
 
-/// A segment the router serves: a gateway, a VNI and a well-formed status.
+/// A segment the router serves: an L2Network with a gateway, a VNI and a well-formed
+/// status.
 fn gateway_of(l: &L2Network) -> Option<(u32, GatewaySegment)> {
     l.spec.gateway.as_ref()?;
     let st = l.status.as_ref()?;
@@ -87,43 +95,59 @@ fn gateway_of(l: &L2Network) -> Option<(u32, GatewaySegment)> {
     ))
 }
 
-/// The table a gateway segment routes by: its own `gateway.routeTable`, else its Vpc's
-/// main table (`status.mainRouteTable`, else the RouteTable named as the Vpc), else
-/// the Vpc's implicit table (`vpc:<name>`: its connected routes, as a cloud's main
-/// table always holds the local route).
-fn table_of(world: &World, l: &L2Network) -> String {
+/// Every Subnet with a VNI and a gateway is a segment of the router.
+fn subnet_segment(s: &Subnet) -> Option<(u32, GatewaySegment)> {
+    let st = s.status.as_ref()?;
+    if st.vni == 0 {
+        return None;
+    }
+    let cidr: Ipv4Net = s.spec.cidr.parse().ok()?;
+    Some((
+        st.vni,
+        GatewaySegment {
+            gw_ip: st.gateway.parse().ok()?,
+            gw_mac: crate::parse_mac(&st.gateway_mac)?,
+            mtu: SUBNET_MTU,
+            prefix_len: cidr.prefix_len() as u32,
+            table: String::new(),
+        },
+    ))
+}
+
+/// The table a segment of `vpc` routes by: its own (`gateway.routeTable` of an
+/// L2Network), else its Vpc's main table (`status.mainRouteTable`, else the RouteTable
+/// named as the Vpc), else the Vpc's implicit table (`vpc:<name>`: its connected
+/// routes, as a cloud's main table always holds the local route).
+fn table_of(world: &World, vpc: &str, own: Option<String>) -> String {
     let objects = &world.objects;
-    let vpc = &l.spec.vpc;
     let in_vpc = |t: &str| {
         objects
             .route_tables
             .iter()
-            .any(|rt| rt.metadata.name.as_deref() == Some(t) && &rt.spec.vpc == vpc)
+            .any(|rt| rt.metadata.name.as_deref() == Some(t) && rt.spec.vpc == vpc)
     };
-    let own = l.spec.gateway.as_ref().and_then(|g| g.route_table.clone());
     let main = objects
         .vpc(vpc)
         .and_then(|v| v.status.as_ref())
         .map(|s| s.main_route_table.clone())
         .filter(|t| !t.is_empty());
-    [own, main, Some(vpc.clone())]
+    [own, main, Some(vpc.to_owned())]
         .into_iter()
         .flatten()
         .find(|t| in_vpc(t))
         .unwrap_or_else(|| format!("vpc:{vpc}"))
 }
 
-/// A connected route to the gateway segment `l` (`None` when it serves none).
-fn connected(l: &L2Network, dst: Ipv4Net) -> Option<RouteSpec> {
-    let (vni, seg) = gateway_of(l)?;
-    Some(RouteSpec {
+/// A connected route to a segment.
+fn connected((vni, seg): (u32, GatewaySegment), dst: Ipv4Net) -> RouteSpec {
+    RouteSpec {
         dst,
         kind: ROUTE_CONNECTED,
         vni,
         gw_ip: seg.gw_ip,
         gw_mac: seg.gw_mac,
         mtu: seg.mtu,
-    })
+    }
 }
 
 fn unsupported(dst: Ipv4Net) -> RouteSpec {
@@ -137,6 +161,109 @@ fn unsupported(dst: Ipv4Net) -> RouteSpec {
     }
 }
 
+/// The connected routes of the implicit table of `vpc`: each of its segments' CIDRs.
+fn implicit_routes(world: &World, vpc: &str) -> BTreeSet<RouteSpec> {
+    let objects = &world.objects;
+    let l2 = objects
+        .l2networks
+        .iter()
+        .filter(|l| l.spec.vpc == vpc)
+        .filter_map(|l| {
+            Some(connected(
+                gateway_of(l)?,
+                l.spec.cidr.as_deref()?.parse().ok()?,
+            ))
+        });
+    let subnets = objects
+        .subnets
+        .iter()
+        .filter(|s| s.spec.vpc == vpc)
+        .filter_map(|s| Some(connected(subnet_segment(s)?, s.spec.cidr.parse().ok()?)));
+    l2.chain(subnets).collect()
+}
+
+/// One route of a RouteTable, or the line that says why it is left out.
+fn table_route(world: &World, rt: &RouteTable, r: &Route) -> Result<RouteSpec, String> {
+    let objects = &world.objects;
+    let table = rt.metadata.name.as_deref().unwrap_or("");
+    let dst = r
+        .dst
+        .parse::<Ipv4Net>()
+        .map_err(|_| {
+            format!(
+                "RouteTable {table}: route dst {:?} is not an IPv4 prefix",
+                r.dst
+            )
+        })?
+        .trunc();
+    if r.via.type_ != "connected" {
+        // Kinds of later waves (NAT and internet gateways, peering, transit, ...):
+        // dropped as ROUTE_UNSUPPORTED, never sent by a shorter route instead.
+        return Ok(unsupported(dst));
+    }
+    let l2 = r
+        .via
+        .l2_network
+        .as_deref()
+        .and_then(|n| objects.l2network(n).filter(|l| l.spec.vpc == rt.spec.vpc));
+    let subnet = r
+        .via
+        .subnet
+        .as_deref()
+        .and_then(|n| objects.subnet(n).filter(|s| s.spec.vpc == rt.spec.vpc));
+    let segment = match (l2, subnet) {
+        (Some(l), _) => gateway_of(l).ok_or_else(|| {
+            format!(
+                "RouteTable {table}: route to {dst} names L2Network {} which has no gateway yet",
+                name(l)
+            )
+        })?,
+        (None, Some(s)) => subnet_segment(s).ok_or_else(|| {
+            format!(
+                "RouteTable {table}: route to {dst} names Subnet {} which has no VNI yet",
+                s.metadata.name.as_deref().unwrap_or("")
+            )
+        })?,
+        // A connected route to nothing of this Vpc routes nowhere.
+        (None, None) => return Ok(unsupported(dst)),
+    };
+    Ok(connected(segment, dst))
+}
+
+/// A neighbour's key in [`RouterState::neighbours`]: (VNI, address).
+type NbrAt = (u32, Ipv4Addr);
+
+/// The neighbour a NetworkEndpoint seeds; `Ok(None)` when its segment is not routed.
+fn neighbour(world: &World, e: &NetworkEndpoint) -> Result<Option<(NbrAt, Neighbour)>, String> {
+    let objects = &world.objects;
+    let l2 = e
+        .spec
+        .l2_network
+        .as_deref()
+        .and_then(|n| objects.l2network(n));
+    let subnet = e.spec.subnet.as_deref().and_then(|n| objects.subnet(n));
+    let Some((vni, _)) = l2
+        .and_then(gateway_of)
+        .or_else(|| subnet.and_then(subnet_segment))
+    else {
+        return Ok(None);
+    };
+    let ip = e.spec.address.split('/').next().unwrap_or("").parse();
+    let mac = crate::parse_mac(&e.spec.mac_address);
+    let vtep = e.spec.node_ip.parse();
+    match (ip, mac, vtep) {
+        (Ok(ip), Some(mac), Ok(vtep)) => Ok(Some(((vni, ip), Neighbour { mac, vtep }))),
+        _ => Err(format!(
+            "NetworkEndpoint {}/{}: address {:?}, MAC {:?} or Node address {:?} unreadable",
+            e.metadata.namespace.as_deref().unwrap_or(""),
+            e.metadata.name.as_deref().unwrap_or(""),
+            e.spec.address,
+            e.spec.mac_address,
+            e.spec.node_ip
+        )),
+    }
+}
+
 /// What every Node's router holds for `world`, and a line for each object it could
 /// not use (logged by the caller; nothing half-applied: such a route or neighbour is
 /// left out whole).
@@ -146,88 +273,49 @@ pub fn desired(world: &World) -> (RouterState, Vec<String>) {
     let mut skipped = Vec::new();
     for l in &objects.l2networks {
         if let Some((vni, mut seg)) = gateway_of(l) {
-            seg.table = table_of(world, l);
+            let own = l.spec.gateway.as_ref().and_then(|g| g.route_table.clone());
+            seg.table = table_of(world, &l.spec.vpc, own);
+            state.segments.insert(vni, seg);
+        }
+    }
+    for s in &objects.subnets {
+        if let Some((vni, mut seg)) = subnet_segment(s) {
+            seg.table = table_of(world, &s.spec.vpc, None);
             state.segments.insert(vni, seg);
         }
     }
     // Tables in use, each from its RouteTable, or the implicit one of its Vpc.
     let used: BTreeSet<String> = state.segments.values().map(|s| s.table.clone()).collect();
     for table in used {
-        let mut routes = BTreeSet::new();
-        if let Some(vpc) = table.strip_prefix("vpc:") {
-            for l in objects.l2networks.iter().filter(|l| l.spec.vpc == vpc) {
-                let dst = l.spec.cidr.as_deref().and_then(|c| c.parse().ok());
-                if let Some(r) = dst.and_then(|d| connected(l, d)) {
-                    routes.insert(r);
-                }
-            }
+        let routes = if let Some(vpc) = table.strip_prefix("vpc:") {
+            implicit_routes(world, vpc)
         } else if let Some(rt) = objects
             .route_tables
             .iter()
             .find(|rt| rt.metadata.name.as_deref() == Some(table.as_str()))
         {
+            let mut routes = BTreeSet::new();
             for r in &rt.spec.routes {
-                let Ok(dst) = r.dst.parse::<Ipv4Net>() else {
-                    skipped.push(format!(
-                        "RouteTable {table}: route dst {:?} is not an IPv4 prefix",
-                        r.dst
-                    ));
-                    continue;
-                };
-                let dst = dst.trunc();
-                let target = r
-                    .via
-                    .l2_network
-                    .as_deref()
-                    .and_then(|n| objects.l2network(n).filter(|l| l.spec.vpc == rt.spec.vpc));
-                match (r.via.type_.as_str(), target) {
-                    ("connected", Some(l)) => match connected(l, dst) {
-                        Some(route) => {
-                            routes.insert(route);
-                        }
-                        None => skipped.push(format!(
-                            "RouteTable {table}: route to {dst} names L2Network {} which has no gateway yet",
-                            name(l)
-                        )),
-                    },
-                    _ => {
-                        // Kinds of later waves (subnets, NAT and internet gateways,
-                        // peering, transit): dropped as ROUTE_UNSUPPORTED, never sent
-                        // by a shorter route instead.
-                        routes.insert(unsupported(dst));
+                match table_route(world, rt, r) {
+                    Ok(route) => {
+                        routes.insert(route);
                     }
+                    Err(line) => skipped.push(line),
                 }
             }
-        }
+            routes
+        } else {
+            BTreeSet::new()
+        };
         state.tables.insert(table, routes);
     }
     for e in &world.endpoints {
-        let Some(l) = e
-            .spec
-            .l2_network
-            .as_deref()
-            .and_then(|n| objects.l2network(n))
-        else {
-            continue;
-        };
-        let Some((vni, _)) = gateway_of(l) else {
-            continue;
-        };
-        let ip = e.spec.address.split('/').next().unwrap_or("").parse();
-        let mac = crate::parse_mac(&e.spec.mac_address);
-        let vtep = e.spec.node_ip.parse();
-        match (ip, mac, vtep) {
-            (Ok(ip), Some(mac), Ok(vtep)) => {
-                state.neighbours.insert((vni, ip), Neighbour { mac, vtep });
+        match neighbour(world, e) {
+            Ok(Some((key, n))) => {
+                state.neighbours.insert(key, n);
             }
-            _ => skipped.push(format!(
-                "NetworkEndpoint {}/{}: address {:?}, MAC {:?} or Node address {:?} unreadable",
-                e.metadata.namespace.as_deref().unwrap_or(""),
-                e.metadata.name.as_deref().unwrap_or(""),
-                e.spec.address,
-                e.spec.mac_address,
-                e.spec.node_ip
-            )),
+            Ok(None) => {}
+            Err(line) => skipped.push(line),
         }
     }
     (state, skipped)
@@ -238,13 +326,14 @@ mod tests {
     use super::*;
     use crate::{
         api::{
-            NetworkEndpoint, RouteTable, Vpc,
+            Vpc,
             l2network::{L2Gateway, L2NetworkSpec},
             networkendpoint::NetworkEndpointSpec,
-            routetable::{Route, RouteTableSpec, Via},
+            routetable::{RouteTableSpec, Via},
+            subnet::SubnetSpec,
             vpc::{VpcSpec, VpcStatus},
         },
-        controller::{Config, l2network, routetable},
+        controller::Config,
     };
 
     fn net(name: &str, vpc: &str, cidr: &str, gateway: Option<L2Gateway>) -> L2Network {
@@ -288,16 +377,43 @@ mod tests {
 
     /// The world after the controller's segment and route-table reconcilers.
     fn world(nets: Vec<L2Network>, tables: Vec<RouteTable>, vpcs: Vec<Vpc>) -> World {
+        world_with(nets, vec![], tables, vpcs)
+    }
+
+    fn world_with(
+        nets: Vec<L2Network>,
+        subnets: Vec<Subnet>,
+        tables: Vec<RouteTable>,
+        vpcs: Vec<Vpc>,
+    ) -> World {
         let mut w = World::default();
         w.objects.l2networks = nets;
+        w.objects.subnets = subnets;
         w.objects.route_tables = tables;
         w.objects.vpcs = vpcs;
-        let st = l2network::reconcile_all(&w.objects, &Config::default());
+        let d = crate::controller::reconcile(&w, &Config::default());
         for l in &mut w.objects.l2networks {
-            l.status = st.get(name(l)).cloned();
+            l.status = d.l2_status.get(name(l)).cloned();
         }
-        w.objects.route_tables = routetable::reconcile_all(&w.objects);
+        for s in &mut w.objects.subnets {
+            s.status = d
+                .subnet_status
+                .get(s.metadata.name.as_deref().unwrap())
+                .cloned();
+        }
+        w.objects.route_tables = d.route_tables;
         w
+    }
+
+    fn subnet(name: &str, vpc: &str, cidr: &str) -> Subnet {
+        Subnet::new(
+            name,
+            SubnetSpec {
+                vpc: vpc.into(),
+                cidr: cidr.into(),
+                network_acl: None,
+            },
+        )
     }
 
     fn vni_of(w: &World, name: &str) -> u32 {
@@ -431,5 +547,58 @@ mod tests {
         assert_eq!(n.vtep, Ipv4Addr::new(10, 99, 0, 1));
         assert_eq!(skipped.len(), 1);
         assert!(skipped[0].contains("s.eth0"), "{skipped:?}");
+    }
+
+    #[test]
+    fn l2_15_subnets_are_routed_segments_of_their_vpc() {
+        let mut w = world_with(
+            vec![net("lab", "a", "10.70.0.0/24", gw())],
+            vec![
+                subnet("web", "a", "10.71.0.0/24"),
+                subnet("twin", "b", "10.71.0.0/24"),
+            ],
+            vec![table("a", "a", vec![])],
+            vec![],
+        );
+        let web_vni = w
+            .objects
+            .subnet("web")
+            .unwrap()
+            .status
+            .as_ref()
+            .unwrap()
+            .vni;
+        let mut e = endpoint(
+            "w.eth0",
+            "lab",
+            "10.71.0.2/24",
+            "02:00:00:00:00:07",
+            "10.99.0.2",
+        );
+        e.spec.l2_network = None;
+        e.spec.subnet = Some("web".into());
+        w.endpoints = vec![e];
+        let (state, skipped) = desired(&w);
+        assert!(skipped.is_empty(), "{skipped:?}");
+        let web = &state.segments[&web_vni];
+        assert_eq!(web.gw_ip, Ipv4Addr::new(10, 71, 0, 1));
+        assert_eq!(web.mtu, SUBNET_MTU, "L2-21: the kernel default");
+        assert_eq!(web.table, "a", "the Vpc's table");
+        // Vpc a's table holds the gateway segment and the Subnet (via the controller's
+        // connected routes); Vpc b's implicit table holds its own twin only.
+        let a: Vec<(String, u32)> = state.tables["a"]
+            .iter()
+            .map(|r| (r.dst.to_string(), r.vni))
+            .collect();
+        assert_eq!(a.len(), 2);
+        assert!(a.contains(&("10.71.0.0/24".into(), web_vni)), "{a:?}");
+        let b = &state.tables["vpc:b"];
+        assert_eq!(b.len(), 1);
+        assert_ne!(b.first().unwrap().vni, web_vni, "same CIDR, its own VNI");
+        assert_eq!(
+            state.neighbours[&(web_vni, Ipv4Addr::new(10, 71, 0, 2))].mac,
+            [2, 0, 0, 0, 0, 7],
+            "seeded from the Subnet NIC's endpoint"
+        );
     }
 }

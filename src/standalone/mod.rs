@@ -193,6 +193,24 @@ fn print_state(store: &Store, out: &mut dyn FnMut(String)) {
             or_dash(&st.gateway_mac),
         ));
     }
+    if !world.objects.subnets.is_empty() {
+        out(format!(
+            "{:<16} {:<10} {:<16} {:>9} {:<12} {:<17}",
+            "SUBNET", "VPC", "CIDR", "VNI", "GATEWAY", "GATEWAYMAC"
+        ));
+    }
+    for s in &world.objects.subnets {
+        let st = s.status.clone().unwrap_or_default();
+        out(format!(
+            "{:<16} {:<10} {:<16} {:>9} {:<12} {:<17}",
+            s.metadata.name.as_deref().unwrap_or(""),
+            s.spec.vpc,
+            s.spec.cidr,
+            st.vni,
+            or_dash(&st.gateway),
+            or_dash(&st.gateway_mac),
+        ));
+    }
     out(format!(
         "{:<24} {:<8} {:<8} {:<12} {:<18} {:<9}",
         "NETWORKINTERFACE", "NODE", "SUBNET", "L2NETWORK", "ADDRESS", "PHASE"
@@ -210,14 +228,15 @@ fn print_state(store: &Store, out: &mut dyn FnMut(String)) {
         ));
     }
     out(format!(
-        "{:<24} {:<8} {:<12} {:<18} {:<17}",
-        "NETWORKENDPOINT", "NODE", "L2NETWORK", "ADDRESS", "MAC"
+        "{:<24} {:<8} {:<8} {:<12} {:<18} {:<17}",
+        "NETWORKENDPOINT", "NODE", "SUBNET", "L2NETWORK", "ADDRESS", "MAC"
     ));
     for e in &world.endpoints {
         out(format!(
-            "{:<24} {:<8} {:<12} {:<18} {:<17}",
+            "{:<24} {:<8} {:<8} {:<12} {:<18} {:<17}",
             qualified(&e.metadata),
             e.spec.node_name,
+            e.spec.subnet.as_deref().unwrap_or("-"),
             e.spec.l2_network.as_deref().unwrap_or("-"),
             or_dash(&e.spec.address),
             e.spec.mac_address,

@@ -346,6 +346,16 @@ impl KubeCluster {
                 changed = true;
             }
         }
+        let subnets: Api<Subnet> = Api::all(c.clone());
+        for s in &world.objects.subnets {
+            let name = s.name_any();
+            if let Some(want) = desired.subnet_status.get(&name)
+                && s.status.as_ref() != Some(want)
+            {
+                self.apply_status(&subnets, &name, want).await?;
+                changed = true;
+            }
+        }
         let tables: Api<RouteTable> = Api::all(c.clone());
         for want in &desired.route_tables {
             // Only tables that still exist (one deleted meanwhile stays deleted), and only

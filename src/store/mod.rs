@@ -163,7 +163,10 @@ impl Store {
                 Object::Vpc(o) => add!(vpcs, o, "Vpc"),
                 Object::VpcPeering(o) => add!(peerings, o, "VpcPeering"),
                 Object::TransitGateway(o) => add!(transit_gateways, o, "TransitGateway"),
-                Object::Subnet(o) => add!(subnets, o, "Subnet"),
+                Object::Subnet(o) => {
+                    validate::validate_subnet_create(&o, s)?;
+                    add!(subnets, o, "Subnet")
+                }
                 Object::RouteTable(o) => add!(route_tables, o, "RouteTable"),
                 Object::NetworkACL(o) => add!(network_acls, o, "NetworkACL"),
                 Object::SecurityGroup(o) => add!(security_groups, o, "SecurityGroup"),
@@ -260,6 +263,16 @@ impl crate::cluster::Cluster for Store {
                 let want = desired.l2_status.get(&name(l)).cloned();
                 if l.status != want {
                     l.status = want;
+                    changed = true;
+                }
+            }
+            for s in &mut w.objects.subnets {
+                let want = desired
+                    .subnet_status
+                    .get(s.metadata.name.as_deref().unwrap_or(""))
+                    .cloned();
+                if s.status != want {
+                    s.status = want;
                     changed = true;
                 }
             }

@@ -11,7 +11,7 @@ use kube::core::{
 
 use crate::{
     admission::{Rejection, Snapshot, validate},
-    api::L2Network,
+    api::{L2Network, Subnet},
     cluster::Cluster,
 };
 
@@ -50,6 +50,15 @@ pub fn review(req: &AdmissionRequest<DynamicObject>, snap: &Snapshot) -> Admissi
             let new: L2Network = typed(req.object.as_ref().ok_or_else(missing)?)?;
             let old: L2Network = typed(req.old_object.as_ref().ok_or_else(missing)?)?;
             validate::validate_l2network_update(&old, &new, snap)
+        }
+        ("Subnet", Operation::Create) => {
+            let new: Subnet = typed(req.object.as_ref().ok_or_else(missing)?)?;
+            validate::validate_subnet_create(&new, snap)
+        }
+        ("Subnet", Operation::Update) => {
+            let new: Subnet = typed(req.object.as_ref().ok_or_else(missing)?)?;
+            let old: Subnet = typed(req.old_object.as_ref().ok_or_else(missing)?)?;
+            validate::validate_subnet_update(&old, &new, snap)
         }
         ("Pod", Operation::Create) => {
             let pod = req.object.as_ref().ok_or_else(missing)?;

@@ -70,6 +70,12 @@ pub enum DropReason {
     FragNeeded = 21,
     /// The router program could not be entered (its slot in `jn_gw_progs` is empty).
     NoRouter = 22,
+    /// A frame from a Subnet NIC (a routed port) whose source MAC, source IPv4 address
+    /// or ARP sender is not the NIC's own: a Pod may not speak for another.
+    SourceGuard = 23,
+    /// A frame from a Subnet NIC that is neither IPv4 nor ARP: a Subnet carries IPv4
+    /// only (pure L2 is what an L2Network is for).
+    NotIpv4OnSubnet = 24,
 }
 
 impl DropReason {
@@ -77,7 +83,7 @@ impl DropReason {
     /// changing the map's layout.
     pub const SLOTS: u32 = 32;
 
-    pub const ALL: [DropReason; 23] = [
+    pub const ALL: [DropReason; 25] = [
         DropReason::NotAPort,
         DropReason::NoSegment,
         DropReason::ShortFrame,
@@ -101,6 +107,8 @@ impl DropReason {
         DropReason::NotForRouter,
         DropReason::FragNeeded,
         DropReason::NoRouter,
+        DropReason::SourceGuard,
+        DropReason::NotIpv4OnSubnet,
     ];
 
     /// The name shown by the CLI and used in test assertions.
@@ -129,6 +137,8 @@ impl DropReason {
             DropReason::NotForRouter => "NOT_FOR_ROUTER",
             DropReason::FragNeeded => "FRAG_NEEDED",
             DropReason::NoRouter => "NO_ROUTER",
+            DropReason::SourceGuard => "SOURCE_GUARD",
+            DropReason::NotIpv4OnSubnet => "NOT_IPV4_ON_SUBNET",
         }
     }
 }

@@ -24,6 +24,12 @@ pub const GW_PROGS: u32 = 4;
 /// ARP for the gateway address is answered on this Node (L2-13).
 pub const PORT_GATEWAY: u32 = 1 << 2;
 
+/// The port is a Subnet NIC: everything it sends is IPv4 or ARP from its own MAC and
+/// address (`PortConfig::own_mac`, `own_ip`), and all of it goes to the router, which
+/// answers ARP for the gateway and for every neighbour it knows (nothing is flooded)
+/// and routes by address, within the Subnet too. Always set with [`PORT_GATEWAY`].
+pub const PORT_ROUTED: u32 = 1 << 3;
+
 /// Value of `jn_gw_seg[vni]`: a gateway segment.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

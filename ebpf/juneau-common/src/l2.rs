@@ -58,6 +58,11 @@ pub struct PortConfig {
     /// Kept in the port so that a pure-L2 frame on a gateway segment pays one compare,
     /// not a lookup.
     pub gw_mac: FdbKey,
+    /// With `PORT_ROUTED`: the NIC's MAC and IPv4 address (network order), the only
+    /// sources it may send from; zero otherwise.
+    pub own_mac: FdbKey,
+    pub own_ip: u32,
+    pub pad: u32,
 }
 
 /// Key of a learning table: a MAC padded to 8 bytes. Aligned to 8 so that the
@@ -121,7 +126,7 @@ impl Default for FloodList {
 }
 
 // The layouts are part of the kernel ABI of our maps: no implicit padding allowed.
-const _: () = assert!(core::mem::size_of::<PortConfig>() == 40);
+const _: () = assert!(core::mem::size_of::<PortConfig>() == 56);
 const _: () = assert!(core::mem::size_of::<FdbKey>() == 8);
 const _: () = assert!(core::mem::size_of::<FdbEntry>() == 24);
 const _: () = assert!(core::mem::size_of::<FloodPort>() == 8);

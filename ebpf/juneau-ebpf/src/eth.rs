@@ -66,9 +66,6 @@ pub fn from_bits(bits: u64) -> FdbKey {
     unsafe { core::mem::transmute::<u64, FdbKey>(bits) }
 }
 
-/// ff:ff:ff:ff:ff:ff as [`bits`] gives it.
-pub const BROADCAST: u64 = 0xffff_ffff_ffff;
-
 /// The EtherType of the frame (the outer one; VLAN tags in skb metadata are not in
 /// the data).
 #[inline(always)]

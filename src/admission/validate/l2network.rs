@@ -4,7 +4,12 @@ use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
 
-use super::{Snapshot, Verdict, cidr::parse_cidr, reject};
+use super::{
+    Snapshot, Verdict,
+    cidr::parse_cidr,
+    reject,
+    segment::{Segment, acl_of_vpc, cidr_of, overlaps},
+};
 use crate::api::{DEFAULT_VPC, L2Network};
 
 fn name(l: &L2Network) -> &str {
@@ -37,17 +42,11 @@ pub fn validate_l2network_create(new: &L2Network, snap: &Snapshot) -> Verdict {
         return Err(reject("spec.mtu", format!("{mtu} is outside 576-9000")));
     }
     let cidr = match &spec.cidr {
-        Some(c) => Some(parse_cidr(c).map_err(|m| reject("spec.cidr", m))?),
+        Some(c) => Some(cidr_of(c)?),
         None => None,
     };
     if let Some(net) = cidr {
-        if !(16..=28).contains(&net.prefix_len()) {
-            return Err(reject(
-                "spec.cidr",
-                format!("/{} is outside /16 to /28", net.prefix_len()),
-            ));
-        }
-        overlaps(name(new), &spec.vpc, net, snap)?;
+        overlaps(Segment::L2Network(name(new)), &spec.vpc, net, snap)?;
     }
     gateway(new, cidr, snap)?;
     if let Some(acl) = &spec.network_acl {
@@ -57,24 +56,7 @@ pub fn validate_l2network_create(new: &L2Network, snap: &Snapshot) -> Verdict {
                 "a NetworkACL acts only at the gateway; set spec.gateway (and spec.cidr) or remove spec.networkACL",
             ));
         }
-        match snap.network_acl(acl) {
-            None => {
-                return Err(reject(
-                    "spec.networkACL",
-                    format!("NetworkACL {acl:?} does not exist"),
-                ));
-            }
-            Some(a) if a.spec.vpc != spec.vpc => {
-                return Err(reject(
-                    "spec.networkACL",
-                    format!(
-                        "NetworkACL {acl:?} belongs to Vpc {:?}, not {:?}",
-                        a.spec.vpc, spec.vpc
-                    ),
-                ));
-            }
-            Some(_) => {}
-        }
+        acl_of_vpc(acl, &spec.vpc, snap)?;
     }
     Ok(())
 }
@@ -129,66 +111,6 @@ fn gateway(new: &L2Network, cidr: Option<Ipv4Net>, snap: &Snapshot) -> Verdict {
             }
             Some(_) => {}
         }
-    }
-    Ok(())
-}
-
-/// L2-08: the five overlap checks, run whether or not a gateway is set.
-fn overlaps(me: &str, vpc: &str, net: Ipv4Net, snap: &Snapshot) -> Verdict {
-    let clash = |other: &str| {
-        other
-            .parse::<Ipv4Net>()
-            .is_ok_and(|o| o.contains(&net.network()) || net.contains(&o.network()))
-    };
-    let connected = snap.connected_vpcs(vpc);
-    for v in &connected {
-        let how = if v == vpc {
-            format!("in the same Vpc {vpc:?}")
-        } else {
-            format!("in Vpc {v:?}, reachable from {vpc:?} by VpcPeering or TransitGateway")
-        };
-        for s in snap.subnets.iter().filter(|s| &s.spec.vpc == v) {
-            if clash(&s.spec.cidr) {
-                return Err(reject(
-                    "spec.cidr",
-                    format!(
-                        "{net} overlaps Subnet {:?} ({}) {how}",
-                        s.metadata.name.as_deref().unwrap_or(""),
-                        s.spec.cidr
-                    ),
-                ));
-            }
-        }
-        for l in snap
-            .l2networks
-            .iter()
-            .filter(|l| &l.spec.vpc == v && name(l) != me)
-        {
-            if let Some(c) = &l.spec.cidr
-                && clash(c)
-            {
-                return Err(reject(
-                    "spec.cidr",
-                    format!("{net} overlaps L2Network {:?} ({c}) {how}", name(l)),
-                ));
-            }
-        }
-    }
-    if let Some(pool) = snap.vpc(vpc).and_then(|v| v.spec.endpoint_pool.as_ref())
-        && let Some(c) = pool.cidrs.iter().find(|c| clash(c))
-    {
-        {
-            return Err(reject(
-                "spec.cidr",
-                format!("{net} overlaps the endpointPool {c} of Vpc {vpc:?}"),
-            ));
-        }
-    }
-    if let Some(c) = snap.service_cidrs.iter().find(|c| clash(c)) {
-        return Err(reject(
-            "spec.cidr",
-            format!("{net} overlaps the cluster's Service CIDR {c}"),
-        ));
     }
     Ok(())
 }

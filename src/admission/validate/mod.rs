@@ -5,13 +5,16 @@ mod cidr;
 mod deletion;
 mod l2network;
 mod pod;
+mod segment;
 mod snapshot;
+mod subnet;
 
 pub use cidr::{first_host, parse_cidr};
 pub use deletion::{validate_delete_network_acl, validate_delete_route_table, validate_delete_vpc};
 pub use l2network::{validate_l2network_create, validate_l2network_update};
 pub use pod::validate_pod_create;
 pub use snapshot::Snapshot;
+pub use subnet::{validate_subnet_create, validate_subnet_update};
 
 /// A refusal: the field at fault and a message that says what to do.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -6,6 +6,7 @@ use std::time::Duration;
 use aya::maps::{Array, ArrayOfMaps, HashMap as BpfHashMap, Map, MapData};
 use juneau_common::{
     FdbEntry, FdbKey, FloodList, PortConfig,
+    gw::PORT_ROUTED,
     l2::{FDB_ENTRIES, MAX_PORTS, PORT_ACTIVE, PORT_PEER},
     map_names, prog_names,
 };
@@ -22,6 +23,15 @@ pub struct PortSpec {
     pub mtu: u32,
     /// The interface is a veth whose peer is in another namespace (a Pod NIC).
     pub peer: bool,
+    /// A Subnet NIC: routed, and held to its own MAC and address.
+    pub routed: Option<RoutedPort>,
+}
+
+/// The only sources a routed port (a Subnet NIC) may send from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoutedPort {
+    pub mac: [u8; 6],
+    pub ip: std::net::Ipv4Addr,
 }
 
 impl Dataplane {
@@ -74,7 +84,13 @@ impl Dataplane {
         if spec.ifindex >= MAX_PORTS {
             return Err(DataplaneError::IfindexTooLarge(spec.ifindex));
         }
-        let flags = PORT_ACTIVE | if spec.peer { PORT_PEER } else { 0 };
+        let flags = PORT_ACTIVE
+            | if spec.peer { PORT_PEER } else { 0 }
+            | if spec.routed.is_some() {
+                PORT_ROUTED
+            } else {
+                0
+            };
         let change = self.segments.add_port(spec.vni, spec.ifindex, flags)?;
         let written = (|| {
             if change.segment_edge {
@@ -83,7 +99,7 @@ impl Dataplane {
             }
             self.write_flood_list(change.vni, change.slot)?;
             let (gateway, gw_mac) = self.gateway_bits(spec.vni);
-            let config = PortConfig {
+            let mut config = PortConfig {
                 vni: spec.vni,
                 segment: change.slot,
                 flags: flags | gateway,
@@ -91,6 +107,11 @@ impl Dataplane {
                 gw_mac,
                 ..Default::default()
             };
+            if let Some(r) = spec.routed {
+                config.own_mac = FdbKey::new(r.mac);
+                config.own_ip = u32::from_ne_bytes(r.ip.octets());
+                self.pin_routed_mac(change.slot, spec.ifindex, flags, r.mac)?;
+            }
             self.write_port(spec.ifindex, config)?;
             if change.segment_edge {
                 let mut vnis: BpfHashMap<_, u32, u32> =
@@ -224,15 +245,39 @@ impl Dataplane {
 
     /// Ages every learning table: entries not refreshed for `max_age` are deleted
     /// (L2-30). The clock is the datapath's (CLOCK_MONOTONIC_COARSE), never wall time.
+    /// A routed port's own MAC is not learned and never ages: it goes with its port.
     pub fn age(&mut self, max_age: Duration) -> Result<usize, DataplaneError> {
         let now = monotonic_coarse_ns();
         let max = max_age.as_nanos() as u64;
         let vnis: Vec<u32> = self.segments.vnis().collect();
         let mut removed = 0;
         for vni in vnis {
-            removed += self.forget(vni, |e| now.saturating_sub(e.last_seen_ns) > max)?;
+            removed += self.forget(vni, |e| {
+                e.flags & PORT_ROUTED == 0 && now.saturating_sub(e.last_seen_ns) > max
+            })?;
         }
         Ok(removed)
+    }
+
+    /// A routed port never learns (its frames all go to the router): its one MAC is
+    /// written with the port, so that routed and overlay frames find it from the first
+    /// packet without a flood. Removed with the port (`forget` by ifindex).
+    fn pin_routed_mac(
+        &mut self,
+        slot: u32,
+        ifindex: u32,
+        flags: u32,
+        mac: [u8; 6],
+    ) -> Result<(), DataplaneError> {
+        let table = self.fdbs.get(&slot).ok_or(DataplaneError::NoTable(slot))?;
+        let entry = FdbEntry {
+            ifindex,
+            flags,
+            ..Default::default()
+        };
+        open_fdb(table)?
+            .insert(FdbKey::new(mac), entry, 0)
+            .map_err(map_err("jn_fdb"))
     }
 
     /// The learned table of a segment (empty when this Node has no port on it).

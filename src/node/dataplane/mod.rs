@@ -32,7 +32,7 @@ use aya::{
 pub use filter::{PORT_FILTER_HANDLE, PORT_FILTER_PRIORITY, PortAttach};
 pub use gw::RouterSync;
 use juneau_common::{l2::MAX_PORTS, map_names, prog_names};
-pub use l2::{PortSpec, monotonic_coarse_ns};
+pub use l2::{PortSpec, RoutedPort, monotonic_coarse_ns};
 pub use pins::PinLayout;
 
 use super::{
@@ -83,6 +83,10 @@ pub enum DataplaneError {
         max = juneau_common::gw::ROUTES_PER_TABLE
     )]
     TooManyRoutes { table: String, routes: usize },
+    #[error(
+        "segment slot {0} has no learning table (an earlier write failed midway); delete the Pod's NIC and add it again"
+    )]
+    NoTable(u32),
 }
 
 fn map_err(name: &str) -> impl FnOnce(MapError) -> DataplaneError + '_ {

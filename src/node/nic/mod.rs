@@ -1,17 +1,26 @@
 //! NIC kinds behind one driver interface (netavark's per-driver setup and teardown):
 //! the agent picks the driver from the NetworkInterface and never plumbs a kind
-//! itself. `l2network` today; Subnet and ElasticIP NICs are drivers of their own.
+//! itself. `l2network` and `subnet` today (both veth pairs: `veth_nic`); ElasticIP NICs
+//! come as a driver of their own.
 mod l2network;
+mod subnet;
+mod veth_nic;
 
 use std::{net::Ipv4Addr, path::Path, sync::Mutex};
 
 use crate::{
     api::NetworkInterface,
     cni::{CniError, CniResult, code},
-    node::{Dataplane, netlink::Session, veth::PortAlias},
+    node::{
+        Dataplane,
+        dataplane::{PortSpec, RoutedPort},
+        netlink::Session,
+        veth::PortAlias,
+    },
 };
 
 pub use l2network::L2NetworkNic;
+pub use subnet::SubnetNic;
 
 /// What one NIC's setup needs to know of its Pod and Node.
 pub struct NicContext<'a> {
@@ -48,41 +57,70 @@ pub trait NicDriver: Sync {
     ) -> Result<(), CniError>;
 
     /// Removes a NIC found by its host link's alias; every error is collected, none
-    /// stops the rest.
+    /// stops the rest. Every kind so far is a veth pair and its port.
     fn teardown(
         &self,
         dataplane: &Mutex<Dataplane>,
         host: &str,
         ifindex: u32,
         alias: &PortAlias,
-    ) -> Vec<String>;
+    ) -> Vec<String> {
+        veth_nic::teardown(dataplane, host, ifindex, alias)
+    }
 
-    /// Checks that `nic` is still as setup left it (CNI CHECK).
+    /// Checks that `nic` is still as setup left it (CNI CHECK): the veth pair, its
+    /// port, MTU and address.
     fn check(
         &self,
         ctx: &NicContext<'_>,
         nic: &NetworkInterface,
         host: Option<(&str, u32)>,
-    ) -> Result<(), CniError>;
+    ) -> Result<(), CniError> {
+        veth_nic::check(ctx, nic, host)
+    }
 }
 
 /// The driver of a NIC's kind.
 pub fn driver_for(nic: &NetworkInterface) -> Result<&'static dyn NicDriver, CniError> {
+    if nic.spec.subnet.is_some() {
+        return Ok(&SubnetNic);
+    }
     if nic.spec.l2_network.is_some() {
         return Ok(&L2NetworkNic);
     }
     Err(CniError::new(
         code::INVALID_CONFIG,
         format!(
-            "NetworkInterface {}: only L2Network NICs are built yet; Subnet and ElasticIP NICs come with their own drivers",
+            "NetworkInterface {}: only Subnet and L2Network NICs are built yet; ElasticIP NICs come with their own driver",
             nic.metadata.name.as_deref().unwrap_or("")
         ),
     ))
 }
 
-/// Every host-side port link, whatever its kind, tears down the same way today.
+/// Every host-side port link, whatever its kind, tears down the same way today (a
+/// veth pair and its port).
 pub fn driver_for_port(_alias: &PortAlias) -> &'static dyn NicDriver {
     &L2NetworkNic
+}
+
+/// The datapath port of `nic` on host interface `ifindex`: the same at ADD and when a
+/// restarted daemon attaches it again. A Subnet NIC's port is routed and held to the
+/// NIC's MAC and address (`routed` stays `None` while it has no address).
+pub fn port_spec(nic: &NetworkInterface, container_id: &str, ifindex: u32) -> PortSpec {
+    let status = nic.status.clone().unwrap_or_default();
+    let routed = nic.spec.subnet.as_ref().and_then(|_| {
+        Some(RoutedPort {
+            mac: nic_mac(container_id, &nic.spec.interface),
+            ip: status.address.split('/').next()?.parse().ok()?,
+        })
+    });
+    PortSpec {
+        ifindex,
+        vni: status.vni,
+        mtu: status.mtu,
+        peer: true,
+        routed,
+    }
 }
 
 pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(String) -> CniError {

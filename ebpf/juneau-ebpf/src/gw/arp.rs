@@ -4,19 +4,51 @@
 //! overlay. Requests for anyone else are switched as usual (broadcast) or refused (a
 //! unicast request to the gateway MAC about another address). The router never sends
 //! ARP itself (L2-18); it learns the sender of every ARP packet it sees (`snoop`).
+//! On a Subnet NIC it answers for the Subnet's neighbours as well, and nothing else
+//! of ARP leaves the port (`answer_routed`).
 use aya_ebpf::programs::TcContext;
-use juneau_common::{DropReason, GwSegment, PortConfig, gw::GwStat};
+use juneau_common::{DropReason, GwSegment, NbrKey, PortConfig, gw::GwStat};
 
 use crate::{
     deliver::deliver,
     eth::{self, ETH_HLEN, load, store},
-    l2,
+    l2, maps,
 };
 
 /// Ethernet + the 28 bytes of an IPv4-over-Ethernet ARP packet.
 const ARP_END: usize = ETH_HLEN + 28;
 /// htype 1, ptype 0x0800, hlen 6, plen 4, as the first 6 bytes read in memory order.
 pub const ARP_ETH_IP4: u64 = 0x0406_0008_0100;
+
+/// The fields of an ARP packet the router reads; addresses raw, as in the packet.
+struct Arp {
+    /// The first 6 bytes (hardware and protocol types and lengths), as one word.
+    head: u64,
+    op: u16,
+    sender_mac: u64,
+    sender_ip: u32,
+    target_ip: u32,
+}
+
+#[inline(always)]
+fn read(ctx: &TcContext) -> Result<Arp, DropReason> {
+    let (start, end) = (ctx.data(), ctx.data_end());
+    if start + ARP_END > end {
+        return Err(DropReason::ShortFrame);
+    }
+    // SAFETY: inside [start, start + ARP_END), checked above.
+    unsafe {
+        Ok(Arp {
+            head: load::<u32>(start + ETH_HLEN) as u64
+                | (load::<u16>(start + ETH_HLEN + 4) as u64) << 32,
+            op: u16::from_be(load::<u16>(start + ETH_HLEN + 6)),
+            sender_mac: load::<u32>(start + ETH_HLEN + 8) as u64
+                | (load::<u16>(start + ETH_HLEN + 12) as u64) << 32,
+            sender_ip: load::<u32>(start + ETH_HLEN + 14),
+            target_ip: load::<u32>(start + ETH_HLEN + 24),
+        })
+    }
+}
 
 #[inline(always)]
 pub fn answer(
@@ -25,18 +57,12 @@ pub fn answer(
     port: &PortConfig,
     seg: &GwSegment,
 ) -> Result<i32, DropReason> {
-    let (start, end) = (ctx.data(), ctx.data_end());
-    if start + ARP_END > end {
-        return Err(DropReason::ShortFrame);
-    }
-    // SAFETY (loads and stores): inside [start, start + ARP_END), checked above.
-    let (head, op, target_ip) = unsafe {
-        (
-            load::<u32>(start + ETH_HLEN) as u64 | (load::<u16>(start + ETH_HLEN + 4) as u64) << 32,
-            u16::from_be(load::<u16>(start + ETH_HLEN + 6)),
-            load::<u32>(start + ETH_HLEN + 24),
-        )
-    };
+    let Arp {
+        head,
+        op,
+        target_ip,
+        ..
+    } = read(ctx)?;
     if head == ARP_ETH_IP4 {
         if let Some((ip, mac)) = super::snoop::sender(ctx) {
             // Nobody but the router speaks for the gateway (L2-13).
@@ -60,26 +86,83 @@ pub fn answer(
         // Not about the gateway: switched as without a gateway.
         return l2::switch_from_port(ctx, port, ifindex);
     }
-    // SAFETY: as above.
+    reply(ctx, eth::bits(&seg.gw_mac), seg.gw_ip)?;
+    super::count(GwStat::ArpReplies);
+    Ok(deliver(ifindex, port.flags))
+}
+
+/// ARP from a Subnet NIC: its own MAC and address only (or no address: a probe);
+/// requests for the gateway and for the Subnet's neighbours are answered here with
+/// their real MACs, so no ARP ever leaves the port; the rest is dropped.
+#[inline(always)]
+pub fn answer_routed(
+    ctx: &TcContext,
+    ifindex: u32,
+    port: &PortConfig,
+    seg: &GwSegment,
+) -> Result<i32, DropReason> {
+    let Arp {
+        head,
+        op,
+        sender_mac,
+        sender_ip,
+        target_ip,
+    } = read(ctx)?;
+    if head != ARP_ETH_IP4 {
+        return Err(DropReason::NotIpv4OnSubnet);
+    }
+    if sender_mac != eth::bits(&port.own_mac) || (sender_ip != port.own_ip && sender_ip != 0) {
+        return Err(DropReason::SourceGuard);
+    }
+    if op != 1 {
+        // Replies and announcements: nobody on a Subnet asks a Pod.
+        return Err(DropReason::NotForRouter);
+    }
+    let mac = if target_ip == seg.gw_ip {
+        eth::bits(&seg.gw_mac)
+    } else {
+        let key = NbrKey {
+            vni: port.vni,
+            ip: target_ip,
+        };
+        // Only what Juneau handed out: a Subnet has no hosts of its own making.
+        // SAFETY: copied at once.
+        match unsafe { maps::jn_gw_nbr.get(&key) } {
+            Some(n) if target_ip != port.own_ip => eth::bits(&n.mac),
+            _ => return Err(DropReason::NoNeighbour),
+        }
+    };
+    reply(ctx, mac, target_ip)?;
+    super::count(GwStat::ArpReplies);
+    Ok(deliver(ifindex, port.flags))
+}
+
+/// Turns the request in the frame into the reply `ip is-at mac`, addressed back to
+/// the asker.
+#[inline(always)]
+fn reply(ctx: &TcContext, mac: u64, ip: u32) -> Result<(), DropReason> {
+    let (start, end) = (ctx.data(), ctx.data_end());
+    if start + ARP_END > end {
+        return Err(DropReason::ShortFrame);
+    }
+    // SAFETY: inside [start, start + ARP_END), checked above.
     unsafe {
         let sender_mac_lo = load::<u32>(start + ETH_HLEN + 8);
         let sender_mac_hi = load::<u16>(start + ETH_HLEN + 12);
         let sender_ip = load::<u32>(start + ETH_HLEN + 14);
-        let gw = eth::bits(&seg.gw_mac);
-        // Ethernet: back to the sender, from the gateway.
+        // Ethernet: back to the sender, from the one answered for.
         store::<u32>(start, sender_mac_lo);
         store::<u16>(start + 4, sender_mac_hi);
-        store::<u32>(start + 6, gw as u32);
-        store::<u16>(start + 10, (gw >> 32) as u16);
-        // ARP reply: sender = the gateway, target = the asker.
+        store::<u32>(start + 6, mac as u32);
+        store::<u16>(start + 10, (mac >> 32) as u16);
+        // ARP reply: sender = the one answered for, target = the asker.
         store::<u16>(start + ETH_HLEN + 6, 2u16.to_be());
-        store::<u32>(start + ETH_HLEN + 8, gw as u32);
-        store::<u16>(start + ETH_HLEN + 12, (gw >> 32) as u16);
-        store::<u32>(start + ETH_HLEN + 14, seg.gw_ip);
+        store::<u32>(start + ETH_HLEN + 8, mac as u32);
+        store::<u16>(start + ETH_HLEN + 12, (mac >> 32) as u16);
+        store::<u32>(start + ETH_HLEN + 14, ip);
         store::<u32>(start + ETH_HLEN + 18, sender_mac_lo);
         store::<u16>(start + ETH_HLEN + 22, sender_mac_hi);
         store::<u32>(start + ETH_HLEN + 24, sender_ip);
     }
-    super::count(GwStat::ArpReplies);
-    Ok(deliver(ifindex, port.flags))
+    Ok(())
 }

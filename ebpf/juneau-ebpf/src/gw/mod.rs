@@ -16,7 +16,7 @@ pub mod snoop;
 use aya_ebpf::programs::TcContext;
 use juneau_common::{
     DropReason, GwSegment, PortConfig,
-    gw::{GW_PROG_ROUTE, GwStat, PORT_GATEWAY},
+    gw::{GW_PROG_ROUTE, GwStat, PORT_GATEWAY, PORT_ROUTED},
 };
 
 use crate::{eth, maps};
@@ -35,6 +35,14 @@ pub fn enter(ctx: &TcContext, port: &PortConfig, addrs: &eth::Addrs) -> Result<(
     if !to_router {
         return Ok(());
     }
+    // SAFETY: the map and the context are valid; on success control never returns.
+    unsafe { maps::jn_gw_progs.tail_call(ctx, GW_PROG_ROUTE) };
+    Err(DropReason::NoRouter)
+}
+
+/// From a routed port (a Subnet NIC): every frame goes to the router.
+#[inline(always)]
+pub fn enter_routed(ctx: &TcContext) -> Result<i32, DropReason> {
     // SAFETY: the map and the context are valid; on success control never returns.
     unsafe { maps::jn_gw_progs.tail_call(ctx, GW_PROG_ROUTE) };
     Err(DropReason::NoRouter)
@@ -72,9 +80,32 @@ pub fn try_route(ctx: &TcContext) -> Result<i32, DropReason> {
     let seg: GwSegment = unsafe { maps::jn_gw_seg.get(port.vni) }
         .copied()
         .ok_or(DropReason::NotRoutable)?;
+    if port.flags & PORT_ROUTED != 0 {
+        return from_routed_port(ctx, ifindex, &port, &seg);
+    }
     match eth::ethertype(ctx) {
         Some(ETH_P_ARP) => arp::answer(ctx, ifindex, &port, &seg),
         Some(eth::ETH_P_IP) => route::ipv4(ctx, ifindex, &port, &seg),
         _ => Err(DropReason::NotRoutable),
+    }
+}
+
+/// A Subnet NIC speaks IPv4 and ARP from its own MAC only (its address is checked by
+/// each handler).
+#[inline(always)]
+fn from_routed_port(
+    ctx: &TcContext,
+    ifindex: u32,
+    port: &PortConfig,
+    seg: &GwSegment,
+) -> Result<i32, DropReason> {
+    let addrs = eth::addrs(ctx).ok_or(DropReason::ShortFrame)?;
+    if eth::bits(&addrs.src) != eth::bits(&port.own_mac) {
+        return Err(DropReason::SourceGuard);
+    }
+    match eth::ethertype(ctx) {
+        Some(ETH_P_ARP) => arp::answer_routed(ctx, ifindex, port, seg),
+        Some(eth::ETH_P_IP) => route::ipv4(ctx, ifindex, port, seg),
+        _ => Err(DropReason::NotIpv4OnSubnet),
     }
 }

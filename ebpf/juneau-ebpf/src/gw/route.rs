@@ -6,7 +6,7 @@
 use aya_ebpf::programs::TcContext;
 use juneau_common::{
     DropReason, FdbEntry, GwSegment, NbrEntry, NbrKey, PortConfig, RouteEntry,
-    gw::{GwStat, ROUTE_CONNECTED},
+    gw::{GwStat, PORT_ROUTED, ROUTE_CONNECTED},
 };
 
 use super::icmp::{self, IcmpError};
@@ -85,6 +85,10 @@ pub fn ipv4(
     seg: &GwSegment,
 ) -> Result<i32, DropReason> {
     let ip = read_ipv4(ctx)?;
+    let routed_port = port.flags & PORT_ROUTED != 0;
+    if routed_port && ip.saddr != port.own_ip {
+        return Err(DropReason::SourceGuard);
+    }
     if martian(ip.saddr) || martian(ip.daddr) {
         return Err(DropReason::NotRoutable);
     }
@@ -103,7 +107,10 @@ pub fn ipv4(
         // Another gateway of the Vpc: the router is that address too.
         return to_router(ctx, ifindex, port, seg, &ip);
     }
-    if ip.ttl <= 1 {
+    // Within a Subnet a packet is delivered, not routed: no hop, so no TTL spent and
+    // the sender's MAC kept, as on the wire of a real subnet.
+    let hop = !(routed_port && route.vni == port.vni);
+    if hop && ip.ttl <= 1 {
         return icmp::error(ctx, ifindex, port, seg, &ip, IcmpError::TimeExceeded);
     }
     let key = NbrKey {
@@ -133,32 +140,44 @@ pub fn ipv4(
             IcmpError::FragNeeded(route.mtu),
         );
     }
-    forward(ctx, &route, &nbr)
+    forward(ctx, &route, &nbr, hop)
 }
 
 /// One hop: TTL - 1 (checksum updated), the destination segment's gateway as source,
-/// the neighbour as destination, then switched in the destination segment.
+/// the neighbour as destination, then switched in the destination segment. Without
+/// `hop` (within a Subnet) only the destination MAC is written.
 #[inline(always)]
-fn forward(ctx: &TcContext, route: &RouteEntry, nbr: &NbrEntry) -> Result<i32, DropReason> {
+fn forward(
+    ctx: &TcContext,
+    route: &RouteEntry,
+    nbr: &NbrEntry,
+    hop: bool,
+) -> Result<i32, DropReason> {
     let (start, end) = (ctx.data(), ctx.data_end());
     if start + IP_END > end {
         return Err(DropReason::BadIpHeader);
     }
-    let src = juneau_common::FdbKey::new(route.gw_mac);
     let dst = nbr.mac;
     // SAFETY: inside [start, start + IP_END), checked above.
-    unsafe {
-        let word = load::<u16>(start + ETH_HLEN + 8);
-        // The TTL is the first byte of the word in memory (its low byte here); it is
-        // above 1, so no borrow reaches the protocol byte.
-        let new = word - 1;
-        let csum = load::<u16>(start + ETH_HLEN + 10);
-        store::<u16>(start + ETH_HLEN + 8, new);
-        store::<u16>(start + ETH_HLEN + 10, icmp::csum_replace(csum, word, new));
+    let src = unsafe {
+        let src = if hop {
+            let word = load::<u16>(start + ETH_HLEN + 8);
+            // The TTL is the first byte of the word in memory (its low byte here); it
+            // is above 1, so no borrow reaches the protocol byte.
+            let new = word - 1;
+            let csum = load::<u16>(start + ETH_HLEN + 10);
+            store::<u16>(start + ETH_HLEN + 8, new);
+            store::<u16>(start + ETH_HLEN + 10, icmp::csum_replace(csum, word, new));
+            juneau_common::FdbKey::new(route.gw_mac)
+        } else {
+            eth::from_bits(load::<u32>(start + 6) as u64 | (load::<u16>(start + 10) as u64) << 32)
+        };
+        // The 8-byte store of the destination runs into the source: both written.
         store::<u64>(start, eth::bits(&dst));
         store::<u32>(start + 6, eth::bits(&src) as u32);
         store::<u16>(start + 10, (eth::bits(&src) >> 32) as u16);
-    }
+        src
+    };
     super::count(GwStat::Routed);
     let addrs = eth::Addrs { dst, src };
     // The destination segment's table, when this Node has a port on it: the freshest

@@ -7,7 +7,7 @@ pub mod learn;
 use aya_ebpf::{btf_maps::HashMap, programs::TcContext};
 use juneau_common::{
     DropReason, FdbEntry, FdbKey, PortConfig,
-    gw::PORT_GATEWAY,
+    gw::{PORT_GATEWAY, PORT_ROUTED},
     l2::{FDB_ENTRIES, PORT_ACTIVE},
 };
 
@@ -28,6 +28,10 @@ pub fn from_port(ctx: &TcContext) -> Result<i32, DropReason> {
     let port = unsafe { &mut *port };
     if port.flags & PORT_ACTIVE == 0 {
         return Err(DropReason::NotAPort);
+    }
+    if port.flags & PORT_ROUTED != 0 {
+        // A Subnet NIC: nothing is switched or learned; the router takes it all.
+        return gw::enter_routed(ctx);
     }
     if port.mtu != 0 && ctx.len() > port.mtu + eth::ETH_HLEN as u32 && !eth::is_ip(ctx) {
         // L2-21: a non-IP frame cannot be fragmented; it would not fit the segment.

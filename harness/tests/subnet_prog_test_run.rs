@@ -1,0 +1,231 @@
+//! BPF_PROG_TEST_RUN tests of Subnet NICs (routed ports): ARP answered for the gateway
+//! and the Subnet's peers with their real MACs, IPv4 delivered within the Subnet
+//! without a hop and routed to the rest of the Vpc with one, and the source guard.
+//! Subnet S (10.0.3.0/24) has routed ports 0 and 1; the gateway segment L
+//! (10.0.1.0/24) has the switched port 2. Every Pod is seeded as a neighbour here.
+use std::net::Ipv4Addr;
+
+use juneau::node::{
+    Dataplane,
+    dataplane::{PortSpec, RoutedPort},
+};
+use juneau_common::gw::PORT_ROUTED;
+use juneau_harness::{
+    frames::{self, BROADCAST, fixtures::*, ones_complement},
+    router::{self, RouterBed, Seg},
+    testrun::{PortBed, TC_ACT_REDIRECT, TC_ACT_SHOT},
+};
+
+const VNI_S: u32 = 12;
+const VNI_L: u32 = 10;
+const GW_S: [u8; 6] = [0x02, 0x4a, 0x4e, 0, 0, 12];
+const GW_L: [u8; 6] = [0x02, 0x4a, 0x4e, 0, 0, 10];
+const GW_S_IP: [u8; 4] = [10, 0, 3, 1];
+const GW_L_IP: [u8; 4] = [10, 0, 1, 1];
+const SEG_S: Seg = Seg {
+    vni: VNI_S,
+    cidr: "10.0.3.0/24",
+    gw: GW_S_IP,
+    gw_mac: GW_S,
+    mtu: 1500,
+};
+const SEG_L: Seg = Seg {
+    vni: VNI_L,
+    cidr: "10.0.1.0/24",
+    gw: GW_L_IP,
+    gw_mac: GW_L,
+    mtu: 1450,
+};
+
+/// The address of the Subnet Pod on port `i` (0 or 1).
+const fn s_ip(i: u8) -> [u8; 4] {
+    [10, 0, 3, 10 + i]
+}
+
+/// The Pod on port `i`: its MAC and address.
+fn pod(i: u8) -> ([u8; 6], [u8; 4]) {
+    (pod_mac(i), if i < 2 { s_ip(i) } else { pod_ip(i) })
+}
+
+fn new_bed() -> RouterBed {
+    let bed = PortBed::new(3);
+    let mut dp = Dataplane::load(None).expect("load");
+    let here = Ipv4Addr::UNSPECIFIED;
+    dp.sync_router(&router::state(
+        &[SEG_S, SEG_L],
+        &[
+            (VNI_S, s_ip(0), pod_mac(0), here),
+            (VNI_S, s_ip(1), pod_mac(1), here),
+            (VNI_L, pod_ip(2), pod_mac(2), here),
+        ],
+    ))
+    .unwrap();
+    for i in 0..3u8 {
+        let routed = (i < 2).then(|| RoutedPort {
+            mac: pod_mac(i),
+            ip: s_ip(i).into(),
+        });
+        dp.configure_port(PortSpec {
+            ifindex: bed.ifindex(i as usize),
+            vni: if i < 2 { VNI_S } else { VNI_L },
+            mtu: 0,
+            peer: true,
+            routed,
+        })
+        .unwrap();
+    }
+    RouterBed { bed, dp }
+}
+
+fn assert_checksums(f: &[u8]) {
+    assert_eq!(ones_complement(&f[14..34]), 0, "IPv4 header checksum");
+}
+
+#[test]
+fn l2_15_subnet_arp_is_answered_for_the_gateway_and_peers_with_real_macs_and_never_flooded() {
+    let b = new_bed();
+    let (mac0, ip0) = pod(0);
+    let run = b.send(0, &frames::arp_request(mac0, ip0, GW_S_IP));
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    assert_eq!(run.data, frames::arp_reply(GW_S, GW_S_IP, mac0, ip0));
+    // A peer of the Subnet, silent so far: its own MAC, from the seed.
+    let run = b.send(0, &frames::arp_request(mac0, ip0, s_ip(1)));
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    assert_eq!(run.data, frames::arp_reply(pod_mac(1), s_ip(1), mac0, ip0));
+    // A unicast probe (Linux NUD) to the peer's MAC is answered the same way.
+    let mut probe = frames::arp_request(mac0, ip0, s_ip(1));
+    probe[..6].copy_from_slice(&pod_mac(1));
+    assert_eq!(b.send(0, &probe).verdict, TC_ACT_REDIRECT);
+    assert_eq!(b.stat("ARP_REPLIES"), 3);
+    // Nobody Juneau did not hand out, nor the asker itself.
+    let before = b.bed.tx(1);
+    for target in [[10, 0, 3, 99], ip0, pod_ip(2)] {
+        let run = b.send(0, &frames::arp_request(mac0, ip0, target));
+        assert_eq!(run.verdict, TC_ACT_SHOT, "{target:?}");
+    }
+    assert_eq!(b.drops()["NO_NEIGHBOUR"], 3);
+    assert_eq!(b.bed.tx(1), before, "no ARP ever leaves a Subnet port");
+}
+
+#[test]
+fn l2_15_within_a_subnet_delivered_without_a_hop_across_the_vpc_routed_with_one() {
+    let b = new_bed();
+    // Pod 0 to its Subnet peer (silent so far): the frame arrives as sent, TTL and
+    // MACs untouched, even with TTL 1.
+    for ttl in [64, 1] {
+        let req = frames::icmp_echo(pod(0), pod(1), ttl, 56, false);
+        let run = b.send(0, &req);
+        assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+        assert_eq!(run.data, req, "TTL {ttl}: delivered unchanged");
+    }
+    // To the gateway segment L: one hop.
+    let req = frames::icmp_echo(pod(0), (GW_S, pod_ip(2)), 64, 56, false);
+    let run = b.send(0, &req);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    let r = &run.data;
+    assert_eq!((&r[0..6], &r[6..12]), (&pod_mac(2)[..], &GW_L[..]));
+    assert_eq!(r[22], 63, "TTL decremented once");
+    assert_checksums(r);
+    // From L to the Subnet Pod, which never spoke: found by its port's own entry.
+    let req = frames::icmp_echo(pod(2), (GW_L, s_ip(0)), 64, 56, false);
+    let run = b.send(2, &req);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    let r = &run.data;
+    assert_eq!((&r[0..6], &r[6..12]), (&pod_mac(0)[..], &GW_S[..]));
+    assert_eq!(r[22], 63);
+    assert_checksums(r);
+    assert_eq!(b.bed.tx(1), 0, "nothing flooded to the other Subnet port");
+    assert_eq!(b.stat("ROUTED"), 4);
+    assert!(b.drops().is_empty(), "{:?}", b.drops());
+    // The ping to the Subnet's gateway is answered.
+    let run = b.send(0, &frames::icmp_echo(pod(0), (GW_S, GW_S_IP), 64, 8, false));
+    assert_eq!(run.verdict, TC_ACT_REDIRECT);
+    assert_eq!(&run.data[26..30], &GW_S_IP, "from the gateway");
+}
+
+#[test]
+fn l2_15_a_subnet_port_speaks_ipv4_and_arp_from_its_own_mac_and_address_only() {
+    let b = new_bed();
+    let (mac0, ip0) = pod(0);
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "another Pod's address",
+            frames::icmp_echo((mac0, s_ip(1)), (GW_S, pod_ip(2)), 64, 8, false),
+            "SOURCE_GUARD",
+        ),
+        (
+            "another Pod's MAC",
+            frames::icmp_echo((pod_mac(1), ip0), (GW_S, pod_ip(2)), 64, 8, false),
+            "SOURCE_GUARD",
+        ),
+        (
+            "ARP claiming another address",
+            frames::arp_request(mac0, s_ip(1), GW_S_IP),
+            "SOURCE_GUARD",
+        ),
+        (
+            "ARP whose sender MAC is not the Pod's",
+            {
+                let mut f = frames::arp_request(mac0, ip0, GW_S_IP);
+                f[22..28].copy_from_slice(&pod_mac(1));
+                f
+            },
+            "SOURCE_GUARD",
+        ),
+        (
+            "a gratuitous reply",
+            frames::arp_reply(mac0, ip0, BROADCAST, ip0),
+            "NOT_FOR_ROUTER",
+        ),
+        (
+            "a non-IP EtherType",
+            frames::raw(pod_mac(1), mac0, 0x88b5, b"pure l2"),
+            "NOT_IPV4_ON_SUBNET",
+        ),
+        (
+            "IPv6",
+            frames::ipv6_ns(mac0, pod_ip6(0), pod_ip6(1)),
+            "NOT_IPV4_ON_SUBNET",
+        ),
+    ];
+    for (what, frame, reason) in &cases {
+        let before = b.drops().get(reason).copied().unwrap_or(0);
+        assert_eq!(b.send(0, frame).verdict, TC_ACT_SHOT, "{what}");
+        assert_eq!(b.drops()[reason], before + 1, "{what}: {:?}", b.drops());
+    }
+    assert_eq!(b.bed.tx(1), 0, "none of it reached the other port");
+    // A DAD probe (no sender address) is answered: nothing else holds the address.
+    let run = b.send(0, &frames::arp_request(mac0, [0; 4], GW_S_IP));
+    assert_eq!(run.verdict, TC_ACT_REDIRECT);
+    // Nothing was learned: the Subnet's table holds each port's own MAC, written with
+    // the port, and no other.
+    let mut fdb: Vec<([u8; 6], u32, bool)> =
+        b.dp.fdb(VNI_S)
+            .unwrap()
+            .into_iter()
+            .map(|(k, e)| (k.mac, e.ifindex, e.flags & PORT_ROUTED != 0))
+            .collect();
+    fdb.sort();
+    assert_eq!(
+        fdb,
+        vec![
+            (pod_mac(0), b.bed.ifindex(0), true),
+            (pod_mac(1), b.bed.ifindex(1), true)
+        ]
+    );
+}
+
+#[test]
+fn l2_15_a_routed_port_entry_never_ages_and_goes_with_its_port() {
+    let mut b = new_bed();
+    assert_eq!(b.dp.age(std::time::Duration::ZERO).unwrap(), 0);
+    assert_eq!(b.dp.fdb(VNI_S).unwrap().len(), 2);
+    b.dp.remove_port(b.bed.ifindex(1)).unwrap();
+    let left: Vec<[u8; 6]> =
+        b.dp.fdb(VNI_S)
+            .unwrap()
+            .iter()
+            .map(|(k, _)| k.mac)
+            .collect();
+    assert_eq!(left, vec![pod_mac(0)]);
+}

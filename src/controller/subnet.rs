@@ -1,0 +1,127 @@
+//! Subnet status: a VNI from the `subnet-vni` pool shared with L2Networks (L2-22), the
+//! gateway at the CIDR's first address, and a gateway MAC chosen once.
+use std::collections::BTreeMap;
+
+use super::l2network::{gateway_mac, held_vnis, next_vni, oldest_first, vni_exhausted};
+use crate::{
+    admission::validate::{Snapshot, first_host, parse_cidr},
+    api::{condition::Condition, subnet::SubnetStatus},
+};
+
+pub fn reconcile_all(snap: &Snapshot) -> BTreeMap<String, SubnetStatus> {
+    let mut held = held_vnis(snap);
+    let mut out = BTreeMap::new();
+    for s in oldest_first(&snap.subnets) {
+        let name = s.metadata.name.clone().unwrap_or_default();
+        let old = s.status.clone().unwrap_or_default();
+        let Ok(cidr) = parse_cidr(&s.spec.cidr) else {
+            let mut st = old;
+            st.conditions = vec![Condition::new(
+                "Ready",
+                false,
+                "InvalidCIDR",
+                format!("spec.cidr {:?} is not an IPv4 CIDR", s.spec.cidr),
+            )];
+            out.insert(name, st);
+            continue;
+        };
+        let vni = if old.vni != 0 {
+            old.vni
+        } else {
+            let Some(v) = next_vni(&mut held) else {
+                let mut st = old;
+                st.conditions = vec![vni_exhausted()];
+                out.insert(name, st);
+                continue;
+            };
+            v
+        };
+        let gateway_mac = if old.gateway_mac.is_empty() {
+            gateway_mac(vni)
+        } else {
+            old.gateway_mac
+        };
+        out.insert(
+            name,
+            SubnetStatus {
+                vni,
+                gateway: first_host(&cidr).to_string(),
+                gateway_mac,
+                conditions: vec![Condition::new("Ready", true, "Reconciled", "")],
+            },
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        api::{
+            L2Network, Subnet,
+            l2network::{L2NetworkSpec, L2NetworkStatus},
+            subnet::SubnetSpec,
+        },
+        controller::{Config, l2network},
+    };
+
+    fn subnet(name: &str, cidr: &str) -> Subnet {
+        Subnet::new(
+            name,
+            SubnetSpec {
+                vpc: "t".into(),
+                cidr: cidr.into(),
+                network_acl: None,
+            },
+        )
+    }
+
+    #[test]
+    fn l2_22_subnets_and_l2networks_never_share_a_vni() {
+        let mut snap = Snapshot::default();
+        let mut l = L2Network::new(
+            "lab",
+            L2NetworkSpec {
+                vpc: "t".into(),
+                ..Default::default()
+            },
+        );
+        l.status = Some(L2NetworkStatus {
+            vni: 2,
+            ..Default::default()
+        });
+        snap.l2networks.push(l);
+        snap.subnets.push(subnet("web", "10.71.0.0/24"));
+        snap.subnets.push(subnet("db", "10.72.0.0/24"));
+        let st = reconcile_all(&snap);
+        assert_eq!(st["db"].vni, 3, "2 is held by the L2Network");
+        assert_eq!(st["web"].vni, 4);
+        assert_eq!(st["web"].gateway, "10.71.0.1");
+        assert_eq!(st["web"].gateway_mac, gateway_mac(4));
+        // An L2Network created next sees the Subnets' VNIs as held.
+        for s in &mut snap.subnets {
+            s.status = st.get(s.metadata.name.as_deref().unwrap()).cloned();
+        }
+        snap.l2networks.push(L2Network::new(
+            "later",
+            L2NetworkSpec {
+                vpc: "t".into(),
+                ..Default::default()
+            },
+        ));
+        let l2 = l2network::reconcile_all(&snap, &Config::default());
+        assert_eq!(l2["later"].vni, 5);
+        // Kept once chosen.
+        assert_eq!(reconcile_all(&snap), st);
+    }
+
+    #[test]
+    fn l2_15_a_subnet_with_a_bad_cidr_gets_no_vni_and_says_which_field() {
+        let mut snap = Snapshot::default();
+        snap.subnets.push(subnet("bad", "10.71.0.0"));
+        let st = reconcile_all(&snap);
+        assert_eq!(st["bad"].vni, 0, "nothing allocated for it");
+        assert!(st["bad"].conditions[0].message.contains("spec.cidr"));
+    }
+}

@@ -1,0 +1,188 @@
+//! What every veth NIC shares, whatever its segment: a veth pair whose host end is a
+//! datapath port, the Pod end addressed from the segment's CIDR with eth0's default
+//! route (L2-15) when the segment has one, the segment's MTU on both ends when it sets
+//! one (L2-21). The drivers of each kind say only what their port is.
+use std::{net::Ipv4Addr, sync::Mutex};
+
+use super::{Made, NicContext, io, nic_mac};
+use crate::{
+    api::NetworkInterface,
+    cni::{CniError, CniResult, Interface, IpConfig, RouteConfig, code},
+    node::{
+        Dataplane,
+        dataplane::PortSpec,
+        netlink,
+        veth::{self, PortAlias, VethSpec},
+    },
+};
+
+/// Makes the veth pair of `nic`, addresses and routes its Pod end, and attaches the
+/// datapath to its host end as the port `port` says (given the new ifindex).
+pub fn setup(
+    ctx: &NicContext<'_>,
+    nl: &netlink::Session,
+    nic: &NetworkInterface,
+    made: &mut Made,
+    result: &mut CniResult,
+    port: impl FnOnce(u32) -> PortSpec,
+) -> Result<(), CniError> {
+    let status = nic.status.clone().unwrap_or_default();
+    let iface = nic.spec.interface.clone();
+    let host = veth::host_name(ctx.container_id, &iface);
+    let mac = nic_mac(ctx.container_id, &iface);
+    let alias = PortAlias {
+        container_id: ctx.container_id.to_owned(),
+        interface: iface.clone(),
+        namespace: ctx.namespace.to_owned(),
+        pod: ctx.pod.to_owned(),
+    };
+    if alias.render().len() > veth::MAX_ALIAS {
+        return Err(CniError::new(
+            code::INVALID_CONFIG,
+            format!(
+                "{}/{}: the namespace and Pod names are too long to record on the host veth ({} bytes of alias, the kernel keeps {}); shorten the Pod name",
+                ctx.namespace,
+                ctx.pod,
+                alias.render().len(),
+                veth::MAX_ALIAS
+            ),
+        ));
+    }
+    let spec = VethSpec {
+        host_name: host.clone(),
+        host_mac: nic_mac(ctx.container_id, &format!("{iface}-host")),
+        pod_netns: ctx.netns.to_owned(),
+        pod_name: iface.clone(),
+        pod_mac: mac,
+        mtu: (status.mtu != 0).then_some(status.mtu),
+        alias: alias.render(),
+    };
+    let ifindex = veth::create_on(nl, &spec)
+        .map_err(|e| io(format!("cannot create the veth pair for {iface}"))(e.to_string()))?;
+    made.links.push(host.clone());
+    result.interfaces.push(Interface {
+        name: host.clone(),
+        mac: crate::format_mac(&spec.host_mac),
+        mtu: spec.mtu,
+        sandbox: None,
+    });
+    result.interfaces.push(Interface {
+        name: iface.clone(),
+        mac: crate::format_mac(&mac),
+        mtu: spec.mtu,
+        sandbox: Some(ctx.netns.display().to_string()),
+    });
+    if !status.address.is_empty() {
+        nl.block_on(netlink::add_address_on(nl.pod(), &iface, &status.address))
+            .map_err(|e| io(format!("cannot address {iface}"))(e.to_string()))?;
+        result.ips.push(IpConfig {
+            address: status.address.clone(),
+            gateway: status.routes.first().map(|r| r.gw.clone()),
+            interface: result.interfaces.len() - 1,
+        });
+    }
+    for r in &status.routes {
+        let gw: Ipv4Addr = r.gw.parse().map_err(|_| {
+            CniError::new(
+                code::INVALID_CONFIG,
+                format!("route gateway {:?} is not IPv4", r.gw),
+            )
+        })?;
+        nl.block_on(netlink::add_default_route_on(nl.pod(), gw))
+            .map_err(|e| io(format!("cannot add {iface}'s default route"))(e.to_string()))?;
+        result.routes.push(RouteConfig {
+            dst: r.dst.clone(),
+            gw: Some(r.gw.clone()),
+        });
+    }
+    let port = port(ifindex);
+    ctx.dataplane
+        .lock()
+        .expect("dataplane lock")
+        .attach_owned_port(&host, port)
+        .map_err(|e| io(format!("cannot attach the datapath to {host}"))(e.to_string()))?;
+    made.ports.push(ifindex);
+    Ok(())
+}
+
+/// Removes the port and its veth pair; every error is collected.
+pub fn teardown(
+    dataplane: &Mutex<Dataplane>,
+    host: &str,
+    ifindex: u32,
+    _alias: &PortAlias,
+) -> Vec<String> {
+    let mut errors = Vec::new();
+    if let Err(e) = dataplane
+        .lock()
+        .expect("dataplane lock")
+        .remove_port(ifindex)
+    {
+        errors.push(e.to_string());
+    }
+    if let Err(e) = veth::delete(None, host) {
+        errors.push(e.to_string());
+    }
+    errors
+}
+
+/// Checks the veth pair, the port, the MTU and the address of `nic` (CNI CHECK).
+pub fn check(
+    ctx: &NicContext<'_>,
+    nic: &NetworkInterface,
+    host: Option<(&str, u32)>,
+) -> Result<(), CniError> {
+    let iface = &nic.spec.interface;
+    let Some((host, ifindex)) = host else {
+        return Err(CniError::new(
+            code::UNKNOWN_CONTAINER,
+            format!(
+                "{iface}: host veth {} is missing",
+                veth::host_name(ctx.container_id, iface)
+            ),
+        ));
+    };
+    let port = ctx.dataplane.lock().expect("dataplane lock").port(ifindex);
+    if !port.is_ok_and(|p| p.flags & juneau_common::l2::PORT_ACTIVE != 0) {
+        return Err(CniError::new(
+            code::IO_FAILURE,
+            format!("{iface}: {host} is not an active datapath port"),
+        ));
+    }
+    let status = nic.status.clone().unwrap_or_default();
+    if status.mtu != 0 {
+        // L2-21: both ends keep the segment's MTU.
+        let host_mtu = netlink::mtu_and_ipv4(host)
+            .map_err(|e| io(format!("cannot read {host}"))(e.to_string()))?
+            .0;
+        let pod_mtu = crate::netns::run_in(ctx.netns, || netlink::mtu_and_ipv4(iface))
+            .map_err(|e| {
+                io(format!("cannot enter the Pod's namespace for {iface}"))(e.to_string())
+            })?
+            .map_err(|e| io(format!("cannot read {iface} in the Pod"))(e.to_string()))?
+            .0;
+        for (side, mtu) in [(host, host_mtu), (iface.as_str(), pod_mtu)] {
+            if mtu != status.mtu {
+                return Err(CniError::new(
+                    code::IO_FAILURE,
+                    format!(
+                        "{iface}: {side} has MTU {mtu}, the segment's is {}",
+                        status.mtu
+                    ),
+                ));
+            }
+        }
+    }
+    let want = status.address.clone();
+    if !want.is_empty() {
+        let have = netlink::addresses(ctx.netns, iface)
+            .map_err(|e| io("cannot read the Pod's addresses")(e.to_string()))?;
+        if !have.contains(&want) {
+            return Err(CniError::new(
+                code::IO_FAILURE,
+                format!("{iface}: address {want} is missing in the Pod (has {have:?})"),
+            ));
+        }
+    }
+    Ok(())
+}
