@@ -142,7 +142,7 @@ fn mx_03_bpf_dump_drops_counts_each_drop_under_its_reason() {
 #[test]
 fn l2_13_bpf_dump_shows_the_routers_segments_routes_neighbours_and_counters() {
     use juneau::node::gateway::{GatewaySegment, Neighbour, RouteSpec, RouterState};
-    use juneau_common::gw::{ROUTE_CONNECTED, ROUTE_UNSUPPORTED};
+    use juneau_common::gw::{ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_UNSUPPORTED};
     let node = format!("jn-cligw-{}", std::process::id());
     let root = juneau::standalone::pin_dir_of(&node);
     let mut dp = Dataplane::load(Some(&root)).unwrap();
@@ -150,10 +150,15 @@ fn l2_13_bpf_dump_shows_the_routers_segments_routes_neighbours_and_counters() {
     let route = |dst: &str, kind: u32| RouteSpec {
         dst: dst.parse().unwrap(),
         kind,
-        vni: if kind == ROUTE_CONNECTED { 7 } else { 0 },
+        vni: if kind == ROUTE_UNSUPPORTED { 0 } else { 7 },
         gw_ip: "10.7.0.1".parse().unwrap(),
         gw_mac: mac,
         mtu: 1450,
+        nh_ip: if kind == ROUTE_ENDPOINT {
+            "10.7.0.9".parse().unwrap()
+        } else {
+            std::net::Ipv4Addr::UNSPECIFIED
+        },
     };
     let state = RouterState {
         segments: [(
@@ -173,6 +178,7 @@ fn l2_13_bpf_dump_shows_the_routers_segments_routes_neighbours_and_counters() {
             [
                 route("10.7.0.0/24", ROUTE_CONNECTED),
                 route("0.0.0.0/0", ROUTE_UNSUPPORTED),
+                route("192.168.50.0/24", ROUTE_ENDPOINT),
             ]
             .into_iter()
             .collect(),
@@ -196,22 +202,25 @@ fn l2_13_bpf_dump_shows_the_routers_segments_routes_neighbours_and_counters() {
     assert_eq!(segs[0]["gateway"], "10.7.0.1");
     assert_eq!(segs[0]["gateway_mac"], "02:4a:4e:00:00:07");
     let routes = dump("gw_routes");
-    let got: Vec<(String, String)> = routes
+    let got: Vec<String> = routes
         .as_array()
         .unwrap()
         .iter()
         .map(|r| {
-            (
-                r["dst"].as_str().unwrap().into(),
-                r["kind"].as_str().unwrap().into(),
+            format!(
+                "{} {} {}",
+                r["dst"].as_str().unwrap(),
+                r["kind"].as_str().unwrap(),
+                r["next_hop"].as_str().unwrap_or("-")
             )
         })
         .collect();
     assert_eq!(
         got,
         [
-            ("0.0.0.0/0".to_owned(), "unsupported".to_owned()),
-            ("10.7.0.0/24".to_owned(), "connected".to_owned())
+            "0.0.0.0/0 unsupported -",
+            "10.7.0.0/24 connected -",
+            "192.168.50.0/24 endpoint 10.7.0.9"
         ],
         "{routes}"
     );

@@ -47,8 +47,8 @@ fn l2_14_l2_15_l2_21_subnet_scenario_routes_subnet_nics_through_the_datapath() {
         "scenarios/stack/vpc-subnets.yaml",
         "the Subnet scenario failed",
     );
-    assert!(stdout.contains("step 18:"), "{stdout}");
-    assert!(!stdout.contains("step 19:"), "{stdout}");
+    assert!(stdout.contains("step 20:"), "{stdout}");
+    assert!(!stdout.contains("step 21:"), "{stdout}");
 }
 
 #[test]

@@ -32,6 +32,7 @@ impl Seg {
             gw_ip: self.gw.into(),
             gw_mac: self.gw_mac,
             mtu: self.mtu,
+            nh_ip: Ipv4Addr::UNSPECIFIED,
         }
     }
 }

@@ -54,6 +54,7 @@ fn router() -> RouterState {
         gw_ip: Ipv4Addr::UNSPECIFIED,
         gw_mac: [0; 6],
         mtu: 0,
+        nh_ip: Ipv4Addr::UNSPECIFIED,
     });
     s
 }

@@ -3,13 +3,15 @@
 //! without a hop and routed to the rest of the Vpc with one, and the source guard.
 //! Subnet S (10.0.3.0/24) has routed ports 0 and 1; the gateway segment L
 //! (10.0.1.0/24) has the switched port 2. Every Pod is seeded as a neighbour here.
+//! Routes via endpoints lead to the Pod on L and to the Subnet Pod on port 1.
 use std::net::Ipv4Addr;
 
 use juneau::node::{
     Dataplane,
     dataplane::{PortSpec, RoutedPort},
+    gateway::RouteSpec,
 };
-use juneau_common::gw::PORT_ROUTED;
+use juneau_common::gw::{PORT_ROUTED, ROUTE_ENDPOINT, ROUTE_NO_NEXT_HOP};
 use juneau_harness::{
     frames::{self, BROADCAST, fixtures::*, ones_complement},
     router::{self, RouterBed, Seg},
@@ -51,15 +53,30 @@ fn new_bed() -> RouterBed {
     let bed = PortBed::new(3);
     let mut dp = Dataplane::load(None).expect("load");
     let here = Ipv4Addr::UNSPECIFIED;
-    dp.sync_router(&router::state(
+    let mut state = router::state(
         &[SEG_S, SEG_L],
         &[
             (VNI_S, s_ip(0), pod_mac(0), here),
             (VNI_S, s_ip(1), pod_mac(1), here),
             (VNI_L, pod_ip(2), pod_mac(2), here),
         ],
-    ))
-    .unwrap();
+    );
+    // Routes via endpoints: the Pod on L (a router Pod), the Subnet peer on port 1,
+    // and one whose endpoint does not exist.
+    let table = state.tables.get_mut("t").unwrap();
+    for (dst, seg, nh, kind) in [
+        ("192.168.50.0/24", SEG_L, pod_ip(2), ROUTE_ENDPOINT),
+        ("192.168.51.0/24", SEG_S, s_ip(1), ROUTE_ENDPOINT),
+        ("192.168.60.0/24", SEG_L, [0; 4], ROUTE_NO_NEXT_HOP),
+    ] {
+        table.insert(RouteSpec {
+            dst: dst.parse().unwrap(),
+            kind,
+            nh_ip: nh.into(),
+            ..seg.connected()
+        });
+    }
+    dp.sync_router(&state).unwrap();
     for i in 0..3u8 {
         let routed = (i < 2).then(|| RoutedPort {
             mac: pod_mac(i),
@@ -228,4 +245,42 @@ fn l2_15_a_routed_port_entry_never_ages_and_goes_with_its_port() {
             .map(|(k, _)| k.mac)
             .collect();
     assert_eq!(left, vec![pod_mac(0)]);
+}
+
+#[test]
+fn l2_15_a_route_via_an_endpoint_sends_to_its_nic_with_one_hop() {
+    let b = new_bed();
+    let far = [192, 168, 50, 7];
+    let req = frames::icmp_echo(pod(0), (GW_S, far), 64, 56, false);
+    let run = b.send(0, &req);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    let r = &run.data;
+    assert_eq!(&r[0..6], &pod_mac(2), "to the endpoint's MAC");
+    assert_eq!(&r[6..12], &GW_L, "from its segment's gateway");
+    assert_eq!(&r[30..34], &far, "the destination address is kept");
+    assert_eq!(r[22], 63, "one hop");
+    assert_checksums(r);
+    // An endpoint in the sender's own Subnet is a hop too (a routing decision), not a
+    // delivery within the Subnet.
+    let req = frames::icmp_echo(pod(0), (GW_S, [192, 168, 51, 1]), 64, 8, false);
+    let run = b.send(0, &req);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    assert_eq!(
+        (&run.data[0..6], &run.data[6..12]),
+        (&pod_mac(1)[..], &GW_S[..])
+    );
+    assert_eq!(run.data[22], 63);
+    // A route whose endpoint is not there drops under its name, and no shorter route
+    // (none here) takes it.
+    let req = frames::icmp_echo(pod(0), (GW_S, [192, 168, 60, 1]), 64, 8, false);
+    assert_eq!(b.send(0, &req).verdict, TC_ACT_SHOT);
+    assert_eq!(b.drops()["NO_NEXT_HOP"], 1);
+    // The L2 Pod that is the router sends its replies back through its own gateway.
+    let reply = frames::icmp_echo((pod_mac(2), far), (GW_L, s_ip(0)), 64, 8, false);
+    let run = b.send(2, &reply);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    assert_eq!(
+        (&run.data[0..6], &run.data[6..12]),
+        (&pod_mac(0)[..], &GW_S[..])
+    );
 }

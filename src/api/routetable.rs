@@ -1,4 +1,6 @@
-//! RouteTable: the shape L2Network gateways write their connected route into (L2-14).
+//! RouteTable: the routes of a Vpc's segments: connected routes written by the controller
+//! for every Subnet and gateway segment (L2-14), and the user's (via an endpoint; kinds of
+//! later waves are dropped by name).
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -26,7 +28,7 @@ pub struct Route {
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Via {
-    /// `connected`, `internetGateway`, `natGateway`, `vpcPeering`, ...
+    /// `connected`, `endpoint`, `internetGateway`, `natGateway`, `vpcPeering`, ...
     #[serde(rename = "type")]
     pub type_: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -35,4 +37,8 @@ pub struct Via {
     pub subnet: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// With `type: endpoint`: the NIC that is the next hop, `<namespace>/<pod>.<iface>`
+    /// (a router Pod or VM on a Subnet or gateway segment of the same Vpc).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
 }

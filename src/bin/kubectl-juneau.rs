@@ -189,13 +189,19 @@ fn run() -> Result<(), cli::CliError> {
                 Output::Json => json(&rows),
                 Output::Table => {
                     println!(
-                        "{:>5} {:<20} {:<12} {:>8} {:<16} {:>5}",
-                        "TABLE", "DST", "KIND", "VNI", "GATEWAY", "MTU"
+                        "{:>5} {:<20} {:<12} {:>8} {:<16} {:>5} {:<16}",
+                        "TABLE", "DST", "KIND", "VNI", "GATEWAY", "MTU", "NEXTHOP"
                     );
                     for r in rows {
                         println!(
-                            "{:>5} {:<20} {:<12} {:>8} {:<16} {:>5}",
-                            r.table, r.dst, r.kind, r.vni, r.gateway, r.mtu
+                            "{:>5} {:<20} {:<12} {:>8} {:<16} {:>5} {:<16}",
+                            r.table,
+                            r.dst,
+                            r.kind,
+                            r.vni,
+                            r.gateway,
+                            r.mtu,
+                            r.next_hop.as_deref().unwrap_or("-")
                         );
                     }
                 }

@@ -5,7 +5,7 @@ use std::{net::Ipv4Addr, path::Path};
 use aya::maps::{ArrayOfMaps, HashMap, LpmTrie, Map, MapData, lpm_trie::Key};
 use juneau_common::{
     GwSegment, NbrEntry, NbrKey, RouteEntry,
-    gw::{GwStat, NBR_SEEDED, ROUTE_CONNECTED},
+    gw::{GwStat, NBR_SEEDED, ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_NO_NEXT_HOP},
     map_names,
 };
 use serde::Serialize;
@@ -30,11 +30,15 @@ pub struct GwSegmentRow {
 pub struct RouteRow {
     pub table: u32,
     pub dst: String,
-    /// `connected`, or `unsupported` (a kind this datapath does not build yet).
+    /// `connected`, `endpoint`, `no-next-hop` (an endpoint that is not there), or
+    /// `unsupported` (a kind this datapath does not build yet).
     pub kind: String,
     pub vni: u32,
     pub gateway: String,
     pub mtu: u32,
+    /// The endpoint's address, for `endpoint` routes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_hop: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
@@ -92,12 +96,14 @@ pub fn dump_gw_routes(dir: &Path) -> Result<Vec<RouteRow>, CliError> {
             RouteRow {
                 table,
                 dst: format!("{}/{}", Ipv4Addr::from(k.data()), k.prefix_len()),
-                kind: if r.kind == ROUTE_CONNECTED {
-                    "connected"
-                } else {
-                    "unsupported"
+                kind: match r.kind {
+                    ROUTE_CONNECTED => "connected",
+                    ROUTE_ENDPOINT => "endpoint",
+                    ROUTE_NO_NEXT_HOP => "no-next-hop",
+                    _ => "unsupported",
                 }
                 .into(),
+                next_hop: (r.kind == ROUTE_ENDPOINT).then(|| raw_ip(r.nh_ip)),
                 vni: r.vni,
                 gateway: raw_ip(r.gw_ip),
                 mtu: r.mtu,

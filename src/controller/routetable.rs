@@ -46,6 +46,12 @@ pub fn reconcile_all(snap: &Snapshot) -> Vec<RouteTable> {
                 .chain(subnets)
                 .collect();
             connected.sort_by(|a, b| a.dst.cmp(&b.dst));
+            // A segment's own CIDR routes to it: a user route to the same prefix
+            // (admitted before the segment existed) gives way, as a cloud's local route
+            // is never overridden.
+            rt.spec
+                .routes
+                .retain(|r| !connected.iter().any(|c| c.dst == r.dst));
             rt.spec.routes.extend(connected);
             rt
         })
@@ -72,11 +78,16 @@ mod tests {
                 ..Default::default()
             },
         };
+        // Over a Subnet's own CIDR: gives way to its connected route.
+        let shadowed = Route {
+            dst: "10.71.0.0/24".into(),
+            ..user.clone()
+        };
         s.route_tables.push(RouteTable::new(
             "t",
             RouteTableSpec {
                 vpc: "t".into(),
-                routes: vec![user.clone()],
+                routes: vec![user.clone(), shadowed],
             },
         ));
         s.route_tables.push(RouteTable::new(

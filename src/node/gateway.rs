@@ -10,7 +10,7 @@ use std::{
 };
 
 use ipnet::Ipv4Net;
-use juneau_common::gw::{ROUTE_CONNECTED, ROUTE_UNSUPPORTED};
+use juneau_common::gw::{ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_NO_NEXT_HOP, ROUTE_UNSUPPORTED};
 
 use crate::{
     api::{L2Network, NetworkEndpoint, RouteTable, Subnet, routetable::Route},
@@ -35,11 +35,14 @@ pub struct RouteSpec {
     pub dst: Ipv4Net,
     /// `ROUTE_*`.
     pub kind: u32,
-    /// For connected routes: the segment's VNI, gateway address, MAC and MTU.
+    /// For connected and endpoint routes: the segment's VNI, gateway address, MAC and
+    /// MTU (of the segment the packet leaves into).
     pub vni: u32,
     pub gw_ip: Ipv4Addr,
     pub gw_mac: [u8; 6],
     pub mtu: u32,
+    /// For endpoint routes: the next hop's address in that segment.
+    pub nh_ip: Ipv4Addr,
 }
 
 /// A neighbour Juneau handed out: its MAC and the VTEP of its Node.
@@ -147,18 +150,58 @@ fn connected((vni, seg): (u32, GatewaySegment), dst: Ipv4Net) -> RouteSpec {
         gw_ip: seg.gw_ip,
         gw_mac: seg.gw_mac,
         mtu: seg.mtu,
+        nh_ip: Ipv4Addr::UNSPECIFIED,
     }
 }
 
-fn unsupported(dst: Ipv4Net) -> RouteSpec {
+/// A route that drops what it matches, under `kind`'s drop reason.
+fn dropping(dst: Ipv4Net, kind: u32) -> RouteSpec {
     RouteSpec {
         dst,
-        kind: ROUTE_UNSUPPORTED,
+        kind,
         vni: 0,
         gw_ip: Ipv4Addr::UNSPECIFIED,
         gw_mac: [0; 6],
         mtu: 0,
+        nh_ip: Ipv4Addr::UNSPECIFIED,
     }
+}
+
+fn unsupported(dst: Ipv4Net) -> RouteSpec {
+    dropping(dst, ROUTE_UNSUPPORTED)
+}
+
+/// A route via an endpoint: `<namespace>/<pod>.<iface>`, a NIC on a routed segment of
+/// the table's Vpc, found by its NetworkEndpoint (every Node reads all of them; a
+/// daemon sees only its own Node's NetworkInterfaces). One that is not there (yet)
+/// drops what it matches (`NO_NEXT_HOP`) rather than let a shorter route take it.
+fn via_endpoint(world: &World, rt: &RouteTable, dst: Ipv4Net, endpoint: &str) -> RouteSpec {
+    let objects = &world.objects;
+    let found = endpoint.split_once('/').and_then(|(ns, name)| {
+        world.endpoints.iter().find(|e| {
+            e.metadata.namespace.as_deref() == Some(ns) && e.metadata.name.as_deref() == Some(name)
+        })
+    });
+    let hop = found.and_then(|e| {
+        let segment = match (&e.spec.subnet, &e.spec.l2_network) {
+            (Some(s), _) => objects
+                .subnet(s)
+                .filter(|s| s.spec.vpc == rt.spec.vpc)
+                .and_then(subnet_segment),
+            (None, Some(l)) => objects
+                .l2network(l)
+                .filter(|l| l.spec.vpc == rt.spec.vpc)
+                .and_then(gateway_of),
+            (None, None) => None,
+        }?;
+        let nh: Ipv4Addr = e.spec.address.split('/').next()?.parse().ok()?;
+        Some(RouteSpec {
+            kind: ROUTE_ENDPOINT,
+            nh_ip: nh,
+            ..connected(segment, dst)
+        })
+    });
+    hop.unwrap_or_else(|| dropping(dst, ROUTE_NO_NEXT_HOP))
 }
 
 /// The connected routes of the implicit table of `vpc`: each of its segments' CIDRs.
@@ -196,10 +239,13 @@ fn table_route(world: &World, rt: &RouteTable, r: &Route) -> Result<RouteSpec, S
             )
         })?
         .trunc();
-    if r.via.type_ != "connected" {
+    match (r.via.type_.as_str(), &r.via.endpoint) {
+        ("connected", _) => {}
+        ("endpoint", Some(endpoint)) => return Ok(via_endpoint(world, rt, dst, endpoint)),
+        ("endpoint", None) => return Ok(dropping(dst, ROUTE_NO_NEXT_HOP)),
         // Kinds of later waves (NAT and internet gateways, peering, transit, ...):
         // dropped as ROUTE_UNSUPPORTED, never sent by a shorter route instead.
-        return Ok(unsupported(dst));
+        _ => return Ok(unsupported(dst)),
     }
     let l2 = r
         .via
@@ -600,5 +646,74 @@ mod tests {
             [2, 0, 0, 0, 0, 7],
             "seeded from the Subnet NIC's endpoint"
         );
+    }
+
+    #[test]
+    fn l2_15_routes_via_an_endpoint_of_the_vpc_and_nothing_else() {
+        let via = |dst: &str, endpoint: Option<&str>| Route {
+            dst: dst.into(),
+            via: Via {
+                type_: "endpoint".into(),
+                endpoint: endpoint.map(Into::into),
+                ..Default::default()
+            },
+        };
+        let mut w = world(
+            vec![
+                net("lab", "a", "10.80.0.0/24", gw()),
+                net("far", "b", "10.90.0.0/24", gw()),
+            ],
+            vec![table(
+                "a",
+                "a",
+                vec![
+                    via("192.168.50.0/24", Some("default/router.eth0")),
+                    via("192.168.60.0/24", Some("default/missing.eth0")),
+                    via("192.168.70.0/24", Some("default/stranger.eth0")),
+                    via("192.168.80.0/24", None),
+                ],
+            )],
+            vec![],
+        );
+        w.endpoints = vec![
+            endpoint(
+                "router.eth0",
+                "lab",
+                "10.80.0.3/24",
+                "02:00:00:00:00:03",
+                "10.99.0.1",
+            ),
+            endpoint(
+                "stranger.eth0",
+                "far",
+                "10.90.0.3/24",
+                "02:00:00:00:00:04",
+                "10.99.0.1",
+            ),
+        ];
+        let (state, skipped) = desired(&w);
+        assert!(skipped.is_empty(), "{skipped:?}");
+        let lab = vni_of(&w, "lab");
+        let route = |dst: &str| {
+            state.tables["a"]
+                .iter()
+                .find(|r| r.dst.to_string() == dst)
+                .unwrap()
+                .clone()
+        };
+        let r = route("192.168.50.0/24");
+        assert_eq!(
+            (r.kind, r.vni, r.nh_ip, r.mtu),
+            (ROUTE_ENDPOINT, lab, Ipv4Addr::new(10, 80, 0, 3), 1450),
+            "via the router's NIC on lab"
+        );
+        assert_eq!(r.gw_mac, state.segments[&lab].gw_mac);
+        for dst in ["192.168.60.0/24", "192.168.70.0/24", "192.168.80.0/24"] {
+            assert_eq!(
+                route(dst).kind,
+                ROUTE_NO_NEXT_HOP,
+                "{dst}: missing, in another Vpc, or unnamed"
+            );
+        }
     }
 }

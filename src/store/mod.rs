@@ -167,7 +167,10 @@ impl Store {
                     validate::validate_subnet_create(&o, s)?;
                     add!(subnets, o, "Subnet")
                 }
-                Object::RouteTable(o) => add!(route_tables, o, "RouteTable"),
+                Object::RouteTable(o) => {
+                    validate::validate_route_table_create(&o, s)?;
+                    add!(route_tables, o, "RouteTable")
+                }
                 Object::NetworkACL(o) => add!(network_acls, o, "NetworkACL"),
                 Object::SecurityGroup(o) => add!(security_groups, o, "SecurityGroup"),
             }

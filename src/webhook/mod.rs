@@ -11,7 +11,7 @@ use kube::core::{
 
 use crate::{
     admission::{Rejection, Snapshot, validate},
-    api::{L2Network, Subnet},
+    api::{L2Network, RouteTable, Subnet},
     cluster::Cluster,
 };
 
@@ -59,6 +59,15 @@ pub fn review(req: &AdmissionRequest<DynamicObject>, snap: &Snapshot) -> Admissi
             let new: Subnet = typed(req.object.as_ref().ok_or_else(missing)?)?;
             let old: Subnet = typed(req.old_object.as_ref().ok_or_else(missing)?)?;
             validate::validate_subnet_update(&old, &new, snap)
+        }
+        ("RouteTable", Operation::Create) => {
+            let new: RouteTable = typed(req.object.as_ref().ok_or_else(missing)?)?;
+            validate::validate_route_table_create(&new, snap)
+        }
+        ("RouteTable", Operation::Update) => {
+            let new: RouteTable = typed(req.object.as_ref().ok_or_else(missing)?)?;
+            let old: RouteTable = typed(req.old_object.as_ref().ok_or_else(missing)?)?;
+            validate::validate_route_table_update(&old, &new, snap)
         }
         ("Pod", Operation::Create) => {
             let pod = req.object.as_ref().ok_or_else(missing)?;

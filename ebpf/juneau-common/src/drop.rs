@@ -76,6 +76,9 @@ pub enum DropReason {
     /// A frame from a Subnet NIC that is neither IPv4 nor ARP: a Subnet carries IPv4
     /// only (pure L2 is what an L2Network is for).
     NotIpv4OnSubnet = 24,
+    /// The route's next hop is an endpoint that does not exist (yet), has no address,
+    /// or is not in the Vpc of the table.
+    NoNextHop = 25,
 }
 
 impl DropReason {
@@ -83,7 +86,7 @@ impl DropReason {
     /// changing the map's layout.
     pub const SLOTS: u32 = 32;
 
-    pub const ALL: [DropReason; 25] = [
+    pub const ALL: [DropReason; 26] = [
         DropReason::NotAPort,
         DropReason::NoSegment,
         DropReason::ShortFrame,
@@ -109,6 +112,7 @@ impl DropReason {
         DropReason::NoRouter,
         DropReason::SourceGuard,
         DropReason::NotIpv4OnSubnet,
+        DropReason::NoNextHop,
     ];
 
     /// The name shown by the CLI and used in test assertions.
@@ -139,6 +143,7 @@ impl DropReason {
             DropReason::NoRouter => "NO_ROUTER",
             DropReason::SourceGuard => "SOURCE_GUARD",
             DropReason::NotIpv4OnSubnet => "NOT_IPV4_ON_SUBNET",
+            DropReason::NoNextHop => "NO_NEXT_HOP",
         }
     }
 }

@@ -56,6 +56,12 @@ pub const ROUTE_CONNECTED: u32 = 1;
 /// A route of a kind this datapath does not build yet (natGateway, internetGateway,
 /// peering, transit, ...): dropped under `ROUTE_UNSUPPORTED`, never sent elsewhere.
 pub const ROUTE_UNSUPPORTED: u32 = 2;
+/// A route via an endpoint (a router Pod or VM on a segment of the Vpc): sent to the
+/// neighbour that holds `RouteEntry::nh_ip` in segment `vni`, one hop.
+pub const ROUTE_ENDPOINT: u32 = 3;
+/// A route via an endpoint that does not exist (yet), or not in this Vpc: dropped under
+/// `NO_NEXT_HOP`, never sent by a shorter route instead.
+pub const ROUTE_NO_NEXT_HOP: u32 = 4;
 
 /// Value of a RouteTable's trie.
 #[repr(C)]
@@ -74,6 +80,8 @@ pub struct RouteEntry {
     /// Plain bytes: an LPM value's alignment may not exceed the key's 4 bytes of data.
     pub gw_mac: [u8; 6],
     pub pad: [u8; 2],
+    /// With `ROUTE_ENDPOINT`: the next hop's address (network order), else 0.
+    pub nh_ip: u32,
 }
 
 /// Key of `jn_gw_nbr`.
@@ -157,7 +165,7 @@ impl GwStat {
 }
 
 const _: () = assert!(core::mem::size_of::<GwSegment>() == 24);
-const _: () = assert!(core::mem::size_of::<RouteEntry>() == 24);
+const _: () = assert!(core::mem::size_of::<RouteEntry>() == 28);
 const _: () = assert!(core::mem::size_of::<NbrKey>() == 8);
 const _: () = assert!(core::mem::size_of::<NbrEntry>() == 16);
 const _: () = assert!(core::mem::size_of::<IcmpBucket>() == 16);

@@ -5,6 +5,7 @@ mod cidr;
 mod deletion;
 mod l2network;
 mod pod;
+mod routetable;
 mod segment;
 mod snapshot;
 mod subnet;
@@ -13,6 +14,7 @@ pub use cidr::{first_host, parse_cidr};
 pub use deletion::{validate_delete_network_acl, validate_delete_route_table, validate_delete_vpc};
 pub use l2network::{validate_l2network_create, validate_l2network_update};
 pub use pod::validate_pod_create;
+pub use routetable::{ROUTE_TYPES, validate_route_table_create, validate_route_table_update};
 pub use snapshot::Snapshot;
 pub use subnet::{validate_subnet_create, validate_subnet_update};
 

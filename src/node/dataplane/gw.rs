@@ -88,6 +88,7 @@ fn route_entry(r: &RouteSpec) -> RouteEntry {
         mtu: r.mtu,
         gw_mac: r.gw_mac,
         pad: [0; 2],
+        nh_ip: raw_ip(r.nh_ip),
     }
 }
 

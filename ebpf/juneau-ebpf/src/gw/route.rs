@@ -6,7 +6,7 @@
 use aya_ebpf::programs::TcContext;
 use juneau_common::{
     DropReason, FdbEntry, GwSegment, NbrEntry, NbrKey, PortConfig, RouteEntry,
-    gw::{GwStat, PORT_ROUTED, ROUTE_CONNECTED},
+    gw::{GwStat, PORT_ROUTED, ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_NO_NEXT_HOP},
 };
 
 use super::icmp::{self, IcmpError};
@@ -100,22 +100,29 @@ pub fn ipv4(
     let Some(route): Option<RouteEntry> = table.get(&key).copied() else {
         return icmp::error(ctx, ifindex, port, seg, &ip, IcmpError::NetUnreachable);
     };
-    if route.kind != ROUTE_CONNECTED {
-        return Err(DropReason::RouteUnsupported);
-    }
-    if ip.daddr == route.gw_ip {
-        // Another gateway of the Vpc: the router is that address too.
-        return to_router(ctx, ifindex, port, seg, &ip);
-    }
+    // The address whose neighbour takes the packet: the destination itself on a
+    // connected segment, the endpoint on a route via one.
+    let next_hop = match route.kind {
+        ROUTE_CONNECTED => {
+            if ip.daddr == route.gw_ip {
+                // Another gateway of the Vpc: the router is that address too.
+                return to_router(ctx, ifindex, port, seg, &ip);
+            }
+            ip.daddr
+        }
+        ROUTE_ENDPOINT => route.nh_ip,
+        ROUTE_NO_NEXT_HOP => return Err(DropReason::NoNextHop),
+        _ => return Err(DropReason::RouteUnsupported),
+    };
     // Within a Subnet a packet is delivered, not routed: no hop, so no TTL spent and
     // the sender's MAC kept, as on the wire of a real subnet.
-    let hop = !(routed_port && route.vni == port.vni);
+    let hop = !(routed_port && route.kind == ROUTE_CONNECTED && route.vni == port.vni);
     if hop && ip.ttl <= 1 {
         return icmp::error(ctx, ifindex, port, seg, &ip, IcmpError::TimeExceeded);
     }
     let key = NbrKey {
         vni: route.vni,
-        ip: ip.daddr,
+        ip: next_hop,
     };
     // Seeded first (what Juneau handed out), then learned from ARP.
     // SAFETY: copied at once (the daemon or the datapath may replace the entry).

@@ -1,0 +1,222 @@
+//! RouteTable admission: a Vpc that exists (and stays), one route per destination, each
+//! destination an IPv4 prefix, each `via` a known type, an endpoint named as
+//! `<namespace>/<pod>.<interface>`, and no user route over a segment's own CIDR (the
+//! controller writes that connected route; a route may be more specific).
+use std::collections::BTreeMap;
+
+use super::{Snapshot, Verdict, cidr::parse_cidr, reject};
+use crate::api::{RouteTable, routetable::Route};
+
+/// The `via.type`s a route may have: the ones the datapath builds, and those of later
+/// waves (dropped by name until then).
+pub const ROUTE_TYPES: [&str; 9] = [
+    "connected",
+    "endpoint",
+    "internetGateway",
+    "natGateway",
+    "vpcPeering",
+    "transitGateway",
+    "vpn",
+    "service",
+    "vpcEndpoint",
+];
+
+fn route(i: usize, r: &Route, table: &RouteTable, snap: &Snapshot) -> Verdict {
+    let field = |f: &str| format!("spec.routes[{i}].{f}");
+    let dst = parse_cidr(&r.dst).map_err(|m| reject(field("dst"), m))?;
+    let ty = r.via.type_.as_str();
+    if !ROUTE_TYPES.contains(&ty) {
+        return Err(reject(
+            field("via.type"),
+            format!(
+                "{ty:?} is not a route type; use one of {}",
+                ROUTE_TYPES.join(", ")
+            ),
+        ));
+    }
+    if ty == "endpoint" {
+        let well_formed = r.via.endpoint.as_deref().is_some_and(|e| {
+            e.split_once('/')
+                .is_some_and(|(ns, nic)| !ns.is_empty() && nic.contains('.'))
+        });
+        if !well_formed {
+            return Err(reject(
+                field("via.endpoint"),
+                "type endpoint needs the next hop's NIC as <namespace>/<pod>.<interface> (e.g. default/router.eth1)",
+            ));
+        }
+    }
+    if ty != "connected" {
+        let vpc = &table.spec.vpc;
+        let own = snap
+            .subnets
+            .iter()
+            .filter(|s| &s.spec.vpc == vpc)
+            .map(|s| (&s.spec.cidr, "Subnet", s.metadata.name.as_deref()))
+            .chain(
+                snap.l2networks
+                    .iter()
+                    .filter(|l| &l.spec.vpc == vpc && l.spec.gateway.is_some())
+                    .filter_map(|l| {
+                        Some((
+                            l.spec.cidr.as_ref()?,
+                            "L2Network",
+                            l.metadata.name.as_deref(),
+                        ))
+                    }),
+            )
+            .find(|(c, _, _)| c.parse().ok() == Some(dst));
+        if let Some((cidr, kind, name)) = own {
+            return Err(reject(
+                field("dst"),
+                format!(
+                    "{cidr} is the CIDR of {kind} {:?}, whose connected route the controller writes; route a more specific prefix instead",
+                    name.unwrap_or("")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub fn validate_route_table_create(new: &RouteTable, snap: &Snapshot) -> Verdict {
+    if new.spec.vpc.is_empty() {
+        return Err(reject(
+            "spec.vpc",
+            "required: every RouteTable belongs to exactly one Vpc",
+        ));
+    }
+    if snap.vpc(&new.spec.vpc).is_none() {
+        return Err(reject(
+            "spec.vpc",
+            format!("Vpc {:?} does not exist; create it first", new.spec.vpc),
+        ));
+    }
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, r) in new.spec.routes.iter().enumerate() {
+        route(i, r, new, snap)?;
+        let key = r.dst.clone();
+        if let Some(first) = seen.insert(key, i) {
+            return Err(reject(
+                format!("spec.routes[{i}].dst"),
+                format!(
+                    "{} is already the destination of spec.routes[{first}]; a table holds one route per destination",
+                    r.dst
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub fn validate_route_table_update(old: &RouteTable, new: &RouteTable, snap: &Snapshot) -> Verdict {
+    if old.spec.vpc != new.spec.vpc {
+        return Err(reject(
+            "spec.vpc",
+            "is immutable; create a RouteTable in the other Vpc instead",
+        ));
+    }
+    validate_route_table_create(new, snap)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{
+        Subnet, Vpc,
+        routetable::{RouteTableSpec, Via},
+        subnet::SubnetSpec,
+        vpc::VpcSpec,
+    };
+
+    fn via(dst: &str, ty: &str, endpoint: Option<&str>) -> Route {
+        Route {
+            dst: dst.into(),
+            via: Via {
+                type_: ty.into(),
+                endpoint: endpoint.map(Into::into),
+                ..Default::default()
+            },
+        }
+    }
+
+    fn table(routes: Vec<Route>) -> RouteTable {
+        RouteTable::new(
+            "a",
+            RouteTableSpec {
+                vpc: "a".into(),
+                routes,
+            },
+        )
+    }
+
+    fn snap() -> Snapshot {
+        Snapshot {
+            vpcs: vec![Vpc::new("a", VpcSpec::default())],
+            subnets: vec![Subnet::new(
+                "web",
+                SubnetSpec {
+                    vpc: "a".into(),
+                    cidr: "10.81.0.0/24".into(),
+                    network_acl: None,
+                },
+            )],
+            ..Default::default()
+        }
+    }
+
+    fn msg(v: Verdict) -> String {
+        v.unwrap_err().to_string()
+    }
+
+    #[test]
+    fn l2_14_route_tables_hold_one_well_formed_route_per_destination() {
+        let s = snap();
+        let check = |routes| validate_route_table_create(&table(routes), &s);
+        assert!(
+            check(vec![
+                via("192.168.50.0/24", "endpoint", Some("default/router.eth1")),
+                via("0.0.0.0/0", "internetGateway", None),
+                via("10.81.0.0/25", "endpoint", Some("default/router.eth1")),
+            ])
+            .is_ok(),
+            "a more specific prefix than a Subnet's is allowed"
+        );
+        assert_eq!(
+            msg(check(vec![
+                via("192.168.50.0/24", "natGateway", None),
+                via("192.168.50.0/24", "endpoint", Some("default/r.eth1")),
+            ])),
+            "spec.routes[1].dst: 192.168.50.0/24 is already the destination of spec.routes[0]; a table holds one route per destination"
+        );
+        assert_eq!(
+            msg(check(vec![via("192.168.50.1/24", "vpn", None)])),
+            "spec.routes[0].dst: 192.168.50.1/24 has host bits set; use 192.168.50.0/24"
+        );
+        assert!(
+            msg(check(vec![via("192.168.50.0/24", "teleport", None)]))
+                .starts_with("spec.routes[0].via.type: \"teleport\" is not a route type; use one of connected, endpoint,")
+        );
+        for bad in [None, Some("router.eth1"), Some("default/router")] {
+            assert_eq!(
+                msg(check(vec![via("192.168.50.0/24", "endpoint", bad)])),
+                "spec.routes[0].via.endpoint: type endpoint needs the next hop's NIC as <namespace>/<pod>.<interface> (e.g. default/router.eth1)",
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            msg(check(vec![via(
+                "10.81.0.0/24",
+                "endpoint",
+                Some("default/r.eth1")
+            )])),
+            "spec.routes[0].dst: 10.81.0.0/24 is the CIDR of Subnet \"web\", whose connected route the controller writes; route a more specific prefix instead"
+        );
+        let mut moved = table(vec![]);
+        moved.spec.vpc = "b".into();
+        assert!(
+            msg(validate_route_table_update(&table(vec![]), &moved, &s))
+                .starts_with("spec.vpc: is immutable")
+        );
+    }
+}
