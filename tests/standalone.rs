@@ -36,8 +36,8 @@ fn l2_13_l2_15_l2_18_l2_21_l2_09_gateway_scenario_routes_between_segments_and_no
         "the gateway scenario failed",
     );
     // Every step ran (the runner stops at the first failure; this guards the count).
-    assert!(stdout.contains("step 20:"), "{stdout}");
-    assert!(!stdout.contains("step 21:"), "{stdout}");
+    assert!(stdout.contains("step 22:"), "{stdout}");
+    assert!(!stdout.contains("step 23:"), "{stdout}");
 }
 
 #[test]

@@ -412,6 +412,16 @@ impl Agent {
     }
 
     fn sync_router_with(&self, world: &crate::store::World) {
+        // Listeners first: the router's sync rewrites their lists with what it knows.
+        let nodes = gateway::listen_nodes(world, &self.node);
+        if let Err(e) = self
+            .dataplane
+            .lock()
+            .expect("dataplane lock")
+            .set_listen_nodes(nodes)
+        {
+            tracing::error!(error = %e, "cannot write the listener lists");
+        }
         let (want, skipped) = gateway::desired(world);
         {
             let mut logged = self.router_skips.lock().expect("router skips lock");

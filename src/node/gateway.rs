@@ -310,6 +310,18 @@ fn neighbour(world: &World, e: &NetworkEndpoint) -> Result<Option<(NbrAt, Neighb
     }
 }
 
+/// The other Nodes that route: every Node with an endpoint (a Node without any has no
+/// workload to route for), by VTEP (host order). The listeners of gateway segments.
+pub fn listen_nodes(world: &World, this_node: &str) -> BTreeSet<u32> {
+    world
+        .endpoints
+        .iter()
+        .filter(|e| e.spec.node_name != this_node)
+        .filter_map(|e| e.spec.node_ip.parse::<Ipv4Addr>().ok())
+        .map(Ipv4Addr::to_bits)
+        .collect()
+}
+
 /// What every Node's router holds for `world`, and a line for each object it could
 /// not use (logged by the caller; nothing half-applied: such a route or neighbour is
 /// left out whole).

@@ -240,6 +240,22 @@ impl Segments {
         list
     }
 
+    /// The Nodes of `nodes` that are not in segment `vni`'s remote list, in address
+    /// order (the listeners of a gateway segment).
+    pub fn listen_list(&self, vni: u32, nodes: &BTreeSet<u32>) -> RemoteList {
+        let mut list = RemoteList::default();
+        let remotes = self.remotes.get(&vni);
+        let others = nodes
+            .iter()
+            .filter(|v| !remotes.is_some_and(|r| r.contains_key(*v)))
+            .take(MAX_REMOTE_VTEPS);
+        for (i, vtep) in others.enumerate() {
+            list.vteps[i] = *vtep;
+            list.count = i as u32 + 1;
+        }
+        list
+    }
+
     /// Removes a port; `None` when it was not one.
     pub fn remove_port(&mut self, ifindex: u32) -> Option<Change> {
         let vni = self.port_vni.remove(&ifindex)?;
@@ -321,6 +337,22 @@ mod tests {
             "unknown Node: nothing changes"
         );
         assert_eq!(s.remote_list(200).count, 0);
+    }
+
+    #[test]
+    fn l2_18_listeners_are_the_routing_nodes_outside_the_remote_list() {
+        let mut s = Segments::default();
+        s.add_remote(100, 0x0a000002).unwrap();
+        let nodes: BTreeSet<u32> = [0x0a000002, 0x0a000003, 0x0a000004].into();
+        let list = s.listen_list(100, &nodes);
+        assert_eq!(list.count, 2);
+        assert_eq!(&list.vteps[..2], &[0x0a000003, 0x0a000004]);
+        assert_eq!(
+            s.listen_list(200, &nodes).count,
+            3,
+            "no remotes: all listen"
+        );
+        assert_eq!(s.listen_list(100, &BTreeSet::new()).count, 0);
     }
 
     #[test]

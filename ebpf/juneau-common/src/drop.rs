@@ -79,6 +79,9 @@ pub enum DropReason {
     /// The route's next hop is an endpoint that does not exist (yet), has no address,
     /// or is not in the Vpc of the table.
     NoNextHop = 25,
+    /// Not a loss: an ARP packet of a gateway segment this Node has no port of, sent
+    /// here only so that the router learns its sender (L2-18 from every Node).
+    RouterListened = 26,
 }
 
 impl DropReason {
@@ -86,7 +89,7 @@ impl DropReason {
     /// changing the map's layout.
     pub const SLOTS: u32 = 32;
 
-    pub const ALL: [DropReason; 26] = [
+    pub const ALL: [DropReason; 27] = [
         DropReason::NotAPort,
         DropReason::NoSegment,
         DropReason::ShortFrame,
@@ -113,6 +116,7 @@ impl DropReason {
         DropReason::SourceGuard,
         DropReason::NotIpv4OnSubnet,
         DropReason::NoNextHop,
+        DropReason::RouterListened,
     ];
 
     /// The name shown by the CLI and used in test assertions.
@@ -144,6 +148,7 @@ impl DropReason {
             DropReason::SourceGuard => "SOURCE_GUARD",
             DropReason::NotIpv4OnSubnet => "NOT_IPV4_ON_SUBNET",
             DropReason::NoNextHop => "NO_NEXT_HOP",
+            DropReason::RouterListened => "ROUTER_LISTENED",
         }
     }
 }

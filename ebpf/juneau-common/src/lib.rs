@@ -19,7 +19,7 @@ pub use overlay::{NodeConfig, RemoteList};
 /// A daemon adopts only pins of its own version (under `v<LAYOUT_VERSION>/` of its pin
 /// folder); any change to a map type, size or meaning must bump it, so that a new
 /// daemon builds its maps afresh and migrates instead of reading an old map wrongly.
-pub const LAYOUT_VERSION: u32 = 5;
+pub const LAYOUT_VERSION: u32 = 6;
 
 /// The names under which the maps are created and pinned. One prefix (`jn_`) so that a
 /// `bpftool map list` tells Juneau's maps apart from any other tenant of the machine.
@@ -38,10 +38,11 @@ pub mod map_names {
     pub const GW_PROGS: &str = "jn_gw_progs";
     pub const GW_STATS: &str = "jn_gw_stats";
     pub const GW_ICMP: &str = "jn_gw_icmp";
+    pub const GW_LISTEN: &str = "jn_gw_listen";
     /// Every map the daemon pins, in the order `kubectl-juneau` lists them.
-    pub const ALL: [&str; 14] = [
+    pub const ALL: [&str; 15] = [
         NODE, L2_PORT, L2_VNI, L2_FDB, L2_FLOOD, L2_REMOTE, DROPS, GW_SEG, GW_RT, GW_NBR, GW_SNOOP,
-        GW_PROGS, GW_STATS, GW_ICMP,
+        GW_PROGS, GW_STATS, GW_ICMP, GW_LISTEN,
     ];
 }
 

@@ -67,6 +67,11 @@ pub static jn_gw_nbr: HashMap<NbrKey, NbrEntry, { MAX_NEIGHBOURS as usize }> = H
 #[btf_map]
 pub static jn_gw_snoop: LruHashMap<NbrKey, NbrEntry, { MAX_SNOOPED as usize }> = LruHashMap::new();
 
+/// By segment slot: the Nodes without a port of the (gateway) segment, which get a copy
+/// of its broadcast ARP so that their routers learn hosts Juneau did not address.
+#[btf_map]
+pub static jn_gw_listen: Array<RemoteList, { MAX_SEGMENTS as usize }> = Array::new();
+
 /// The router's programs, entered by tail calls.
 #[btf_map]
 pub static jn_gw_progs: ProgramArray<{ GW_PROGS as usize }> = ProgramArray::new();

@@ -31,7 +31,7 @@ pub(super) struct RouterMaps {
     segments: BTreeMap<u32, GwSegment>,
     neighbours: BTreeMap<NbrKey, NbrEntry>,
     /// Gateway MAC by VNI, for ports configured between two syncs.
-    gateway_macs: BTreeMap<u32, [u8; 6]>,
+    pub(super) gateway_macs: BTreeMap<u32, [u8; 6]>,
     /// False until the first sync, which also removes what a previous daemon left.
     synced: bool,
 }
@@ -225,6 +225,8 @@ impl Dataplane {
             .map(|(v, s)| (*v, s.gw_mac))
             .collect();
         done.ports = self.rewrite_port_gateways()?;
+        // Only gateway segments have listeners.
+        self.write_listen_lists()?;
         // 4. Segments that lost their gateway, now that no port enters through them;
         //    what the datapath learned on them goes too.
         let leaving: Vec<u32> = self

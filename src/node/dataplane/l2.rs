@@ -96,6 +96,7 @@ impl Dataplane {
             if change.segment_edge {
                 self.create_fdb(change.vni, change.slot)?;
                 self.write_remote_list(change.vni)?;
+                self.write_listen_list(change.vni)?;
             }
             self.write_flood_list(change.vni, change.slot)?;
             let (gateway, gw_mac) = self.gateway_bits(spec.vni);

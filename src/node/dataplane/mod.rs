@@ -12,6 +12,7 @@ mod counters;
 mod filter;
 mod gw;
 mod l2;
+mod listen;
 mod overlay;
 pub mod pins;
 
@@ -166,6 +167,8 @@ pub struct Dataplane {
     port_attach: PortAttach,
     /// What the router maps hold.
     router: gw::RouterMaps,
+    /// The other Nodes that route (have endpoints), for the listener lists.
+    listen_nodes: std::collections::BTreeSet<u32>,
 }
 
 impl Dataplane {
@@ -195,6 +198,7 @@ impl Dataplane {
             adopted,
             port_attach: PortAttach::default(),
             router: gw::RouterMaps::default(),
+            listen_nodes: Default::default(),
         };
         for name in PROGRAMS {
             dp.program_mut(name)?.load().map_err(prog_err(name))?;

@@ -150,6 +150,7 @@ impl Dataplane {
         }
         for (vni, left) in changed {
             self.write_remote_list(vni)?;
+            self.write_listen_list(vni)?;
             written += 1;
             for vtep in left {
                 self.forget(vni, |e| e.vtep == vtep)?;

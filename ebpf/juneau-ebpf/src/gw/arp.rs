@@ -72,6 +72,13 @@ pub fn answer(
             // Every other ARP packet of the segment teaches the router its sender.
             let here = crate::overlay::local_vtep();
             super::snoop::learn(port.vni, seg, ip, &mac, here);
+            // And the routers of the Nodes that have no port of the segment, which no
+            // flood reaches.
+            if let Some(addrs) = eth::addrs(ctx) {
+                if eth::is_group(&addrs.dst) {
+                    super::listen::copies(ctx, port.segment, port.vni);
+                }
+            }
         }
     }
     let (start, end) = (ctx.data(), ctx.data_end());

@@ -10,6 +10,7 @@
 //! `icmp` answers pings to a gateway and sends the router's ICMP errors.
 mod arp;
 mod icmp;
+pub mod listen;
 mod route;
 pub mod snoop;
 

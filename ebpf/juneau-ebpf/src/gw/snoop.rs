@@ -1,8 +1,8 @@
 //! Neighbours learned from ARP (L2-18): a host Juneau did not address (self-assigned,
 //! or a VM behind a bridge in a Pod) becomes reachable through the router once it has
 //! sent one ARP packet, on its own Node (the router sees every broadcast ARP of a
-//! gateway port) and on every Node with a port of its segment (ARP that crosses the
-//! overlay). What the daemon seeded from IPAM wins: an ARP packet cannot move an
+//! gateway port) and on every other Node (ARP that crosses the overlay: to the Nodes
+//! with a port of its segment as a flood, to the others as a copy, `listen`). What the daemon seeded from IPAM wins: an ARP packet cannot move an
 //! address Juneau handed out. Learned bindings live in their own LRU table.
 use aya_ebpf::programs::TcContext;
 use juneau_common::{
@@ -79,14 +79,15 @@ pub fn learn(vni: u32, seg: &GwSegment, ip: u32, mac: &FdbKey, vtep: u32) {
     }
 }
 
-/// ARP arriving from another Node on a gateway segment.
+/// ARP arriving from another Node on a gateway segment. False when `vni` is not one.
 #[inline(always)]
-pub fn from_overlay(ctx: &TcContext, vni: u32, vtep: u32) {
+pub fn from_overlay(ctx: &TcContext, vni: u32, vtep: u32) -> bool {
     // SAFETY: copied at once.
     let Some(seg) = (unsafe { maps::jn_gw_seg.get(vni) }).copied() else {
-        return;
+        return false;
     };
     if let Some((ip, mac)) = sender(ctx) {
         learn(vni, &seg, ip, &mac, vtep);
     }
+    true
 }

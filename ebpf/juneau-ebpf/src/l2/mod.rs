@@ -71,14 +71,20 @@ pub fn switch_from_port(
 #[inline(always)]
 pub fn from_overlay(ctx: &TcContext) -> Result<i32, DropReason> {
     let (vni, vtep) = overlay::tunnel_source(ctx)?;
+    let arp = eth::ethertype(ctx) == Some(gw::ETH_P_ARP);
     // SAFETY: the value is copied at once.
-    let segment = unsafe { maps::jn_l2_vni.get(vni) }
-        .copied()
-        .ok_or(DropReason::UnknownVni)?;
+    let Some(segment) = unsafe { maps::jn_l2_vni.get(vni) }.copied() else {
+        // No port here: only the router may want it (an ARP copy of `gw::listen`).
+        return Err(if arp {
+            gw::listen::heard(ctx, vni, vtep)
+        } else {
+            DropReason::UnknownVni
+        });
+    };
     let addrs = eth::addrs(ctx).ok_or(DropReason::ShortFrame)?;
     let fdb = maps::jn_l2_fdb.get(segment).ok_or(DropReason::NoSegment)?;
     learn::learn_remote(fdb, &addrs.src, vtep);
-    if eth::ethertype(ctx) == Some(gw::ETH_P_ARP) {
+    if arp {
         gw::snoop::from_overlay(ctx, vni, vtep);
     }
     forward(ctx, fdb, segment, vni, 0, &addrs, true)
