@@ -73,14 +73,17 @@ fn l2_06_the_components_work_with_their_service_accounts_and_fail_clearly_withou
          spec: {vpc: tenant-a, cidr: 10.70.0.0/24, gateway: {}}\n",
     );
     apply_text(&cp, &pod("web"));
-    let cfg = controller::Config {
-        default_l2_mtu: 1450,
-    };
+    // Defaults: the default Vpc is made too (the role's create verb).
+    let cfg = controller::Config::default();
     // The controller as juneau-controller.
     let ctl = KubeCluster::connect(Some(&as_account(&cp, "juneau-controller")), CONTROLLER)
         .expect("connect as juneau-controller");
     assert!(controller::run_once(&ctl, &cfg).expect("the controller's role suffices"));
     let (world, _) = ctl.read().unwrap();
+    assert!(
+        world.objects.vpc("default").is_some(),
+        "the default Vpc made"
+    );
     let nic = world
         .objects
         .interfaces

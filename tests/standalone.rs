@@ -41,14 +41,14 @@ fn l2_13_l2_15_l2_18_l2_21_l2_09_gateway_scenario_routes_between_segments_and_no
 }
 
 #[test]
-fn l2_14_l2_15_l2_21_subnet_scenario_routes_subnet_nics_through_the_datapath() {
+fn l2_05_l2_14_l2_15_l2_21_subnet_scenario_routes_subnet_nics_through_the_datapath() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let stdout = once_with(
         "scenarios/stack/vpc-subnets.yaml",
         "the Subnet scenario failed",
     );
-    assert!(stdout.contains("step 20:"), "{stdout}");
-    assert!(!stdout.contains("step 21:"), "{stdout}");
+    assert!(stdout.contains("step 21:"), "{stdout}");
+    assert!(!stdout.contains("step 22:"), "{stdout}");
 }
 
 #[test]

@@ -195,6 +195,10 @@ enum Cmd {
         /// MTU of L2Networks that do not set one (1500 underlay less 50 of VXLAN).
         #[arg(long, default_value_t = 1450)]
         default_l2_mtu: u32,
+        /// CIDR of the default Subnet, made with the default Vpc when absent (a Pod
+        /// without Juneau annotations gets eth0 there); `none` makes neither.
+        #[arg(long, default_value = juneau::controller::DEFAULT_SUBNET_CIDR)]
+        default_subnet_cidr: String,
         /// The API's kubeconfig [default: KUBECONFIG, ~/.kube/config, or the Pod's
         /// service account].
         #[arg(long)]
@@ -324,13 +328,27 @@ fn main() -> ExitCode {
         }
         Cmd::Controller {
             default_l2_mtu,
+            default_subnet_cidr,
             kubeconfig,
             lease_namespace,
             lease_duration,
             identity,
         } => {
             init_logs("info");
-            let cfg = juneau::controller::Config { default_l2_mtu };
+            let default_subnet_cidr = match default_subnet_cidr.as_str() {
+                "none" => None,
+                c => match juneau::admission::validate::parse_cidr(c) {
+                    Ok(net) => Some(net),
+                    Err(e) => {
+                        eprintln!("juneau controller: --default-subnet-cidr: {e}");
+                        return ExitCode::from(2);
+                    }
+                },
+            };
+            let cfg = juneau::controller::Config {
+                default_l2_mtu,
+                default_subnet_cidr,
+            };
             let cluster = match juneau::store::k8s::KubeCluster::connect(
                 kubeconfig.as_deref(),
                 juneau::store::k8s::CONTROLLER,

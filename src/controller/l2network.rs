@@ -182,6 +182,7 @@ mod tests {
             &snap,
             &Config {
                 default_l2_mtu: 1450,
+                ..Default::default()
             },
         );
         assert_eq!(st["routed"].mtu, 1450, "controller default");

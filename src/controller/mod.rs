@@ -1,6 +1,7 @@
 //! The controller: reconcilers are pure functions from a snapshot of the objects to
 //! their desired state. `kube.rs` drives them from the Kubernetes API; standalone mode
 //! drives them through the [`Cluster`] interface with [`run_once`] / [`run_loop`].
+pub mod bootstrap;
 pub mod ipam;
 pub mod kube;
 pub mod l2network;
@@ -11,7 +12,9 @@ pub mod subnet;
 use std::collections::BTreeMap;
 
 use crate::{
-    api::{NetworkInterface, RouteTable, l2network::L2NetworkStatus, subnet::SubnetStatus},
+    api::{
+        NetworkInterface, RouteTable, Subnet, Vpc, l2network::L2NetworkStatus, subnet::SubnetStatus,
+    },
     cluster::{Cluster, ClusterError},
     store::World,
 };
@@ -21,12 +24,19 @@ use crate::{
 pub struct Config {
     /// `--default-l2-mtu`: 1500 underlay less 50 bytes of VXLAN (L2-21).
     pub default_l2_mtu: u32,
+    /// `--default-subnet-cidr`: the default Subnet's CIDR, made with the default Vpc
+    /// when absent; `None` makes neither.
+    pub default_subnet_cidr: Option<ipnet::Ipv4Net>,
 }
+
+/// The default Subnet's CIDR unless told otherwise (kube-ovn's `ovn-default`).
+pub const DEFAULT_SUBNET_CIDR: &str = "10.16.0.0/16";
 
 impl Default for Config {
     fn default() -> Self {
         Self {
             default_l2_mtu: 1450,
+            default_subnet_cidr: DEFAULT_SUBNET_CIDR.parse().ok(),
         }
     }
 }
@@ -37,6 +47,11 @@ pub struct Desired {
     pub l2_status: BTreeMap<String, L2NetworkStatus>,
     #[serde(default)]
     pub subnet_status: BTreeMap<String, SubnetStatus>,
+    /// The default Vpc and Subnet, when they are to be made.
+    #[serde(default)]
+    pub default_vpc: Option<Vpc>,
+    #[serde(default)]
+    pub default_subnet: Option<Subnet>,
     pub route_tables: Vec<RouteTable>,
     pub interfaces: Vec<NetworkInterface>,
 }
@@ -60,9 +75,12 @@ pub fn reconcile(world: &World, cfg: &Config) -> Desired {
     }
     let interfaces = pod::reconcile_all(&world.pods, &objects);
     let route_tables = routetable::reconcile_all(&objects);
+    let (default_vpc, default_subnet) = bootstrap::missing(&world.objects, cfg.default_subnet_cidr);
     Desired {
         l2_status,
         subnet_status,
+        default_vpc,
+        default_subnet,
         route_tables,
         interfaces,
     }

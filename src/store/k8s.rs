@@ -14,7 +14,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
     Api, Client, Resource, ResourceExt,
-    api::{DeleteParams, ListParams, Patch, PatchParams},
+    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
     runtime::{WatchStreamExt, watcher},
 };
 use serde::{Serialize, de::DeserializeOwned};
@@ -25,8 +25,8 @@ mod lease;
 use crate::{
     admission::Snapshot,
     api::{
-        L2Network, NetworkACL, NetworkEndpoint, NetworkInterface, PodRecord, RouteTable,
-        SecurityGroup, Subnet, TransitGateway, Vpc, VpcPeering,
+        DEFAULT_VPC, L2Network, NetworkACL, NetworkEndpoint, NetworkInterface, PodRecord,
+        RouteTable, SecurityGroup, Subnet, TransitGateway, Vpc, VpcPeering,
     },
     cluster::{Cluster, ClusterError},
     controller::Desired,
@@ -332,10 +332,37 @@ impl KubeCluster {
         Ok(())
     }
 
+    /// Creates `obj` unless it exists; true when this call made it.
+    async fn create_once<K>(&self, api: &Api<K>, obj: &K) -> Result<bool, ClusterError>
+    where
+        K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+    {
+        self.may_write()?;
+        match api.create(&PostParams::default(), obj).await {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
+            Err(e) => Err(refused(&format!("creation of {}", obj.name_any()))(e)),
+        }
+    }
+
     async fn apply_desired(&self, desired: &Desired) -> Result<bool, ClusterError> {
         let world = self.read_all().await?;
         let c = &self.client;
         let mut changed = false;
+        // The default Vpc, then its Subnet (admitted only once the Vpc exists).
+        if let Some(vpc) = &desired.default_vpc
+            && world.objects.vpc(DEFAULT_VPC).is_none()
+        {
+            changed |= self.create_once(&Api::<Vpc>::all(c.clone()), vpc).await?;
+        }
+        if let Some(subnet) = &desired.default_subnet
+            && world.objects.vpc(DEFAULT_VPC).is_some()
+            && world.objects.subnet(DEFAULT_VPC).is_none()
+        {
+            changed |= self
+                .create_once(&Api::<Subnet>::all(c.clone()), subnet)
+                .await?;
+        }
         let nets: Api<L2Network> = Api::all(c.clone());
         for l in &world.objects.l2networks {
             let name = l.name_any();

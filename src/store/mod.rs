@@ -18,8 +18,8 @@ pub use crate::api::PodRecord;
 use crate::{
     admission::{self, Rejection, Snapshot, validate},
     api::{
-        L2Network, NetworkACL, NetworkEndpoint, NetworkInterface, RouteTable, SecurityGroup,
-        Subnet, TransitGateway, Vpc, VpcPeering,
+        DEFAULT_VPC, L2Network, NetworkACL, NetworkEndpoint, NetworkInterface, RouteTable,
+        SecurityGroup, Subnet, TransitGateway, Vpc, VpcPeering,
     },
 };
 
@@ -262,6 +262,23 @@ impl crate::cluster::Cluster for Store {
         Ok(self.write_if(|w| {
             let name = |l: &L2Network| l.metadata.name.clone().unwrap_or_default();
             let mut changed = false;
+            if let Some(vpc) = &desired.default_vpc
+                && w.objects.vpc(DEFAULT_VPC).is_none()
+            {
+                w.objects.vpcs.push(vpc.clone());
+                changed = true;
+            }
+            if let Some(subnet) = &desired.default_subnet
+                && w.objects.subnet(DEFAULT_VPC).is_none()
+            {
+                match validate::validate_subnet_create(subnet, &w.objects) {
+                    Ok(()) => {
+                        w.objects.subnets.push(subnet.clone());
+                        changed = true;
+                    }
+                    Err(e) => tracing::warn!(error = %e, "the default Subnet is refused"),
+                }
+            }
             for l in &mut w.objects.l2networks {
                 let want = desired.l2_status.get(&name(l)).cloned();
                 if l.status != want {
