@@ -100,6 +100,11 @@ fn from_routed_port(
     port: &PortConfig,
     seg: &GwSegment,
 ) -> Result<i32, DropReason> {
+    // A VLAN tag the kernel moved into the skb's metadata: not plain IPv4.
+    // SAFETY: the context pointer is valid for the program's run.
+    if unsafe { (*ctx.skb.skb).vlan_present } != 0 {
+        return Err(DropReason::NotIpv4OnSubnet);
+    }
     let addrs = eth::addrs(ctx).ok_or(DropReason::ShortFrame)?;
     if eth::bits(&addrs.src) != eth::bits(&port.own_mac) {
         return Err(DropReason::SourceGuard);

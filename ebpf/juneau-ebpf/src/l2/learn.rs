@@ -66,8 +66,18 @@ fn learn(fdb: &Fdb, src: &FdbKey, ifindex: u32, vtep: u32, flags: u32, now: u64)
     if let Some(entry) = fdb.get_ptr_mut(src) {
         // SAFETY: the entry pointer is used immediately; a concurrent delete and reuse at worst
         // refreshes the wrong entry's timestamp once.
-        let (old_ifindex, old_vtep, seen) =
-            unsafe { ((*entry).ifindex, (*entry).vtep, (*entry).last_seen_ns) };
+        let (old_ifindex, old_vtep, seen, old_flags) = unsafe {
+            (
+                (*entry).ifindex,
+                (*entry).vtep,
+                (*entry).last_seen_ns,
+                (*entry).flags,
+            )
+        };
+        if old_flags & juneau_common::gw::PORT_ROUTED != 0 {
+            // A routed port's own MAC, written with the port: no frame moves it.
+            return true;
+        }
         if old_ifindex == ifindex && old_vtep == vtep {
             if now.wrapping_sub(seen) >= LEARN_REFRESH_NS {
                 // SAFETY: as above.
