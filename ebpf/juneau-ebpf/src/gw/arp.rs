@@ -21,17 +21,17 @@ const ARP_END: usize = ETH_HLEN + 28;
 pub const ARP_ETH_IP4: u64 = 0x0406_0008_0100;
 
 /// The fields of an ARP packet the router reads; addresses raw, as in the packet.
-struct Arp {
+pub struct Arp {
     /// The first 6 bytes (hardware and protocol types and lengths), as one word.
-    head: u64,
-    op: u16,
-    sender_mac: u64,
-    sender_ip: u32,
-    target_ip: u32,
+    pub head: u64,
+    pub op: u16,
+    pub sender_mac: u64,
+    pub sender_ip: u32,
+    pub target_ip: u32,
 }
 
 #[inline(always)]
-fn read(ctx: &TcContext) -> Result<Arp, DropReason> {
+pub fn read(ctx: &TcContext) -> Result<Arp, DropReason> {
     let (start, end) = (ctx.data(), ctx.data_end());
     if start + ARP_END > end {
         return Err(DropReason::ShortFrame);
@@ -60,11 +60,13 @@ pub fn answer(
     let Arp {
         head,
         op,
+        sender_mac,
+        sender_ip: ip,
         target_ip,
-        ..
     } = read(ctx)?;
     if head == ARP_ETH_IP4 {
-        if let Some((ip, mac)) = super::snoop::sender(ctx) {
+        let mac = eth::from_bits(sender_mac);
+        {
             // Nobody but the router speaks for the gateway (L2-13).
             if ip == seg.gw_ip || eth::is_gateway_range(&mac) {
                 return Err(DropReason::SpoofedGatewayMac);

@@ -11,31 +11,13 @@ use juneau_common::{
 };
 
 use super::route::martian;
-use crate::{
-    eth::{self, ETH_HLEN, load},
-    maps,
-};
+use crate::{eth, maps};
 
 /// The sender of an IPv4-over-Ethernet ARP packet, if the frame is one.
 #[inline(always)]
 pub fn sender(ctx: &TcContext) -> Option<(u32, FdbKey)> {
-    let (start, end) = (ctx.data(), ctx.data_end());
-    if start + ETH_HLEN + 28 > end {
-        return None;
-    }
-    // SAFETY: inside [start, start + ETH_HLEN + 28), checked above.
-    let (head, mac_lo, mac_hi, ip) = unsafe {
-        (
-            load::<u32>(start + ETH_HLEN) as u64 | (load::<u16>(start + ETH_HLEN + 4) as u64) << 32,
-            load::<u32>(start + ETH_HLEN + 8),
-            load::<u16>(start + ETH_HLEN + 12),
-            load::<u32>(start + ETH_HLEN + 14),
-        )
-    };
-    if head != super::arp::ARP_ETH_IP4 {
-        return None;
-    }
-    Some((ip, eth::from_bits(mac_lo as u64 | (mac_hi as u64) << 32)))
+    let arp = super::arp::read(ctx).ok()?;
+    (arp.head == super::arp::ARP_ETH_IP4).then(|| (arp.sender_ip, eth::from_bits(arp.sender_mac)))
 }
 
 /// Binds `ip` to `mac` behind `vtep` (0 or this Node's: here) on segment `vni`.
