@@ -47,8 +47,8 @@ fn l2_05_l2_14_l2_15_l2_21_subnet_scenario_routes_subnet_nics_through_the_datapa
         "scenarios/stack/vpc-subnets.yaml",
         "the Subnet scenario failed",
     );
-    assert!(stdout.contains("step 21:"), "{stdout}");
-    assert!(!stdout.contains("step 22:"), "{stdout}");
+    assert!(stdout.contains("step 25:"), "{stdout}");
+    assert!(!stdout.contains("step 26:"), "{stdout}");
 }
 
 #[test]

@@ -15,7 +15,7 @@ use juneau_common::gw::{PORT_ROUTED, ROUTE_ENDPOINT, ROUTE_NO_NEXT_HOP};
 use juneau_harness::{
     frames::{self, BROADCAST, fixtures::*, ones_complement},
     router::{self, RouterBed, Seg},
-    testrun::{PortBed, TC_ACT_REDIRECT, TC_ACT_SHOT},
+    testrun::{PortBed, TC_ACT_REDIRECT, TC_ACT_SHOT, run_tc},
 };
 
 const VNI_S: u32 = 12;
@@ -283,4 +283,68 @@ fn l2_15_a_route_via_an_endpoint_sends_to_its_nic_with_one_hop() {
         (&run.data[0..6], &run.data[6..12]),
         (&pod_mac(0)[..], &GW_S[..])
     );
+}
+
+#[test]
+fn l2_15_a_gone_subnet_pod_is_not_flooded_to_its_neighbours() {
+    let mut b = new_bed();
+    // Pod 1 is gone from this Node but still seeded here (its endpoint not yet
+    // deleted): a routed frame to it must not reach Pod 0 by a flood (a routed port
+    // takes no flooded frame).
+    b.dp.remove_port(b.bed.ifindex(1)).unwrap();
+    let req = frames::icmp_echo(pod(2), (GW_L, s_ip(1)), 64, 56, false);
+    assert_eq!(b.send(2, &req).verdict, TC_ACT_SHOT);
+    assert_eq!(b.drops()["NO_NEIGHBOUR"], 1, "{:?}", b.drops());
+    assert_eq!(b.bed.tx(0), 0, "nothing flooded to the other Subnet port");
+}
+
+#[test]
+fn l2_15_an_overlay_frame_never_moves_a_routed_ports_entry() {
+    let bed = PortBed::new(2);
+    let mut dp = bed.bring_up_node();
+    for i in 0..2u8 {
+        dp.configure_port(PortSpec {
+            ifindex: bed.ifindex(i as usize),
+            vni: VNI_S,
+            mtu: 0,
+            peer: true,
+            routed: Some(RoutedPort {
+                mac: pod_mac(i),
+                ip: s_ip(i).into(),
+            }),
+        })
+        .unwrap();
+    }
+    let underlay = |inner: &[u8]| {
+        let f = frames::vxlan(
+            ([0x02, 0, 0, 0x99, 0, 2], [0x02, 0, 0, 0x99, 0, 1]),
+            [10, 99, 0, 2],
+            [10, 99, 0, 1],
+            VNI_S,
+            inner,
+        );
+        run_tc(
+            &bed.ns,
+            dp.program("underlay_ingress"),
+            bed.ifindex(0),
+            &f,
+            1,
+        )
+    };
+    // A remote frame claiming Pod 0's MAC is delivered by its destination's pinned
+    // entry and teaches nothing: Pod 0's entry stays on its port.
+    let claim = frames::udp(
+        (pod_mac(0), [10, 0, 3, 77]),
+        (pod_mac(1), s_ip(1)),
+        &[0; 18],
+    );
+    assert_eq!(underlay(&claim).verdict, TC_ACT_REDIRECT);
+    let entry = |mac: [u8; 6]| {
+        dp.fdb(VNI_S)
+            .unwrap()
+            .into_iter()
+            .find(|(k, _)| k.mac == mac)
+            .map(|(_, e)| (e.ifindex, e.vtep, e.flags & PORT_ROUTED != 0))
+    };
+    assert_eq!(entry(pod_mac(0)), Some((bed.ifindex(0), 0, true)));
 }

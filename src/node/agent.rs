@@ -511,17 +511,19 @@ impl Agent {
         let mut dp = self.dataplane.lock().expect("dataplane lock");
         let served: BTreeSet<u32> = dp.ports().into_iter().collect();
         for (name, ifindex, alias) in &links {
-            let nic = nic_of(&world, alias);
-            let Some(status) = nic.and_then(|n| n.status.as_ref()) else {
+            let Some(nic) = nic_of(&world, alias) else {
+                continue;
+            };
+            let Some(spec) = nic::ready_port_spec(nic, &alias.container_id, *ifindex) else {
+                tracing::warn!(nic = %alias.nic(), "not attached again: its NetworkInterface has no VNI or address yet");
                 continue;
             };
             if served.contains(ifindex) {
                 // A daemon killed between two writes of a port leaves it listed but
-                // inactive or on another segment: write it again.
+                // inactive, on another segment or not held to its address: write it
+                // again.
                 let whole = dp.port_attached(*ifindex)
-                    && dp.port(*ifindex).is_ok_and(|p| {
-                        p.flags & juneau_common::l2::PORT_ACTIVE != 0 && p.vni == status.vni
-                    });
+                    && dp.port(*ifindex).is_ok_and(|p| spec.written_as(&p));
                 if whole {
                     continue;
                 }
@@ -530,10 +532,6 @@ impl Agent {
                     continue;
                 }
             }
-            let Some(nic) = nic else {
-                continue;
-            };
-            let spec = nic::port_spec(nic, &alias.container_id, *ifindex);
             match dp.attach_port(name, spec) {
                 Ok(_) => report.reattached += 1,
                 Err(e) => tracing::warn!(nic = %alias.nic(), error = %e, "cannot attach again"),

@@ -78,6 +78,7 @@ pub fn review(req: &AdmissionRequest<DynamicObject>, snap: &Snapshot) -> Admissi
         ("RouteTable", Operation::Delete) => {
             validate::validate_delete_route_table(&name_of(req), snap)
         }
+        ("Subnet", Operation::Delete) => validate::validate_delete_subnet(&name_of(req), snap),
         ("NetworkACL", Operation::Delete) => {
             validate::validate_delete_network_acl(&name_of(req), snap)
         }

@@ -18,7 +18,8 @@ pub enum DropReason {
     /// The destination MAC was learned behind the port the frame came in on: sending it
     /// back would loop it to its sender (hairpin).
     Hairpin = 3,
-    /// Broadcast, multicast or unknown unicast on a segment where no other port exists.
+    /// Broadcast, multicast or unknown unicast on a segment where no other port exists
+    /// (routed ports, a Subnet's, take no flooded frame).
     NoOtherPort = 4,
     /// `bpf_clone_redirect` refused one copy of a flooded frame.
     CloneFailed = 5,

@@ -11,7 +11,10 @@ mod snapshot;
 mod subnet;
 
 pub use cidr::{first_host, parse_cidr};
-pub use deletion::{validate_delete_network_acl, validate_delete_route_table, validate_delete_vpc};
+pub use deletion::{
+    validate_delete_network_acl, validate_delete_route_table, validate_delete_subnet,
+    validate_delete_vpc,
+};
 pub use l2network::{validate_l2network_create, validate_l2network_update};
 pub use pod::validate_pod_create;
 pub use routetable::{ROUTE_TYPES, validate_route_table_create, validate_route_table_update};

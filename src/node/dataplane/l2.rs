@@ -27,6 +27,24 @@ pub struct PortSpec {
     pub routed: Option<RoutedPort>,
 }
 
+impl PortSpec {
+    /// Whether `config` is this port as written whole: active, on the segment, and
+    /// routed (held to the same MAC and address) exactly when the spec is.
+    pub fn written_as(&self, config: &PortConfig) -> bool {
+        let routed = config.flags & PORT_ROUTED != 0;
+        config.flags & PORT_ACTIVE != 0
+            && config.vni == self.vni
+            && match self.routed {
+                None => !routed,
+                Some(r) => {
+                    routed
+                        && config.own_mac.mac == r.mac
+                        && config.own_ip == u32::from_ne_bytes(r.ip.octets())
+                }
+            }
+    }
+}
+
 /// The only sources a routed port (a Subnet NIC) may send from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RoutedPort {
@@ -177,11 +195,14 @@ impl Dataplane {
             }
             self.write_flood_list(change.vni, change.slot)?;
             self.fdbs.remove(&change.slot);
+            Ok(())
         } else {
-            self.write_flood_list(change.vni, change.slot)?;
+            // The port's entries go even when its list cannot be written: a pinned
+            // entry (a routed port's) left behind would send its MAC to a dead ifindex.
+            let listed = self.write_flood_list(change.vni, change.slot);
             self.forget(change.vni, |e| e.ifindex == ifindex)?;
+            listed
         }
-        Ok(())
     }
 
     pub(super) fn create_fdb(&mut self, vni: u32, slot: u32) -> Result<(), DataplaneError> {

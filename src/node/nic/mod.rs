@@ -123,6 +123,18 @@ pub fn port_spec(nic: &NetworkInterface, container_id: &str, ifindex: u32) -> Po
     }
 }
 
+/// The port of `nic` when the controller has finished it (a VNI, and a Subnet NIC's
+/// address): a restarted daemon attaches no port the datapath would drop everything of.
+pub fn ready_port_spec(
+    nic: &NetworkInterface,
+    container_id: &str,
+    ifindex: u32,
+) -> Option<PortSpec> {
+    let spec = port_spec(nic, container_id, ifindex);
+    let subnet = nic.spec.subnet.is_some();
+    (spec.vni != 0 && (!subnet || spec.routed.is_some())).then_some(spec)
+}
+
 pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(String) -> CniError {
     let what = what.into();
     move |e| CniError::new(code::IO_FAILURE, what).details(e)

@@ -49,15 +49,9 @@ impl NicDriver for SubnetNic {
         let Some((host, ifindex)) = host else {
             return Ok(());
         };
-        let want = port_spec(nic, ctx.container_id, ifindex).routed;
+        let want = port_spec(nic, ctx.container_id, ifindex);
         let port = ctx.dataplane.lock().expect("dataplane lock").port(ifindex);
-        let held = port.is_ok_and(|p| {
-            want.is_some_and(|r| {
-                p.flags & juneau_common::gw::PORT_ROUTED != 0
-                    && p.own_mac.mac == r.mac
-                    && p.own_ip == u32::from_ne_bytes(r.ip.octets())
-            })
-        });
+        let held = want.routed.is_some() && port.is_ok_and(|p| want.written_as(&p));
         if !held {
             return Err(CniError::new(
                 code::IO_FAILURE,

@@ -213,8 +213,15 @@ fn forward(
     }
     match slot {
         // Here but silent: every local port of the segment gets it (only its owner
-        // takes a frame to its MAC).
-        Some(slot) => flood::flood(ctx, slot, route.vni, 0, false),
+        // takes a frame to its MAC). A Subnet's ports are routed and pinned, never
+        // flooded: its neighbour is gone when the table does not have it.
+        Some(slot) => flood::flood(ctx, slot, route.vni, 0, false).map_err(|r| {
+            if r == DropReason::NoOtherPort {
+                DropReason::NoNeighbour
+            } else {
+                r
+            }
+        }),
         None => Err(DropReason::NoNeighbour),
     }
 }

@@ -15,6 +15,7 @@ use aya_ebpf::{
 };
 use juneau_common::{
     DropReason, FloodList, RemoteList,
+    gw::PORT_ROUTED,
     l2::{MAX_FLOOD_PORTS, MAX_REMOTE_VTEPS},
 };
 
@@ -138,7 +139,9 @@ extern "C" fn local_one(index: u32, ctx: *mut c_void) -> i64 {
     }
     // SAFETY: `locals` points into an array map value; `i` is bounds-checked.
     let port = unsafe { (*state.locals).ports[i] };
-    if port.ifindex == 0 || port.ifindex == state.ingress {
+    // A routed port (a Subnet NIC) takes only frames to its own MAC, routed or
+    // switched by its pinned entry: its Pod speaks to the router alone.
+    if port.ifindex == 0 || port.ifindex == state.ingress || port.flags & PORT_ROUTED != 0 {
         return 0;
     }
     state.flush_local();
