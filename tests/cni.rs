@@ -63,7 +63,7 @@ fn bed(pods: &[(&str, &str)]) -> Bed {
                     (*networks).to_owned(),
                 )]
                 .into(),
-                dns_policy: String::new(),
+                ..Default::default()
             })
             .unwrap();
     }

@@ -39,7 +39,7 @@ fn pods(n: usize) -> Vec<PodRecord> {
                 "juneau.loutres.me/networks".to_owned(),
                 r#"[{"interface":"eth0","l2Network":"big"}]"#.to_owned(),
             )]),
-            dns_policy: String::new(),
+            ..Default::default()
         })
         .collect()
 }
@@ -245,7 +245,7 @@ fn cni_part(out: &mut Vec<Measurement>) {
                     "juneau.loutres.me/networks".to_owned(),
                     r#"[{"interface":"eth1","l2Network":"lab"}]"#.to_owned(),
                 )]),
-                dns_policy: String::new(),
+                ..Default::default()
             })
             .ok();
     }

@@ -1,9 +1,14 @@
 //! Juneau's API (`juneau.loutres.me/v1alpha1`): one file per resource, spec and status
 //! beside each other, plus the Pod annotations and the Pod record. Admission (validation and mutation)
 //! lives in `crate::admission`, as pure functions over a snapshot of these objects.
+pub mod addresspool;
 pub mod allocationpool;
 pub mod annotations;
+pub mod arpadvertisement;
 pub mod condition;
+pub mod elasticip;
+pub mod elasticipattachment;
+pub mod externalnetwork;
 pub mod l2network;
 pub mod networkacl;
 pub mod networkendpoint;
@@ -14,7 +19,12 @@ pub mod securitygroup;
 pub mod subnet;
 pub mod vpc;
 
+pub use addresspool::AddressPool;
 pub use allocationpool::AllocationPool;
+pub use arpadvertisement::ARPAdvertisement;
+pub use elasticip::ElasticIP;
+pub use elasticipattachment::ElasticIPAttachment;
+pub use externalnetwork::ExternalNetwork;
 pub use l2network::L2Network;
 pub use networkacl::NetworkACL;
 pub use networkendpoint::NetworkEndpoint;
@@ -49,6 +59,11 @@ pub fn crds()
         NetworkInterface::crd(),
         NetworkEndpoint::crd(),
         AllocationPool::crd(),
+        ExternalNetwork::crd(),
+        AddressPool::crd(),
+        ElasticIP::crd(),
+        ElasticIPAttachment::crd(),
+        ARPAdvertisement::crd(),
     ];
     crds.into_iter()
         .map(|c| {

@@ -43,6 +43,10 @@ pub struct NetworkInterfaceSpec {
     pub pod_ref: PodRef,
     #[serde(default)]
     pub node_name: String,
+    /// NICs with the same identity are one workload's (KubeVirt: `vmi.<VM name>`): a new
+    /// one may wait for an ElasticIP its predecessor still holds (EIP-20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocation_identity: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
@@ -63,6 +67,9 @@ pub struct NetworkInterfaceStatus {
     pub vni: u32,
     #[serde(default)]
     pub routes: Vec<NicRoute>,
+    /// Policy rules the NIC needs (a secondary ElasticIP NIC's `from <EIP> lookup N`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<NicRule>,
     /// `Pending`, `Allocated`, `Ready`, `Failed`.
     #[serde(default)]
     pub phase: String,
@@ -75,4 +82,22 @@ pub struct NetworkInterfaceStatus {
 pub struct NicRoute {
     pub dst: String,
     pub gw: String,
+    /// The gateway is reached on the link without a route to it (169.254.0.1).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub on_link: bool,
+    /// Routing table; 0 is the main table.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub table: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// `ip rule add from <from> lookup <table> priority <priority>`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+pub struct NicRule {
+    pub from: String,
+    pub table: u32,
+    pub priority: u32,
 }

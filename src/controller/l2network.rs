@@ -22,6 +22,12 @@ pub(super) fn held_vnis(snap: &Snapshot) -> BTreeSet<u32> {
                 .iter()
                 .filter_map(|l| l.status.as_ref().map(|st| st.vni)),
         )
+        // An ExternalNetwork's direct NICs are a segment too (EIP-03).
+        .chain(
+            snap.external_networks
+                .iter()
+                .filter_map(|n| n.status.as_ref().map(|st| st.network_id)),
+        )
         .filter(|v| *v != 0)
         .collect()
 }

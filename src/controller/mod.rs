@@ -2,6 +2,8 @@
 //! their desired state. `kube.rs` drives them from the Kubernetes API; standalone mode
 //! drives them through the [`Cluster`] interface with [`run_once`] / [`run_loop`].
 pub mod bootstrap;
+pub mod elasticip;
+pub mod externalnetwork;
 pub mod ipam;
 pub mod kube;
 pub mod l2network;
@@ -13,7 +15,9 @@ use std::collections::BTreeMap;
 
 use crate::{
     api::{
-        NetworkInterface, RouteTable, Subnet, Vpc, l2network::L2NetworkStatus, subnet::SubnetStatus,
+        ARPAdvertisement, NetworkInterface, RouteTable, Subnet, Vpc, elasticip::ElasticIPStatus,
+        elasticipattachment::ElasticIPAttachmentStatus, externalnetwork::ExternalNetworkStatus,
+        l2network::L2NetworkStatus, subnet::SubnetStatus,
     },
     cluster::{Cluster, ClusterError},
     store::World,
@@ -54,6 +58,20 @@ pub struct Desired {
     pub default_subnet: Option<Subnet>,
     pub route_tables: Vec<RouteTable>,
     pub interfaces: Vec<NetworkInterface>,
+    #[serde(default)]
+    pub external_network_status: BTreeMap<String, ExternalNetworkStatus>,
+    /// By `namespace/name`.
+    #[serde(default)]
+    pub elastic_ip_status: BTreeMap<String, ElasticIPStatus>,
+    /// By `namespace/name`.
+    #[serde(default)]
+    pub attachment_status: BTreeMap<String, ElasticIPAttachmentStatus>,
+    /// Every ARPAdvertisement of a directly held ElasticIP (`eip-<ns>-<name>`).
+    #[serde(default)]
+    pub arp_advertisements: Vec<ARPAdvertisement>,
+    /// Pods whose NICs wait for a direct NIC's network (logged, not written).
+    #[serde(skip)]
+    pub waiting: Vec<(String, String)>,
 }
 
 /// Every reconciler, in dependency order: segments first (VNIs, gateways), then the
@@ -73,7 +91,14 @@ pub fn reconcile(world: &World, cfg: &Config) -> Desired {
             .get(l.metadata.name.as_deref().unwrap_or(""))
             .cloned();
     }
-    let interfaces = pod::reconcile_all(&world.pods, &objects);
+    let external_network_status = externalnetwork::reconcile_all(&objects);
+    for n in &mut objects.external_networks {
+        n.status = external_network_status
+            .get(n.metadata.name.as_deref().unwrap_or(""))
+            .cloned();
+    }
+    let mut interfaces = pod::reconcile_all(&world.pods, &objects);
+    let eips = elasticip::reconcile(&objects, &world.pods, &mut interfaces);
     let route_tables = routetable::reconcile_all(&objects);
     let (default_vpc, default_subnet) = bootstrap::missing(&world.objects, cfg.default_subnet_cidr);
     Desired {
@@ -83,13 +108,22 @@ pub fn reconcile(world: &World, cfg: &Config) -> Desired {
         default_subnet,
         route_tables,
         interfaces,
+        external_network_status,
+        elastic_ip_status: eips.elastic_ip_status,
+        attachment_status: eips.attachment_status,
+        arp_advertisements: eips.arp_advertisements,
+        waiting: eips.waiting,
     }
 }
 
 /// One pass: read, reconcile, write what differs. True when anything changed.
 pub fn run_once(cluster: &dyn Cluster, cfg: &Config) -> Result<bool, ClusterError> {
     let (world, _) = cluster.read()?;
-    cluster.apply(&reconcile(&world, cfg))
+    let desired = reconcile(&world, cfg);
+    for (pod, reason) in &desired.waiting {
+        tracing::info!(%pod, %reason, "waiting for the network of a Pod NIC");
+    }
+    cluster.apply(&desired)
 }
 
 /// Reconciles until `stop` is set: a pass after every change of the cluster (the

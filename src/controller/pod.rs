@@ -67,8 +67,12 @@ struct Segment {
     gateway: String,
 }
 
-fn pending(reason: &str, message: String) -> NetworkInterfaceStatus {
-    NetworkInterfaceStatus {
+/// A NIC's status while it cannot be completed (boxed: it is the error side of the
+/// steps that build one).
+type Waiting = Box<NetworkInterfaceStatus>;
+
+fn pending(reason: &str, message: String) -> Waiting {
+    Box::new(NetworkInterfaceStatus {
         phase: if reason == "NotSupported" || reason == "AllocationFailed" {
             "Failed"
         } else {
@@ -77,7 +81,7 @@ fn pending(reason: &str, message: String) -> NetworkInterfaceStatus {
         .into(),
         conditions: vec![Condition::new("Allocated", false, reason, message)],
         ..Default::default()
-    }
+    })
 }
 
 /// Desired NICs of every Pod. Addresses already handed out are kept; new ones are
@@ -115,6 +119,14 @@ pub fn reconcile_all(pods: &[PodRecord], snap: &Snapshot) -> Vec<NetworkInterfac
                     name: pod.name.clone(),
                 },
                 node_name: pod.node.clone(),
+                // One workload's Pods (a VM's launchers) share it (EIP-20).
+                allocation_identity: pod
+                    .annotations
+                    .get(&format!(
+                        "{}allocation-identity",
+                        crate::api::ANNOTATION_PREFIX
+                    ))
+                    .cloned(),
                 ..Default::default()
             };
             let status = match &req.target {
@@ -122,21 +134,23 @@ pub fn reconcile_all(pods: &[PodRecord], snap: &Snapshot) -> Vec<NetworkInterfac
                     spec.subnet = Some(name.clone());
                     subnet(name, snap).and_then(|seg| nic_status(&seg, &req, existing, &mut pools))
                 }
+                // Completed by the ElasticIP reconciler, which picks the holder.
                 Target::ElasticIp(e) => {
                     spec.elastic_ip = Some(e.clone());
                     Err(pending(
-                        "NotSupported",
+                        "WaitingForElasticIP",
                         format!(
-                            "ElasticIP NICs ({e}) are not built yet: only Subnet and L2Network NICs are"
+                            "ElasticIP {e:?} has not picked a NetworkInterface to carry it yet"
                         ),
                     ))
                 }
                 Target::L2Network(name) => {
                     spec.l2_network = Some(name.clone());
-                    l2network(name, snap).and_then(|seg| nic_status(&seg, &req, existing, &mut pools))
+                    l2network(name, snap)
+                        .and_then(|seg| nic_status(&seg, &req, existing, &mut pools))
                 }
             }
-            .unwrap_or_else(|e| e);
+            .unwrap_or_else(|e| *e);
             let mut nic = NetworkInterface::new(&name, spec);
             nic.metadata.namespace = Some(pod.namespace.clone());
             nic.status = Some(status);
@@ -146,7 +160,7 @@ pub fn reconcile_all(pods: &[PodRecord], snap: &Snapshot) -> Vec<NetworkInterfac
     out
 }
 
-fn l2network(name: &str, snap: &Snapshot) -> Result<Segment, NetworkInterfaceStatus> {
+fn l2network(name: &str, snap: &Snapshot) -> Result<Segment, Waiting> {
     let Some(net) = snap.l2network(name) else {
         return Err(pending(
             "L2NetworkNotFound",
@@ -168,7 +182,7 @@ fn l2network(name: &str, snap: &Snapshot) -> Result<Segment, NetworkInterfaceSta
     })
 }
 
-fn subnet(name: &str, snap: &Snapshot) -> Result<Segment, NetworkInterfaceStatus> {
+fn subnet(name: &str, snap: &Snapshot) -> Result<Segment, Waiting> {
     let Some(subnet) = snap.subnet(name) else {
         return Err(pending(
             "SubnetNotFound",
@@ -196,7 +210,7 @@ fn nic_status(
     req: &annotations::NicRequest,
     existing: Option<&NetworkInterface>,
     pools: &mut Pools,
-) -> Result<NetworkInterfaceStatus, NetworkInterfaceStatus> {
+) -> Result<NetworkInterfaceStatus, Waiting> {
     let mut status = NetworkInterfaceStatus {
         mtu: seg.mtu,
         vni: seg.vni,
@@ -242,6 +256,7 @@ fn nic_status(
         status.routes.push(NicRoute {
             dst: "0.0.0.0/0".into(),
             gw: seg.gateway.clone(),
+            ..Default::default()
         });
     }
     Ok(status)
@@ -317,7 +332,7 @@ mod tests {
                 "juneau.loutres.me/networks".to_owned(),
                 networks.to_owned(),
             )]),
-            dns_policy: String::new(),
+            ..Default::default()
         }
     }
 
@@ -344,7 +359,8 @@ mod tests {
             st0.routes,
             vec![NicRoute {
                 dst: "0.0.0.0/0".into(),
-                gw: "10.7.0.1".into()
+                gw: "10.7.0.1".into(),
+                ..Default::default()
             }],
             "L2-15"
         );
@@ -423,7 +439,8 @@ mod tests {
             st0.routes,
             vec![NicRoute {
                 dst: "0.0.0.0/0".into(),
-                gw: "10.71.0.1".into()
+                gw: "10.71.0.1".into(),
+                ..Default::default()
             }]
         );
         let st1 = nics[1].status.as_ref().unwrap();

@@ -270,7 +270,7 @@ impl Run {
             name: def.name.clone(),
             node: def.node.clone(),
             annotations: def.annotations.clone(),
-            dns_policy: String::new(),
+            ..Default::default()
         })?;
         let ns = Owned::create(&format!("{}-{}-{}", self.prefix, def.namespace, def.name))?;
         self.pods.push(RunningPod {

@@ -21,11 +21,13 @@ use serde::{Serialize, de::DeserializeOwned};
 
 use super::World;
 
+mod external;
 mod lease;
 use crate::{
     admission::Snapshot,
     api::{
-        DEFAULT_VPC, L2Network, NetworkACL, NetworkEndpoint, NetworkInterface, PodRecord,
+        ARPAdvertisement, AddressPool, DEFAULT_VPC, ElasticIP, ElasticIPAttachment,
+        ExternalNetwork, L2Network, NetworkACL, NetworkEndpoint, NetworkInterface, PodRecord,
         RouteTable, SecurityGroup, Subnet, TransitGateway, Vpc, VpcPeering,
     },
     cluster::{Cluster, ClusterError},
@@ -98,6 +100,14 @@ fn pod_record(p: &Pod) -> PodRecord {
         node: spec.node_name.unwrap_or_default(),
         annotations: p.metadata.annotations.clone().unwrap_or_default(),
         dns_policy: spec.dns_policy.unwrap_or_default(),
+        terminating: p.metadata.deletion_timestamp.is_some(),
+        created: p
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .and_then(|t| serde_json::to_value(t).ok())
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
     }
 }
 
@@ -226,6 +236,11 @@ impl KubeCluster {
         watch_into::<TransitGateway>(&rt, &client, &generation, None);
         watch_into::<NetworkACL>(&rt, &client, &generation, None);
         watch_into::<SecurityGroup>(&rt, &client, &generation, None);
+        watch_into::<ExternalNetwork>(&rt, &client, &generation, None);
+        watch_into::<AddressPool>(&rt, &client, &generation, None);
+        watch_into::<ElasticIP>(&rt, &client, &generation, None);
+        watch_into::<ElasticIPAttachment>(&rt, &client, &generation, None);
+        watch_into::<ARPAdvertisement>(&rt, &client, &generation, None);
         Ok(Self {
             client,
             rt,
@@ -271,6 +286,16 @@ impl KubeCluster {
                 network_acls: list::<NetworkACL>(c, None).await?,
                 security_groups: list::<SecurityGroup>(c, None).await?,
                 interfaces: list(c, self.nic_fields.as_deref()).await?,
+                external_networks: list::<ExternalNetwork>(c, None).await?,
+                address_pools: list::<AddressPool>(c, None).await?,
+                elastic_ips: list::<ElasticIP>(c, None).await?,
+                elastic_ip_attachments: list::<ElasticIPAttachment>(c, None).await?,
+                arp_advertisements: list::<ARPAdvertisement>(c, None).await?,
+                terminating_pods: pods
+                    .iter()
+                    .filter(|p| p.metadata.deletion_timestamp.is_some())
+                    .map(|p| format!("{}/{}", p.namespace().unwrap_or_default(), p.name_any()))
+                    .collect(),
                 service_cidrs: self.service_cidrs.clone(),
             },
             endpoints: list(c, None).await?,
@@ -383,6 +408,7 @@ impl KubeCluster {
                 changed = true;
             }
         }
+        changed |= self.apply_external(&world, desired).await?;
         let tables: Api<RouteTable> = Api::all(c.clone());
         for want in &desired.route_tables {
             // Only tables that still exist (one deleted meanwhile stays deleted), and only

@@ -18,8 +18,9 @@ pub use crate::api::PodRecord;
 use crate::{
     admission::{self, Rejection, Snapshot, validate},
     api::{
-        DEFAULT_VPC, L2Network, NetworkACL, NetworkEndpoint, NetworkInterface, RouteTable,
-        SecurityGroup, Subnet, TransitGateway, Vpc, VpcPeering,
+        AddressPool, DEFAULT_VPC, ElasticIP, ElasticIPAttachment, ExternalNetwork, L2Network,
+        NetworkACL, NetworkEndpoint, NetworkInterface, RouteTable, SecurityGroup, Subnet,
+        TransitGateway, Vpc, VpcPeering,
     },
 };
 
@@ -63,6 +64,10 @@ pub enum Object {
     RouteTable(RouteTable),
     NetworkACL(NetworkACL),
     SecurityGroup(SecurityGroup),
+    ExternalNetwork(ExternalNetwork),
+    AddressPool(AddressPool),
+    ElasticIP(ElasticIP),
+    ElasticIPAttachment(ElasticIPAttachment),
 }
 
 impl Object {
@@ -83,6 +88,12 @@ impl Object {
             "RouteTable" => Object::RouteTable(serde_json::from_value(v).map_err(err)?),
             "NetworkACL" => Object::NetworkACL(serde_json::from_value(v).map_err(err)?),
             "SecurityGroup" => Object::SecurityGroup(serde_json::from_value(v).map_err(err)?),
+            "ExternalNetwork" => Object::ExternalNetwork(serde_json::from_value(v).map_err(err)?),
+            "AddressPool" => Object::AddressPool(serde_json::from_value(v).map_err(err)?),
+            "ElasticIP" => Object::ElasticIP(serde_json::from_value(v).map_err(err)?),
+            "ElasticIPAttachment" => {
+                Object::ElasticIPAttachment(serde_json::from_value(v).map_err(err)?)
+            }
             other => {
                 return Err(StoreError::Parse(format!(
                     "kind {other:?} is not a Juneau object this store takes"
@@ -155,6 +166,21 @@ impl Store {
                     s.$list.push($o);
                 }};
             }
+            macro_rules! add_namespaced {
+                ($list:ident, $o:expr, $kind:literal) => {{
+                    let k = crate::controller::elasticip::key(&$o);
+                    if s.$list
+                        .iter()
+                        .any(|x| crate::controller::elasticip::key(x) == k)
+                    {
+                        return Err(StoreError::Exists {
+                            kind: $kind,
+                            name: k,
+                        });
+                    }
+                    s.$list.push($o);
+                }};
+            }
             match obj {
                 Object::L2Network(l) => {
                     validate::validate_l2network_create(&l, s)?;
@@ -173,6 +199,22 @@ impl Store {
                 }
                 Object::NetworkACL(o) => add!(network_acls, o, "NetworkACL"),
                 Object::SecurityGroup(o) => add!(security_groups, o, "SecurityGroup"),
+                Object::ExternalNetwork(o) => {
+                    validate::validate_external_network_create(&o, s)?;
+                    add!(external_networks, o, "ExternalNetwork")
+                }
+                Object::AddressPool(o) => {
+                    validate::validate_address_pool_create(&o, s)?;
+                    add!(address_pools, o, "AddressPool")
+                }
+                Object::ElasticIP(mut o) => {
+                    o.metadata.namespace.get_or_insert_with(|| "default".into());
+                    add_namespaced!(elastic_ips, o, "ElasticIP")
+                }
+                Object::ElasticIPAttachment(mut o) => {
+                    o.metadata.namespace.get_or_insert_with(|| "default".into());
+                    add_namespaced!(elastic_ip_attachments, o, "ElasticIPAttachment")
+                }
             }
             Ok(())
         })
@@ -182,11 +224,16 @@ impl Store {
     pub fn create_pod(&self, mut pod: PodRecord) -> Result<(), StoreError> {
         self.write(|w| {
             validate::validate_pod_create(&pod.annotations, &w.objects)?;
+            validate::validate_pod_elastic_ips(&pod, &w.objects)?;
             if let Some(policy) = admission::dns_policy(&pod, &w.objects) {
                 pod.dns_policy = policy;
             }
             w.pods
                 .retain(|p| !(p.namespace == pod.namespace && p.name == pod.name));
+            if pod.created.is_empty() {
+                // Creation order, for the oldest-first choices (EIP-20).
+                pod.created = format!("{:020}", w.pods.len() + w.objects.interfaces.len());
+            }
             w.pods.push(pod);
             Ok(())
         })
@@ -300,6 +347,7 @@ impl crate::cluster::Cluster for Store {
                 w.objects.route_tables = desired.route_tables.clone();
                 changed = true;
             }
+            changed |= apply_external(&mut w.objects, desired);
             if w.objects.interfaces != desired.interfaces {
                 w.objects.interfaces = desired.interfaces.clone();
                 changed = true;
@@ -307,4 +355,39 @@ impl crate::cluster::Cluster for Store {
             changed
         }))
     }
+}
+
+/// The ElasticIP side of a pass: statuses, and the ARPAdvertisements as wanted.
+fn apply_external(s: &mut Snapshot, desired: &crate::controller::Desired) -> bool {
+    use crate::controller::elasticip::key;
+    let mut changed = false;
+    for n in &mut s.external_networks {
+        let want = desired
+            .external_network_status
+            .get(n.metadata.name.as_deref().unwrap_or(""))
+            .cloned();
+        if n.status != want {
+            n.status = want;
+            changed = true;
+        }
+    }
+    for e in &mut s.elastic_ips {
+        let want = desired.elastic_ip_status.get(&key(e)).cloned();
+        if e.status != want {
+            e.status = want;
+            changed = true;
+        }
+    }
+    for a in &mut s.elastic_ip_attachments {
+        let want = desired.attachment_status.get(&key(a)).cloned();
+        if a.status != want {
+            a.status = want;
+            changed = true;
+        }
+    }
+    if s.arp_advertisements != desired.arp_advertisements {
+        s.arp_advertisements = desired.arp_advertisements.clone();
+        changed = true;
+    }
+    changed
 }

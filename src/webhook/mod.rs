@@ -71,8 +71,14 @@ pub fn review(req: &AdmissionRequest<DynamicObject>, snap: &Snapshot) -> Admissi
         }
         ("Pod", Operation::Create) => {
             let pod = req.object.as_ref().ok_or_else(missing)?;
-            let annotations = pod.metadata.annotations.clone().unwrap_or_default();
-            validate::validate_pod_create(&annotations, snap)
+            let record = crate::api::PodRecord {
+                namespace: req.namespace.clone().unwrap_or_default(),
+                name: req.name.clone(),
+                annotations: pod.metadata.annotations.clone().unwrap_or_default(),
+                ..Default::default()
+            };
+            validate::validate_pod_create(&record.annotations, snap)
+                .and_then(|()| validate::validate_pod_elastic_ips(&record, snap))
         }
         ("Vpc", Operation::Delete) => validate::validate_delete_vpc(&name_of(req), snap),
         ("RouteTable", Operation::Delete) => {
@@ -112,6 +118,7 @@ pub fn mutate(req: &AdmissionRequest<DynamicObject>, snap: &Snapshot) -> Admissi
             .and_then(|v| v.as_str())
             .unwrap_or("")
             .to_owned(),
+        ..Default::default()
     };
     let Some(policy) = crate::admission::dns_policy(&record, snap) else {
         return response;

@@ -3,6 +3,7 @@
 //! both call these, so a standalone run rejects exactly what a cluster would.
 mod cidr;
 mod deletion;
+mod elasticip;
 mod l2network;
 mod pod;
 mod routetable;
@@ -14,6 +15,9 @@ pub use cidr::{first_host, parse_cidr};
 pub use deletion::{
     validate_delete_network_acl, validate_delete_route_table, validate_delete_subnet,
     validate_delete_vpc,
+};
+pub use elasticip::{
+    validate_address_pool_create, validate_external_network_create, validate_pod_elastic_ips,
 };
 pub use l2network::{validate_l2network_create, validate_l2network_update};
 pub use pod::validate_pod_create;

@@ -1,7 +1,8 @@
 //! The objects the rules and reconcilers read.
 use crate::api::{
-    L2Network, NetworkACL, NetworkInterface, RouteTable, SecurityGroup, Subnet, TransitGateway,
-    Vpc, VpcPeering,
+    ARPAdvertisement, AddressPool, ElasticIP, ElasticIPAttachment, ExternalNetwork, L2Network,
+    NetworkACL, NetworkInterface, RouteTable, SecurityGroup, Subnet, TransitGateway, Vpc,
+    VpcPeering,
 };
 
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -15,6 +16,20 @@ pub struct Snapshot {
     pub network_acls: Vec<NetworkACL>,
     pub security_groups: Vec<SecurityGroup>,
     pub interfaces: Vec<NetworkInterface>,
+    #[serde(default)]
+    pub external_networks: Vec<ExternalNetwork>,
+    #[serde(default)]
+    pub address_pools: Vec<AddressPool>,
+    #[serde(default)]
+    pub elastic_ips: Vec<ElasticIP>,
+    #[serde(default)]
+    pub elastic_ip_attachments: Vec<ElasticIPAttachment>,
+    #[serde(default)]
+    pub arp_advertisements: Vec<ARPAdvertisement>,
+    /// Pods being deleted (`namespace/name`): an ElasticIP their NICs hold may be named
+    /// by a new Pod (EIP-20).
+    #[serde(default)]
+    pub terminating_pods: Vec<String>,
     /// The cluster's Service CIDR(s) (kube-apiserver `--service-cluster-ip-range`).
     pub service_cidrs: Vec<String>,
 }
@@ -38,6 +53,18 @@ impl Snapshot {
     }
     pub fn network_acl(&self, n: &str) -> Option<&NetworkACL> {
         self.network_acls.iter().find(|o| name(*o) == n)
+    }
+    pub fn external_network(&self, n: &str) -> Option<&ExternalNetwork> {
+        self.external_networks.iter().find(|o| name(*o) == n)
+    }
+    pub fn address_pool(&self, n: &str) -> Option<&AddressPool> {
+        self.address_pools.iter().find(|o| name(*o) == n)
+    }
+    /// ElasticIPs are namespaced: a Pod names one of its own namespace (EIP-05).
+    pub fn elastic_ip(&self, namespace: &str, n: &str) -> Option<&ElasticIP> {
+        self.elastic_ips.iter().find(|o| {
+            name(*o) == n && o.metadata.namespace.as_deref().unwrap_or("default") == namespace
+        })
     }
 
     /// Vpcs whose addresses must not overlap `vpc`'s: itself, its VpcPeering peers,

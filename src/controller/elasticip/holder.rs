@@ -1,0 +1,460 @@
+//! One holder per ElasticIP (EIP-20): the NIC its status names keeps it while that NIC
+//! exists; otherwise nobody while a naming NIC's Pod is terminating (the handover
+//! waits for it); otherwise the oldest naming NIC. The holder's NIC carries `<EIP>/32`
+//! and routes by 169.254.0.1; the others wait, naming the holder. An ElasticIP named
+//! by an ElasticIPAttachment and a NIC at once is in conflict (EIP-22).
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    net::Ipv4Addr,
+};
+
+use super::{NIC_GATEWAY, Outcome, RULE_PRIORITY, address::Unallocated, key};
+use crate::{
+    admission::validate::Snapshot,
+    api::{
+        ARPAdvertisement, ElasticIP, ElasticIPAttachment, NetworkInterface, PodRecord,
+        arpadvertisement::{ARPAdvertisementSpec, name_for_eip},
+        condition::Condition,
+        elasticip::{
+            Attachment, ElasticIPStatus, PHASE_ATTACHED, PHASE_AVAILABLE, PHASE_ERROR,
+            PHASE_PENDING,
+        },
+        elasticipattachment::ElasticIPAttachmentStatus,
+        externalnetwork::TYPE_ARP,
+        networkinterface::{NetworkInterfaceStatus, NicRoute, NicRule},
+    },
+};
+
+const KIND_NIC: &str = "NetworkInterface";
+const KIND_EIPA: &str = "ElasticIPAttachment";
+
+fn ns(o: &impl kube::Resource) -> &str {
+    o.meta().namespace.as_deref().unwrap_or("default")
+}
+
+fn name(o: &impl kube::Resource) -> &str {
+    o.meta().name.as_deref().unwrap_or("")
+}
+
+fn waiting(reason: &str, message: String) -> NetworkInterfaceStatus {
+    NetworkInterfaceStatus {
+        phase: "Pending".into(),
+        conditions: vec![Condition::new("Allocated", false, reason, message)],
+        ..Default::default()
+    }
+}
+
+/// Why a direct NIC naming `eip` cannot be built yet, if it cannot (EIP-03, EIP-25).
+fn not_ready(
+    snap: &Snapshot,
+    addrs: &BTreeMap<String, Result<Ipv4Addr, Unallocated>>,
+    namespace: &str,
+    eip: &str,
+) -> Option<String> {
+    let Some(e) = snap.elastic_ip(namespace, eip) else {
+        return Some(format!("no ElasticIP {eip:?} in namespace {namespace:?}"));
+    };
+    if let Some(Err((_, why))) = addrs.get(&key(e)) {
+        return Some(format!("ElasticIP {eip:?} has no address: {why}"));
+    }
+    let en = &e.spec.external_network;
+    let id = snap
+        .external_network(en)
+        .and_then(|n| n.status.as_ref())
+        .map_or(0, |s| s.network_id);
+    (id == 0).then(|| format!("ExternalNetwork {en:?} has networkID 0"))
+}
+
+pub fn reconcile(
+    snap: &Snapshot,
+    addrs: &BTreeMap<String, Result<Ipv4Addr, Unallocated>>,
+    pods: &[PodRecord],
+    interfaces: &mut Vec<NetworkInterface>,
+) -> Outcome {
+    let mut out = Outcome::default();
+    // A Pod gets no NIC at all while one of its direct NICs cannot be built, unless its
+    // NICs were made before (those stay, and wait).
+    let made: BTreeSet<(String, String)> = snap
+        .interfaces
+        .iter()
+        .map(|n| (ns(n).to_owned(), name(n).to_owned()))
+        .collect();
+    let mut withheld = BTreeSet::new();
+    for n in interfaces.iter() {
+        let Some(eip) = &n.spec.elastic_ip else {
+            continue;
+        };
+        let at = (ns(n).to_owned(), n.spec.pod_ref.name.clone());
+        if made.contains(&(at.0.clone(), name(n).to_owned())) || withheld.contains(&at) {
+            continue;
+        }
+        if let Some(why) = not_ready(snap, addrs, &at.0, eip) {
+            out.waiting.push((format!("{}/{}", at.0, at.1), why));
+            withheld.insert(at);
+        }
+    }
+    interfaces.retain(|n| !withheld.contains(&(ns(n).to_owned(), n.spec.pod_ref.name.clone())));
+    let pod = |n: &NetworkInterface| {
+        pods.iter()
+            .find(|p| p.namespace == ns(n) && p.name == n.spec.pod_ref.name)
+    };
+    for e in &snap.elastic_ips {
+        let users: Vec<usize> = (0..interfaces.len())
+            .filter(|&i| {
+                let n = &interfaces[i];
+                ns(n) == ns(e) && n.spec.elastic_ip.as_deref() == Some(name(e))
+            })
+            .collect();
+        let eipas: Vec<&ElasticIPAttachment> = snap
+            .elastic_ip_attachments
+            .iter()
+            .filter(|a| ns(*a) == ns(e) && a.spec.elastic_ip_ref.name == name(e))
+            .collect();
+        let address = addrs
+            .get(&key(e))
+            .cloned()
+            .unwrap_or(Err(("Allocating", "the address is not chosen yet".into())));
+        let mut st = ElasticIPStatus {
+            address: address.as_ref().map(|a| a.to_string()).unwrap_or_default(),
+            ..Default::default()
+        };
+        let user_names: Vec<String> = users
+            .iter()
+            .map(|&i| name(&interfaces[i]).to_owned())
+            .collect();
+        let allocated = match &address {
+            _ if e.metadata.deletion_timestamp.is_some() && !users.is_empty() => Condition::new(
+                "Allocated",
+                false,
+                "WaitingForNetworkInterfaces",
+                format!(
+                    "ElasticIP is being deleted; it keeps its address until NetworkInterface {} that names it is gone",
+                    user_names.join(", ")
+                ),
+            ),
+            Ok(_) => Condition::new(
+                "Allocated",
+                true,
+                "ReconcileSucceeded",
+                "ElasticIP address allocated",
+            ),
+            Err((reason, why)) => Condition::new("Allocated", false, reason, why.clone()),
+        };
+        let (phase, attached) = match address {
+            Err((reason, why)) => {
+                for &i in &users {
+                    interfaces[i].status = Some(waiting(
+                        "NetworkNotReady",
+                        format!("ElasticIP {:?} has no address: {why}", name(e)),
+                    ));
+                }
+                let hard = matches!(
+                    reason,
+                    "MissingDependency" | "InvalidAddressPool" | "InvalidRequestedIP"
+                );
+                (
+                    if hard { PHASE_ERROR } else { PHASE_PENDING },
+                    Condition::new(
+                        "Attached",
+                        false,
+                        "AwaitingAttachment",
+                        "ElasticIP is not attached",
+                    ),
+                )
+            }
+            Ok(_) if !eipas.is_empty() => nat(
+                e,
+                &eipas,
+                &user_names,
+                interfaces,
+                &users,
+                &mut st,
+                &mut out,
+            )
+            .unwrap_or_else(|| (PHASE_ERROR, conflict(e, &eipas, &user_names))),
+            Ok(eip) => direct(snap, e, eip, pod, interfaces, &users, &mut st, &mut out),
+        };
+        st.phase = phase.into();
+        st.conditions = vec![allocated, attached];
+        out.elastic_ip_status.insert(key(e), st);
+    }
+    out
+}
+
+fn conflict(e: &ElasticIP, eipas: &[&ElasticIPAttachment], nics: &[String]) -> Condition {
+    let eipas: Vec<&str> = eipas.iter().map(|a| name(*a)).collect();
+    Condition::new(
+        "Attached",
+        false,
+        "Conflict",
+        format!(
+            "ElasticIP {:?} is named by ElasticIPAttachment {} and NetworkInterface {}: one ElasticIP serves one of them; delete the others",
+            name(e),
+            eipas.join(", "),
+            if nics.is_empty() {
+                "-".to_owned()
+            } else {
+                nics.join(", ")
+            }
+        ),
+    )
+}
+
+/// NAT use (its datapath is later work): one attachment holds the ElasticIP; with a NIC
+/// or a second attachment beside it everything waits (EIP-22). `None`: conflict.
+fn nat(
+    e: &ElasticIP,
+    eipas: &[&ElasticIPAttachment],
+    nics: &[String],
+    interfaces: &mut [NetworkInterface],
+    users: &[usize],
+    st: &mut ElasticIPStatus,
+    out: &mut Outcome,
+) -> Option<(&'static str, Condition)> {
+    let clash = !users.is_empty() || eipas.len() > 1;
+    for a in eipas {
+        let (reason, message) = if clash {
+            (
+                "WaitingForElasticIP",
+                format!(
+                    "ElasticIP {:?} is also named by NetworkInterface {}: it serves one of them",
+                    name(e),
+                    if nics.is_empty() {
+                        "-".to_owned()
+                    } else {
+                        nics.join(", ")
+                    }
+                ),
+            )
+        } else {
+            (
+                "NotSupported",
+                "the 1:1 NAT datapath of ElasticIPAttachments is not built yet".to_owned(),
+            )
+        };
+        out.attachment_status.insert(
+            key(*a),
+            ElasticIPAttachmentStatus {
+                elastic_ip: st.address.clone(),
+                phase: "Pending".into(),
+                conditions: vec![Condition::new("Ready", false, reason, message)],
+                ..Default::default()
+            },
+        );
+    }
+    for &i in users {
+        interfaces[i].status = Some(waiting(
+            "WaitingForElasticIP",
+            format!(
+                "ElasticIP {:?} is used by ElasticIPAttachment {:?}",
+                name(e),
+                name(eipas[0])
+            ),
+        ));
+    }
+    if clash {
+        return None;
+    }
+    st.attachment = Some(Attachment {
+        kind: KIND_EIPA.into(),
+        name: name(eipas[0]).to_owned(),
+    });
+    Some((
+        PHASE_ATTACHED,
+        Condition::new(
+            "Attached",
+            true,
+            "Attached",
+            format!("ElasticIP is attached by {KIND_EIPA} {:?}", name(eipas[0])),
+        ),
+    ))
+}
+
+/// Direct use: the holder, the NICs' statuses and the ARPAdvertisement.
+#[allow(clippy::too_many_arguments)]
+fn direct<'p>(
+    snap: &Snapshot,
+    e: &ElasticIP,
+    eip: Ipv4Addr,
+    pod: impl Fn(&NetworkInterface) -> Option<&'p PodRecord>,
+    interfaces: &mut [NetworkInterface],
+    users: &[usize],
+    st: &mut ElasticIPStatus,
+    out: &mut Outcome,
+) -> (&'static str, Condition) {
+    if users.is_empty() {
+        return (
+            PHASE_AVAILABLE,
+            Condition::new(
+                "Attached",
+                false,
+                "AwaitingAttachment",
+                "ElasticIP is not attached",
+            ),
+        );
+    }
+    let current = e
+        .status
+        .as_ref()
+        .and_then(|s| s.attachment.as_ref())
+        .filter(|a| a.kind == KIND_NIC)
+        .and_then(|a| {
+            users
+                .iter()
+                .copied()
+                .find(|&i| name(&interfaces[i]) == a.name)
+        });
+    let leaving: Vec<String> = users
+        .iter()
+        .filter(|&&i| pod(&interfaces[i]).is_none_or(|p| p.terminating))
+        .map(|&i| name(&interfaces[i]).to_owned())
+        .collect();
+    let holder = current.or_else(|| {
+        if e.metadata.deletion_timestamp.is_some() || !leaving.is_empty() {
+            return None;
+        }
+        users.iter().copied().min_by_key(|&i| {
+            let n = &interfaces[i];
+            (
+                pod(n).map(|p| p.created.clone()).unwrap_or_default(),
+                name(n).to_owned(),
+            )
+        })
+    });
+    let Some(h) = holder else {
+        let (reason, message) = if leaving.is_empty() {
+            (
+                "AwaitingAttachment",
+                "the ElasticIP is being deleted: it is handed to no new NetworkInterface"
+                    .to_owned(),
+            )
+        } else {
+            (
+                "WaitingForHandover",
+                format!(
+                    "waiting for NetworkInterface {} that is being deleted to be gone",
+                    leaving.join(", ")
+                ),
+            )
+        };
+        for &i in users {
+            interfaces[i].status = Some(waiting(
+                "WaitingForElasticIP",
+                format!(
+                    "ElasticIP {:?} has not picked a NetworkInterface to carry it yet: {message}",
+                    name(e)
+                ),
+            ));
+        }
+        return (
+            PHASE_AVAILABLE,
+            Condition::new("Attached", false, reason, message),
+        );
+    };
+    let holder_name = name(&interfaces[h]).to_owned();
+    let network = snap.external_network(&e.spec.external_network);
+    let network_id = network
+        .and_then(|n| n.status.as_ref())
+        .map_or(0, |s| s.network_id);
+    for &i in users {
+        interfaces[i].status = Some(if i != h {
+            waiting(
+                "WaitingForElasticIP",
+                format!(
+                    "ElasticIP {:?} is carried by NetworkInterface {holder_name:?}; this interface takes it over once that one is gone",
+                    name(e)
+                ),
+            )
+        } else if network_id == 0 {
+            waiting(
+                "NetworkNotReady",
+                format!(
+                    "ExternalNetwork {:?} has networkID 0",
+                    e.spec.external_network
+                ),
+            )
+        } else {
+            carrier(&interfaces[i], name(e), eip, network_id)
+        });
+    }
+    st.attachment = Some(Attachment {
+        kind: KIND_NIC.into(),
+        name: holder_name.clone(),
+    });
+    let node = interfaces[h].spec.node_name.clone();
+    if let Some(net) = network.filter(|n| n.spec.type_ == TYPE_ARP)
+        && !node.is_empty()
+    {
+        out.arp_advertisements.push(ARPAdvertisement::new(
+            &name_for_eip(ns(e), name(e)),
+            ARPAdvertisementSpec {
+                external_network: name(net).to_owned(),
+                address: eip.to_string(),
+                node_name: node,
+            },
+        ));
+    }
+    (
+        PHASE_ATTACHED,
+        Condition::new(
+            "Attached",
+            true,
+            "Attached",
+            format!("ElasticIP is attached by {KIND_NIC} {holder_name:?}"),
+        ),
+    )
+}
+
+/// The holder NIC: `<EIP>/32`, the default route via 169.254.0.1 on the link (EIP-08),
+/// in the main table for eth0 and in table N = the EIP as a number, chosen by a rule
+/// from the EIP, for a secondary NIC (EIP-10).
+fn carrier(
+    nic: &NetworkInterface,
+    eip_name: &str,
+    eip: Ipv4Addr,
+    network_id: u32,
+) -> NetworkInterfaceStatus {
+    let mut st = NetworkInterfaceStatus {
+        address: format!("{eip}/32"),
+        vni: network_id,
+        phase: "Allocated".into(),
+        conditions: vec![Condition::new(
+            "Allocated",
+            true,
+            "Allocated",
+            format!("carries the address of ElasticIP {eip_name:?}"),
+        )],
+        ..Default::default()
+    };
+    let mut route = NicRoute {
+        dst: "0.0.0.0/0".into(),
+        gw: NIC_GATEWAY.into(),
+        on_link: true,
+        table: 0,
+    };
+    if nic.spec.interface != "eth0" {
+        let table = u32::from(eip);
+        if table < 256 {
+            return NetworkInterfaceStatus {
+                phase: "Failed".into(),
+                conditions: vec![Condition::new(
+                    "Allocated",
+                    false,
+                    "InvalidElasticIPAddress",
+                    format!(
+                        "ElasticIP {eip_name:?}: address {eip} maps to route table {table}, which Linux reserves (0-255); a secondary NIC needs an ElasticIP outside 0.0.0.0/24"
+                    ),
+                )],
+                ..Default::default()
+            };
+        }
+        route.table = table;
+        st.rules.push(NicRule {
+            from: eip.to_string(),
+            table,
+            priority: RULE_PRIORITY,
+        });
+    }
+    st.routes.push(route);
+    st
+}

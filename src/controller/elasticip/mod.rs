@@ -1,0 +1,58 @@
+//! ElasticIPs held directly by Pod NICs (seed 003): addresses from the ExternalNetwork's
+//! pools (`address`), one holder per ElasticIP (`holder`), and what follows from it:
+//! the NICs' addresses, routes and rules, the ElasticIP's status, the
+//! ElasticIPAttachments that meet a NIC (EIP-22), and the ARPAdvertisement of an `arp`
+//! network that follows the holder's Node (EIP-11).
+mod address;
+mod holder;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use crate::{
+    admission::validate::Snapshot,
+    api::{
+        ARPAdvertisement, NetworkInterface, PodRecord, elasticip::ElasticIPStatus,
+        elasticipattachment::ElasticIPAttachmentStatus,
+    },
+};
+
+pub use address::allocate;
+
+/// `namespace/name` of a namespaced object (`default` when unset).
+pub fn key<K: kube::Resource>(o: &K) -> String {
+    format!(
+        "{}/{}",
+        o.meta().namespace.as_deref().unwrap_or("default"),
+        o.meta().name.as_deref().unwrap_or("")
+    )
+}
+
+/// The gateway every direct NIC routes by: no host, answered by the Node-side veth
+/// (EIP-08).
+pub const NIC_GATEWAY: &str = "169.254.0.1";
+/// Priority of a secondary direct NIC's `from <EIP>` rule, ahead of main (EIP-10).
+pub const RULE_PRIORITY: u32 = 100;
+
+/// What the ElasticIP reconciler wants written.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Outcome {
+    pub elastic_ip_status: BTreeMap<String, ElasticIPStatus>,
+    pub attachment_status: BTreeMap<String, ElasticIPAttachmentStatus>,
+    pub arp_advertisements: Vec<ARPAdvertisement>,
+    /// Pods none of whose NICs are made yet because a direct NIC's network is not ready
+    /// (EIP-03, EIP-25): `namespace/pod` and why.
+    pub waiting: Vec<(String, String)>,
+}
+
+/// Completes the direct NICs among `interfaces` (made by the Pod controller with only
+/// their spec) and says what the ElasticIPs look like. `snap` has the statuses of this
+/// pass (ExternalNetworks' networkIDs).
+pub fn reconcile(
+    snap: &Snapshot,
+    pods: &[PodRecord],
+    interfaces: &mut Vec<NetworkInterface>,
+) -> Outcome {
+    holder::reconcile(snap, &allocate(snap), pods, interfaces)
+}
