@@ -44,6 +44,7 @@ fn scenario(nodes: &[&str]) -> Scenario {
             ),
         ],
         pods: Vec::new(),
+        outside: false,
     }
 }
 

@@ -81,6 +81,7 @@ fn new_bed() -> RouterBed {
         let routed = (i < 2).then(|| RoutedPort {
             mac: pod_mac(i),
             ip: s_ip(i).into(),
+            eip: false,
         });
         dp.configure_port(PortSpec {
             ifindex: bed.ifindex(i as usize),
@@ -311,6 +312,7 @@ fn l2_15_an_overlay_frame_never_moves_a_routed_ports_entry() {
             routed: Some(RoutedPort {
                 mac: pod_mac(i),
                 ip: s_ip(i).into(),
+                eip: false,
             }),
         })
         .unwrap();

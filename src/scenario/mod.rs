@@ -5,7 +5,8 @@
 //!   send raw frames and age tables.
 //! - `layer: stack` (`scenarios/stack/`): `juneau standalone` admits `objects` as
 //!   `kubectl apply` would, runs the controller and one `juneau node` per Node, and
-//!   creates Pods (with their annotations) through the real CNI plugin.
+//!   creates Pods (with their annotations) through the real CNI plugin; `outside: true`
+//!   adds an upstream router and an external client that steps can act in.
 //!
 //! Both share Nodes, Pods, `proves`, and the steps that act inside Pods (`daemon`, `run`,
 //! `ping`), executed by [`steps::run_common`]; each layer's runner adds its own.
@@ -39,10 +40,20 @@ pub struct Scenario {
     #[serde(default)]
     pub objects: Vec<serde_json::Value>,
     pub pods: Vec<PodDef>,
+    /// Stack layer: an upstream router on the underlay and an external client behind
+    /// it, which steps name [`UPSTREAM`] and [`CLIENT`] (ElasticIPs are reached from
+    /// there).
+    #[serde(default)]
+    pub outside: bool,
     /// Each step is a map with one key, the step's kind (`send: {...}`).
     #[serde(default, with = "serde_yaml_ng::with::singleton_map_recursive")]
     pub steps: Vec<Step>,
 }
+
+/// What steps call the upstream router of a scenario with `outside: true`.
+pub const UPSTREAM: &str = "upstream";
+/// What steps call the external client of a scenario with `outside: true`.
+pub const CLIENT: &str = "client";
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -196,6 +207,24 @@ impl Scenario {
             }
         } else if !self.objects.is_empty() {
             return Err("objects: a datapath scenario has no objects (it drives the datapath alone); use layer: stack".into());
+        } else if self.outside {
+            return Err("outside: only a stack scenario has an outside; use layer: stack".into());
+        }
+        if self.outside {
+            // Steps name Pods and the outside alike, and a Node's namespace
+            // (`<prefix>-<node>`) would take the outside's.
+            let taken = [UPSTREAM, CLIENT];
+            if let Some(n) = self.nodes.iter().find(|n| taken.contains(&n.as_str())) {
+                return Err(format!(
+                    "nodes: {n:?} is the outside's name (outside: true); rename the Node"
+                ));
+            }
+            if let Some(p) = self.pods.iter().find(|p| taken.contains(&p.name.as_str())) {
+                return Err(format!(
+                    "pods: {:?} is the outside's name (outside: true); rename the Pod",
+                    p.name
+                ));
+            }
         }
         for step in &self.steps {
             if let Step::Age { node, .. } = step
@@ -248,5 +277,17 @@ mod tests {
                 .contains("drives the datapath alone")
         );
         assert!(parse(&ok.replace("layer: datapath", "layer: both")).is_err());
+        let outside = "description: d\nlayer: stack\nproves: [L2-28]\nnodes: [n0]\noutside: true\npods: [{name: a, node: n0}]\n";
+        assert!(parse(outside).is_ok_and(|s| s.outside));
+        assert!(
+            parse(&outside.replace("name: a", "name: client"))
+                .unwrap_err()
+                .contains("the outside's name")
+        );
+        assert!(
+            parse(&format!("{ok}outside: true\n"))
+                .unwrap_err()
+                .contains("only a stack scenario")
+        );
     }
 }

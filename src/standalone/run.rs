@@ -23,6 +23,7 @@ use crate::{
     controller::{self, Config},
     netns::Owned,
     node::daemon::pid_file_of,
+    scenario::{CLIENT, UPSTREAM},
     store::{Object, Store},
 };
 
@@ -66,7 +67,7 @@ pub struct Run {
     run_dir: PathBuf,
     stop: Arc<AtomicBool>,
     controller: Option<std::thread::JoinHandle<()>>,
-    // Dropped last: the Node and underlay namespaces.
+    // Dropped last: the Node, outside and underlay namespaces.
     topo: Topology,
 }
 
@@ -174,7 +175,10 @@ impl Run {
         crate::store::remote::serve(store.clone(), &store_socket)?;
 
         let prefix = format!("jn-sa-{pid}-{seq}");
-        let topo = Topology::new(&prefix, &s.nodes)?;
+        let mut topo = Topology::new(&prefix, &s.nodes)?;
+        if s.outside {
+            topo.add_outside(&prefix)?;
+        }
         let mut specs = Vec::new();
         for n in &topo.nodes {
             let pin = pin_dir_of(&n.name);
@@ -234,6 +238,18 @@ impl Run {
                 "node {name}: namespace {ns}, VTEP {ip}, juneau node (pid {pid}) on {}, log {}",
                 socket_of(&name).display(),
                 run.run_dir.join(format!("{name}.log")).display()
+            ));
+        }
+        if let Some(o) = &run.topo.outside {
+            out(format!(
+                "outside: router {UPSTREAM} (namespace {}) {} on the underlay, {} to the client; {CLIENT} (namespace {}) {}; ElasticIPs {}-{}",
+                o.upstream.name(),
+                topology::UPSTREAM_IP,
+                topology::EXTERNAL_GATEWAY,
+                o.client.name(),
+                topology::CLIENT_IP,
+                topology::EIP_FIRST,
+                topology::EIP_LAST,
             ));
         }
         Ok(run)
@@ -356,11 +372,19 @@ impl Drop for Run {
     }
 }
 
-/// Scenario steps act in the run's Pods.
+/// Scenario steps act in the run's Pods, and with an outside in its router
+/// ([`UPSTREAM`]) and client ([`CLIENT`]).
 impl crate::scenario::steps::Bed for Run {
     fn netns_name(&self, at: &str) -> Result<String, String> {
+        let outside = self.topo.outside.as_ref().and_then(|o| match at {
+            UPSTREAM => Some(&o.upstream),
+            CLIENT => Some(&o.client),
+            _ => None,
+        });
         self.pod(at)
-            .map(|p| p.ns.name().to_owned())
+            .map(|p| &p.ns)
+            .or(outside)
+            .map(|ns| ns.name().to_owned())
             .ok_or_else(|| format!("no Pod named {at:?}"))
     }
 

@@ -1,10 +1,17 @@
 //! Nodes as network namespaces on one machine: an underlay bridge in its own namespace,
 //! each Node joined to it by a veth with a fixed address, static underlay neighbours
-//! (the underlay carries nothing but the overlay). The Node's own devices (VXLAN) are
-//! the daemon's to make (`node::daemon::bring_up`).
+//! between Nodes (the underlay carries nothing but the overlay). The Node's own devices
+//! (VXLAN) are the daemon's to make (`node::daemon::bring_up`).
+//!
+//! On request ([`Topology::add_outside`]) an outside as well: an upstream router on the
+//! underlay and an external client behind it, for traffic that enters and leaves the
+//! cluster (ElasticIPs).
 use std::net::Ipv4Addr;
 
-use crate::netns::Owned;
+use crate::{
+    netns::Owned,
+    scenario::{CLIENT, UPSTREAM},
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TopologyError {
@@ -31,16 +38,44 @@ pub fn node_mac(n: usize) -> String {
     format!("02:00:00:99:00:{:02x}", 1 + n as u8)
 }
 
+/// The upstream router's address on the underlay, the Nodes' default gateway.
+pub const UPSTREAM_IP: Ipv4Addr = Ipv4Addr::new(10, 99, 0, 254);
+/// The upstream router's address on the external segment (198.51.100.0/24,
+/// TEST-NET-2: never a real destination).
+pub const EXTERNAL_GATEWAY: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 1);
+/// The external client's address.
+pub const CLIENT_IP: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 10);
+/// Underlay addresses kept for ElasticIPs (10.99.0.100-199): the Nodes' datapath answers
+/// ARP for them, so nobody gets a static neighbour for them and no Node is numbered
+/// there.
+pub const EIP_FIRST: Ipv4Addr = Ipv4Addr::new(10, 99, 0, 100);
+pub const EIP_LAST: Ipv4Addr = Ipv4Addr::new(10, 99, 0, 199);
+
+/// Nodes an outside leaves room for: Node 99 would be numbered 10.99.0.100.
+const MAX_NODES_WITH_OUTSIDE: usize = 99;
+
 pub struct NodeNs {
     pub name: String,
     pub ip: Ipv4Addr,
     pub ns: Owned,
 }
 
-/// Fields drop in order: Nodes first, then the underlay.
+/// The upstream router and the external client.
+pub struct Outside {
+    /// `<prefix>-upstream`: `ul0` (10.99.0.254/24) on the underlay bridge, `ext0`
+    /// (198.51.100.1/24) to the client, forwarding between them; connected routes only.
+    pub upstream: Owned,
+    /// `<prefix>-client`: `eth0` (198.51.100.10/24), default route via the router.
+    pub client: Owned,
+}
+
+/// Fields drop in order: Nodes first, then the outside, then the underlay.
 pub struct Topology {
     pub nodes: Vec<NodeNs>,
+    pub outside: Option<Outside>,
     pub underlay: Owned,
+    /// The Nodes' underlay MTU, which the router's underlay port gets too.
+    underlay_mtu: u32,
 }
 
 fn ip(ns: &Owned, args: &[&str]) -> Result<(), TopologyError> {
@@ -141,6 +176,128 @@ impl Topology {
                 ns,
             });
         }
-        Ok(Topology { nodes, underlay })
+        Ok(Topology {
+            nodes,
+            outside: None,
+            underlay,
+            underlay_mtu,
+        })
     }
+
+    /// Adds the outside (`<prefix>-upstream`, `<prefix>-client`) and makes it every
+    /// Node's way out: a default route via the router on `ul0`, and forwarding on (a Node
+    /// forwards for the Pods that hold public addresses). The router and the Nodes find
+    /// each other by ARP, never by static neighbours: the router must also learn by ARP
+    /// the ElasticIPs the Nodes' datapath answers for.
+    pub fn add_outside(&mut self, prefix: &str) -> Result<(), TopologyError> {
+        if self.outside.is_some() {
+            return Ok(());
+        }
+        if self.nodes.len() > MAX_NODES_WITH_OUTSIDE {
+            return Err(TopologyError::Command(format!(
+                "{} Nodes: with an outside at most {MAX_NODES_WITH_OUTSIDE} (10.99.0.100 on is kept for ElasticIPs)",
+                self.nodes.len()
+            )));
+        }
+        let mtu = self.underlay_mtu.to_string();
+        // Made before anything is joined to them: a failure drops (deletes) both.
+        let upstream = Owned::create(&format!("{prefix}-{UPSTREAM}"))?;
+        let client = Owned::create(&format!("{prefix}-{CLIENT}"))?;
+        ip(
+            &upstream,
+            &[
+                "link",
+                "add",
+                UNDERLAY_DEV,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                "up0",
+                "netns",
+                self.underlay.name(),
+            ],
+        )?;
+        ip(
+            &self.underlay,
+            &["link", "set", "up0", "mtu", &mtu, "master", "br0", "up"],
+        )?;
+        ip(&upstream, &["link", "set", UNDERLAY_DEV, "mtu", &mtu])?;
+        ip(
+            &upstream,
+            &[
+                "addr",
+                "add",
+                &format!("{UPSTREAM_IP}/24"),
+                "dev",
+                UNDERLAY_DEV,
+            ],
+        )?;
+        ip(&upstream, &["link", "set", UNDERLAY_DEV, "up"])?;
+        ip(
+            &upstream,
+            &[
+                "link",
+                "add",
+                "ext0",
+                "type",
+                "veth",
+                "peer",
+                "name",
+                "eth0",
+                "netns",
+                client.name(),
+            ],
+        )?;
+        ip(
+            &upstream,
+            &[
+                "addr",
+                "add",
+                &format!("{EXTERNAL_GATEWAY}/24"),
+                "dev",
+                "ext0",
+            ],
+        )?;
+        ip(&upstream, &["link", "set", "ext0", "up"])?;
+        sysctl(&upstream, "net.ipv4.ip_forward=1")?;
+        ip(
+            &client,
+            &["addr", "add", &format!("{CLIENT_IP}/24"), "dev", "eth0"],
+        )?;
+        ip(&client, &["link", "set", "eth0", "up"])?;
+        ip(
+            &client,
+            &[
+                "route",
+                "add",
+                "default",
+                "via",
+                &EXTERNAL_GATEWAY.to_string(),
+            ],
+        )?;
+        for n in &self.nodes {
+            ip(
+                &n.ns,
+                &[
+                    "route",
+                    "replace",
+                    "default",
+                    "via",
+                    &UPSTREAM_IP.to_string(),
+                    "dev",
+                    UNDERLAY_DEV,
+                ],
+            )?;
+            sysctl(&n.ns, "net.ipv4.ip_forward=1")?;
+        }
+        self.outside = Some(Outside { upstream, client });
+        Ok(())
+    }
+}
+
+fn sysctl(ns: &Owned, setting: &str) -> Result<(), TopologyError> {
+    ns.exec(&["sysctl", "-qw", setting])
+        .map(|_| ())
+        .map_err(TopologyError::Command)
 }

@@ -83,6 +83,14 @@ pub enum DropReason {
     /// Not a loss: an ARP packet of a gateway segment this Node has no port of, sent
     /// here only so that the router learns its sender (L2-18 from every Node).
     RouterListened = 26,
+    /// From a direct ElasticIP NIC: neither IPv4 nor ARP (EIP-16).
+    EipNotIpv4 = 27,
+    /// From a direct ElasticIP NIC: ARP other than a request for 169.254.0.1 or a
+    /// reply about the NIC's own address (EIP-16).
+    ArpFiltered = 28,
+    /// IPv4 to a direct ElasticIP whose holder is on no Node this one knows (its
+    /// pinned entry gone, its endpoint not yet written).
+    EipNoHolder = 29,
 }
 
 impl DropReason {
@@ -90,7 +98,7 @@ impl DropReason {
     /// changing the map's layout.
     pub const SLOTS: u32 = 32;
 
-    pub const ALL: [DropReason; 27] = [
+    pub const ALL: [DropReason; 30] = [
         DropReason::NotAPort,
         DropReason::NoSegment,
         DropReason::ShortFrame,
@@ -118,6 +126,9 @@ impl DropReason {
         DropReason::NotIpv4OnSubnet,
         DropReason::NoNextHop,
         DropReason::RouterListened,
+        DropReason::EipNotIpv4,
+        DropReason::ArpFiltered,
+        DropReason::EipNoHolder,
     ];
 
     /// The name shown by the CLI and used in test assertions.
@@ -150,6 +161,9 @@ impl DropReason {
             DropReason::NotIpv4OnSubnet => "NOT_IPV4_ON_SUBNET",
             DropReason::NoNextHop => "NO_NEXT_HOP",
             DropReason::RouterListened => "ROUTER_LISTENED",
+            DropReason::EipNotIpv4 => "EIP_NOT_IPV4",
+            DropReason::ArpFiltered => "ARP_FILTERED",
+            DropReason::EipNoHolder => "EIP_NO_HOLDER",
         }
     }
 }

@@ -6,11 +6,13 @@
 #![no_std]
 
 pub mod drop;
+pub mod eip;
 pub mod gw;
 pub mod l2;
 pub mod overlay;
 
 pub use drop::DropReason;
+pub use eip::{EipEntry, ExtArp};
 pub use gw::{GwSegment, NbrEntry, NbrKey, RouteEntry};
 pub use l2::{FdbEntry, FdbKey, FloodList, FloodPort, PortConfig};
 pub use overlay::{NodeConfig, RemoteList};
@@ -19,7 +21,7 @@ pub use overlay::{NodeConfig, RemoteList};
 /// A daemon adopts only pins of its own version (under `v<LAYOUT_VERSION>/` of its pin
 /// folder); any change to a map type, size or meaning must bump it, so that a new
 /// daemon builds its maps afresh and migrates instead of reading an old map wrongly.
-pub const LAYOUT_VERSION: u32 = 6;
+pub const LAYOUT_VERSION: u32 = 7;
 
 /// The names under which the maps are created and pinned. One prefix (`jn_`) so that a
 /// `bpftool map list` tells Juneau's maps apart from any other tenant of the machine.
@@ -39,10 +41,12 @@ pub mod map_names {
     pub const GW_STATS: &str = "jn_gw_stats";
     pub const GW_ICMP: &str = "jn_gw_icmp";
     pub const GW_LISTEN: &str = "jn_gw_listen";
+    pub const EIP_DIRECT: &str = "jn_eip_direct";
+    pub const EXT_ARP: &str = "jn_ext_arp";
     /// Every map the daemon pins, in the order `kubectl-juneau` lists them.
-    pub const ALL: [&str; 15] = [
+    pub const ALL: [&str; 17] = [
         NODE, L2_PORT, L2_VNI, L2_FDB, L2_FLOOD, L2_REMOTE, DROPS, GW_SEG, GW_RT, GW_NBR, GW_SNOOP,
-        GW_PROGS, GW_STATS, GW_ICMP, GW_LISTEN,
+        GW_PROGS, GW_STATS, GW_ICMP, GW_LISTEN, EIP_DIRECT, EXT_ARP,
     ];
 }
 
@@ -57,7 +61,19 @@ pub mod prog_names {
     pub const UNDERLAY_INGRESS: &str = "underlay_ingress";
     /// The Vpc router, entered by a tail call from `port_ingress` (never attached).
     pub const GW_ROUTE: &str = "gw_route";
-    pub const ALL: [&str; 4] = [PORT_INGRESS, OVERLAY_INGRESS, UNDERLAY_INGRESS, GW_ROUTE];
+    /// A direct ElasticIP NIC's port, entered by a tail call from `port_ingress`.
+    pub const EIP_PORT: &str = "eip_port";
+    /// ARP for and IPv4 to ElasticIPs on the uplink, entered by a tail call from
+    /// `underlay_ingress`.
+    pub const EIP_UPLINK: &str = "eip_uplink";
+    pub const ALL: [&str; 6] = [
+        PORT_INGRESS,
+        OVERLAY_INGRESS,
+        UNDERLAY_INGRESS,
+        GW_ROUTE,
+        EIP_PORT,
+        EIP_UPLINK,
+    ];
 }
 
 #[cfg(feature = "user")]
@@ -76,4 +92,6 @@ mod user {
     unsafe impl aya::Pod for crate::NbrKey {}
     unsafe impl aya::Pod for crate::NbrEntry {}
     unsafe impl aya::Pod for crate::gw::IcmpBucket {}
+    unsafe impl aya::Pod for crate::EipEntry {}
+    unsafe impl aya::Pod for crate::ExtArp {}
 }

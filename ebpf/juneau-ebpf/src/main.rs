@@ -7,6 +7,7 @@
 
 mod deliver;
 mod drop;
+mod eip;
 mod eth;
 mod gw;
 mod l2;
@@ -53,6 +54,20 @@ pub fn underlay_ingress(ctx: TcContext) -> i32 {
 #[classifier]
 pub fn gw_route(ctx: TcContext) -> i32 {
     verdict(gw::try_route(&ctx))
+}
+
+/// A direct ElasticIP NIC's port, entered from `port_ingress` by a tail call
+/// (`jn_gw_progs`): ARP for 169.254.0.1, the source guard, ElasticIP to ElasticIP.
+#[classifier]
+pub fn eip_port(ctx: TcContext) -> i32 {
+    verdict(eip::port::try_port(&ctx))
+}
+
+/// ElasticIPs on the uplink, entered from `underlay_ingress` by a tail call: ARP for
+/// the advertised ones, IPv4 to any of them.
+#[classifier]
+pub fn eip_uplink(ctx: TcContext) -> i32 {
+    verdict(eip::uplink::try_uplink(&ctx))
 }
 
 #[cfg(not(test))]

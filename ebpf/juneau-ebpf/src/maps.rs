@@ -7,8 +7,9 @@ use aya_ebpf::{
     macros::btf_map,
 };
 use juneau_common::{
-    DropReason, FdbEntry, FdbKey, FloodList, GwSegment, NbrEntry, NbrKey, NodeConfig, PortConfig,
-    RemoteList, RouteEntry,
+    DropReason, EipEntry, ExtArp, FdbEntry, FdbKey, FloodList, GwSegment, NbrEntry, NbrKey,
+    NodeConfig, PortConfig, RemoteList, RouteEntry,
+    eip::{MAX_EIPS, MAX_EXT_ARP},
     gw::{
         GW_PROGS, GwStat, IcmpBucket, MAX_GW_SEGMENTS, MAX_NEIGHBOURS, MAX_ROUTE_TABLES,
         MAX_SNOOPED, ROUTES_PER_TABLE, RouteAddr,
@@ -83,3 +84,12 @@ pub static jn_gw_stats: PerCpuArray<u64, { GwStat::SLOTS as usize }> = PerCpuArr
 /// The ICMP error budget of each CPU.
 #[btf_map]
 pub static jn_gw_icmp: PerCpuArray<IcmpBucket, 1> = PerCpuArray::new();
+
+/// Every direct ElasticIP of the cluster (on every Node): its holder's MAC, network
+/// and Node.
+#[btf_map]
+pub static jn_eip_direct: HashMap<u32, EipEntry, { MAX_EIPS as usize }> = HashMap::new();
+
+/// The addresses this Node answers ARP for on its uplink (its ARPAdvertisements).
+#[btf_map]
+pub static jn_ext_arp: HashMap<u32, ExtArp, { MAX_EXT_ARP as usize }> = HashMap::new();

@@ -93,24 +93,35 @@ fn route_entry(r: &RouteSpec) -> RouteEntry {
 }
 
 impl Dataplane {
-    /// Puts this instance's router program into `jn_gw_progs` (an adopted array gets
-    /// the new program in one write: the next tail call enters it).
+    /// Puts this instance's tail-called programs (the router, the ElasticIP port and
+    /// uplink programs) into `jn_gw_progs` (an adopted array gets each new program in
+    /// one write: the next tail call enters it).
     pub(super) fn install_router(&mut self) -> Result<(), DataplaneError> {
-        let name = prog_names::GW_ROUTE;
-        let fd = self
-            .program(name)
-            .fd()
-            .map_err(prog_err(name))?
-            .try_clone()
-            .map_err(|e| DataplaneError::Program {
-                name,
-                source: aya::programs::ProgramError::IOError(e),
-            })?;
-        let mut progs: ProgramArray<_> = ProgramArray::try_from(self.map_mut(map_names::GW_PROGS)?)
-            .map_err(map_err(map_names::GW_PROGS))?;
-        progs
-            .set(GW_PROG_ROUTE, &fd, 0)
-            .map_err(map_err(map_names::GW_PROGS))
+        for (slot, name) in [
+            (GW_PROG_ROUTE, prog_names::GW_ROUTE),
+            (juneau_common::eip::GW_PROG_EIP_PORT, prog_names::EIP_PORT),
+            (
+                juneau_common::eip::GW_PROG_EIP_UPLINK,
+                prog_names::EIP_UPLINK,
+            ),
+        ] {
+            let fd = self
+                .program(name)
+                .fd()
+                .map_err(prog_err(name))?
+                .try_clone()
+                .map_err(|e| DataplaneError::Program {
+                    name,
+                    source: aya::programs::ProgramError::IOError(e),
+                })?;
+            let mut progs: ProgramArray<_> =
+                ProgramArray::try_from(self.map_mut(map_names::GW_PROGS)?)
+                    .map_err(map_err(map_names::GW_PROGS))?;
+            progs
+                .set(slot, &fd, 0)
+                .map_err(map_err(map_names::GW_PROGS))?;
+        }
+        Ok(())
     }
 
     /// The gateway bit and MAC a port of `vni` gets.

@@ -6,6 +6,7 @@ use std::time::Duration;
 use aya::maps::{Array, ArrayOfMaps, HashMap as BpfHashMap, Map, MapData};
 use juneau_common::{
     FdbEntry, FdbKey, FloodList, PortConfig,
+    eip::PORT_EIP,
     gw::PORT_ROUTED,
     l2::{FDB_ENTRIES, MAX_PORTS, PORT_ACTIVE, PORT_PEER},
     map_names, prog_names,
@@ -38,6 +39,7 @@ impl PortSpec {
                 None => !routed,
                 Some(r) => {
                     routed
+                        && (config.flags & PORT_EIP != 0) == r.eip
                         && config.own_mac.mac == r.mac
                         && config.own_ip == u32::from_ne_bytes(r.ip.octets())
                 }
@@ -50,6 +52,10 @@ impl PortSpec {
 pub struct RoutedPort {
     pub mac: [u8; 6],
     pub ip: std::net::Ipv4Addr,
+    /// A direct ElasticIP NIC (`ip` is the ElasticIP, the port's VNI its network's
+    /// networkID): its own program, and 169.254.0.1 answered with the network's
+    /// gateway MAC.
+    pub eip: bool,
 }
 
 impl Dataplane {
@@ -104,10 +110,10 @@ impl Dataplane {
         }
         let flags = PORT_ACTIVE
             | if spec.peer { PORT_PEER } else { 0 }
-            | if spec.routed.is_some() {
-                PORT_ROUTED
-            } else {
-                0
+            | match spec.routed {
+                Some(RoutedPort { eip: true, .. }) => PORT_ROUTED | PORT_EIP,
+                Some(_) => PORT_ROUTED,
+                None => 0,
             };
         let change = self.segments.add_port(spec.vni, spec.ifindex, flags)?;
         let written = (|| {
@@ -127,6 +133,9 @@ impl Dataplane {
                 ..Default::default()
             };
             if let Some(r) = spec.routed {
+                if r.eip {
+                    config.gw_mac = FdbKey::new(juneau_common::eip::gateway_mac(spec.vni));
+                }
                 config.own_mac = FdbKey::new(r.mac);
                 config.own_ip = u32::from_ne_bytes(r.ip.octets());
                 self.pin_routed_mac(change.slot, spec.ifindex, flags, r.mac)?;

@@ -9,6 +9,7 @@
 //! a port is deactivated before anything it uses is taken away.
 mod adopt;
 mod counters;
+mod eip;
 mod filter;
 mod gw;
 mod l2;
@@ -30,6 +31,7 @@ use aya::{
         tc::{SchedClassifierLink, SchedClassifierLinkId},
     },
 };
+pub use eip::Holder;
 pub use filter::{PORT_FILTER_HANDLE, PORT_FILTER_PRIORITY, PortAttach};
 pub use gw::RouterSync;
 use juneau_common::{l2::MAX_PORTS, map_names, prog_names};
@@ -114,12 +116,7 @@ fn prog_err(name: &'static str) -> impl FnOnce(ProgramError) -> DataplaneError {
     move |source| DataplaneError::Program { name, source }
 }
 
-const PROGRAMS: [&str; 4] = [
-    prog_names::PORT_INGRESS,
-    prog_names::OVERLAY_INGRESS,
-    prog_names::UNDERLAY_INGRESS,
-    prog_names::GW_ROUTE,
-];
+const PROGRAMS: [&str; 6] = prog_names::ALL;
 
 /// One program attached to one interface.
 #[derive(Debug)]

@@ -108,12 +108,16 @@ pub fn driver_for_port(_alias: &PortAlias) -> &'static dyn NicDriver {
 /// NIC's MAC and address (`routed` stays `None` while it has no address).
 pub fn port_spec(nic: &NetworkInterface, container_id: &str, ifindex: u32) -> PortSpec {
     let status = nic.status.clone().unwrap_or_default();
-    let routed = nic.spec.subnet.as_ref().and_then(|_| {
-        Some(RoutedPort {
-            mac: nic_mac(container_id, &nic.spec.interface),
-            ip: status.address.split('/').next()?.parse().ok()?,
-        })
-    });
+    let direct = nic.spec.elastic_ip.is_some();
+    let routed = (nic.spec.subnet.is_some() || direct)
+        .then_some(())
+        .and_then(|_| {
+            Some(RoutedPort {
+                mac: nic_mac(container_id, &nic.spec.interface),
+                ip: status.address.split('/').next()?.parse().ok()?,
+                eip: direct,
+            })
+        });
     PortSpec {
         ifindex,
         vni: status.vni,
@@ -131,8 +135,8 @@ pub fn ready_port_spec(
     ifindex: u32,
 ) -> Option<PortSpec> {
     let spec = port_spec(nic, container_id, ifindex);
-    let subnet = nic.spec.subnet.is_some();
-    (spec.vni != 0 && (!subnet || spec.routed.is_some())).then_some(spec)
+    let held = nic.spec.subnet.is_some() || nic.spec.elastic_ip.is_some();
+    (spec.vni != 0 && (!held || spec.routed.is_some())).then_some(spec)
 }
 
 pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(String) -> CniError {

@@ -149,7 +149,7 @@ pub fn answer_routed(
 /// Turns the request in the frame into the reply `ip is-at mac`, addressed back to
 /// the asker.
 #[inline(always)]
-fn reply(ctx: &TcContext, mac: u64, ip: u32) -> Result<(), DropReason> {
+pub fn reply(ctx: &TcContext, mac: u64, ip: u32) -> Result<(), DropReason> {
     let (start, end) = (ctx.data(), ctx.data_end());
     if start + ARP_END > end {
         return Err(DropReason::ShortFrame);

@@ -8,10 +8,10 @@
 //! The router program (`gw_route`) is verified alone, so the port program stays small:
 //! `arp` answers for the gateway, `route` forwards IPv4 between the segments of a Vpc,
 //! `icmp` answers pings to a gateway and sends the router's ICMP errors.
-mod arp;
-mod icmp;
+pub mod arp;
+pub mod icmp;
 pub mod listen;
-mod route;
+pub mod route;
 pub mod snoop;
 
 use aya_ebpf::programs::TcContext;

@@ -43,7 +43,7 @@ pub fn martian(addr: u32) -> bool {
 }
 
 #[inline(always)]
-fn read_ipv4(ctx: &TcContext) -> Result<Ipv4, DropReason> {
+pub fn read_ipv4(ctx: &TcContext) -> Result<Ipv4, DropReason> {
     let (start, end) = (ctx.data(), ctx.data_end());
     if start + IP_END > end {
         return Err(DropReason::BadIpHeader);
@@ -150,6 +150,25 @@ pub fn ipv4(
     forward(ctx, &route, &nbr, hop)
 }
 
+/// TTL - 1 of the IPv4 header after the Ethernet one at `start`, its checksum updated
+/// incrementally.
+///
+/// # Safety
+/// `[start, start + ETH_HLEN + 20)` must be inside the packet, and the TTL above 1.
+#[inline(always)]
+pub unsafe fn decrement_ttl(start: usize) {
+    // SAFETY: the caller's bounds.
+    unsafe {
+        let word = load::<u16>(start + ETH_HLEN + 8);
+        // The TTL is the first byte of the word in memory (its low byte here); it is
+        // above 1, so no borrow reaches the protocol byte.
+        let new = word - 1;
+        let csum = load::<u16>(start + ETH_HLEN + 10);
+        store::<u16>(start + ETH_HLEN + 8, new);
+        store::<u16>(start + ETH_HLEN + 10, icmp::csum_replace(csum, word, new));
+    }
+}
+
 /// One hop: TTL - 1 (checksum updated), the destination segment's gateway as source,
 /// the neighbour as destination, then switched in the destination segment. Without
 /// `hop` (within a Subnet) only the destination MAC is written.
@@ -168,13 +187,7 @@ fn forward(
     // SAFETY: inside [start, start + IP_END), checked above.
     let src = unsafe {
         let src = if hop {
-            let word = load::<u16>(start + ETH_HLEN + 8);
-            // The TTL is the first byte of the word in memory (its low byte here); it
-            // is above 1, so no borrow reaches the protocol byte.
-            let new = word - 1;
-            let csum = load::<u16>(start + ETH_HLEN + 10);
-            store::<u16>(start + ETH_HLEN + 8, new);
-            store::<u16>(start + ETH_HLEN + 10, icmp::csum_replace(csum, word, new));
+            decrement_ttl(start);
             juneau_common::FdbKey::new(route.gw_mac)
         } else {
             eth::from_bits(load::<u32>(start + 6) as u64 | (load::<u16>(start + 10) as u64) << 32)

@@ -7,6 +7,7 @@ pub mod learn;
 use aya_ebpf::{btf_maps::HashMap, programs::TcContext};
 use juneau_common::{
     DropReason, FdbEntry, FdbKey, PortConfig,
+    eip::PORT_EIP,
     gw::{PORT_GATEWAY, PORT_ROUTED},
     l2::{FDB_ENTRIES, PORT_ACTIVE},
 };
@@ -30,7 +31,11 @@ pub fn from_port(ctx: &TcContext) -> Result<i32, DropReason> {
         return Err(DropReason::NotAPort);
     }
     if port.flags & PORT_ROUTED != 0 {
-        // A Subnet NIC: nothing is switched or learned; the router takes it all.
+        // A direct ElasticIP NIC or a Subnet NIC: nothing is switched or learned; its
+        // own program takes it all.
+        if port.flags & PORT_EIP != 0 {
+            return crate::eip::enter_port(ctx);
+        }
         return gw::enter_routed(ctx);
     }
     if port.mtu != 0 && ctx.len() > port.mtu + eth::ETH_HLEN as u32 && !eth::is_ip(ctx) {

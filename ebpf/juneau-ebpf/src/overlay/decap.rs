@@ -22,7 +22,9 @@ use juneau_common::{
 
 use crate::{
     deliver::deliver,
+    eip,
     eth::{self, ETH_HLEN, ETH_P_IP, IPPROTO_UDP, load, store},
+    gw,
     l2::learn,
     maps,
 };
@@ -62,8 +64,31 @@ fn outer_header_sound(ctx: &TcContext, start: usize) -> bool {
     sum == 0xffff
 }
 
+/// An untagged IPv4 packet to UDP port 4789 (options or not, checked later).
+#[inline(always)]
+fn vxlan_like(ctx: &TcContext) -> bool {
+    let (start, end) = (ctx.data(), ctx.data_end());
+    if start + 38 > end {
+        return false;
+    }
+    // SAFETY: inside [start, start + 38), checked above.
+    unsafe {
+        u16::from_be(load::<u16>(start + 12)) == ETH_P_IP
+            && load::<u8>(start + 14) == 0x45
+            && load::<u8>(start + 23) == IPPROTO_UDP
+            && u16::from_be(load::<u16>(start + 36)) == VXLAN_PORT
+    }
+}
+
 #[inline(always)]
 pub fn from_underlay(ctx: &TcContext) -> Result<i32, DropReason> {
+    // ARP and IPv4 other than VXLAN: ElasticIPs' (which pass the rest to the stack).
+    // SAFETY: the context pointer is valid for the program's run.
+    if unsafe { (*ctx.skb.skb).vlan_present } == 0 && !vxlan_like(ctx) {
+        if let Some(gw::ETH_P_ARP | ETH_P_IP) = eth::ethertype(ctx) {
+            return eip::enter_uplink(ctx);
+        }
+    }
     let (start, end) = (ctx.data(), ctx.data_end());
     // SAFETY: the context pointer is valid for the program's run.
     if start + INNER_ETH + ETH_HLEN > end || unsafe { (*ctx.skb.skb).vlan_present } != 0 {

@@ -1,0 +1,55 @@
+//! ElasticIPs held directly by Pod NICs (seed 003): the NIC's port, every direct
+//! ElasticIP of the cluster, and the addresses this Node answers ARP for.
+use crate::FdbKey;
+
+/// A port whose NIC holds an ElasticIP (with `PORT_ROUTED`: its MAC is pinned and it is
+/// never flooded). Its `PortConfig` has the EIP as `own_ip`, the Pod's MAC as
+/// `own_mac`, the ExternalNetwork's networkID as `vni`, and the gateway MAC every
+/// direct NIC of that network sees for 169.254.0.1 as `gw_mac`.
+pub const PORT_EIP: u32 = 1 << 4;
+
+/// Slot of `jn_gw_progs` for the program of a direct NIC's port (`eip_port`).
+pub const GW_PROG_EIP_PORT: u32 = 1;
+/// Slot of `jn_gw_progs` for the uplink's ElasticIP program (`eip_uplink`).
+pub const GW_PROG_EIP_UPLINK: u32 = 2;
+
+/// 169.254.0.1 as it sits in packets: the direct NIC's gateway, no host (EIP-08).
+pub const NIC_GATEWAY: u32 = u32::from_ne_bytes([169, 254, 0, 1]);
+
+/// Direct ElasticIPs a Node knows (every one of the cluster, on every Node). The
+/// reference holds 512 per LPM; thousands are the goal here.
+pub const MAX_EIPS: u32 = 16384;
+/// Addresses one Node may answer ARP for.
+pub const MAX_EXT_ARP: u32 = 4096;
+
+/// Value of `jn_eip_direct`, keyed by the ElasticIP (network order, as in packets).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EipEntry {
+    /// The holder NIC's MAC.
+    pub pod_mac: FdbKey,
+    /// The ExternalNetwork's networkID: the VNI the packet is carried with, and the
+    /// segment whose table holds the NIC's pinned entry on its Node.
+    pub vni: u32,
+    /// The VTEP of the holder's Node (host order, as tunnel keys carry it).
+    pub vtep: u32,
+}
+
+/// Value of `jn_ext_arp`, keyed by an address this Node answers ARP for (network
+/// order): the MAC it answers with (its uplink's).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExtArp {
+    pub mac: FdbKey,
+}
+
+/// The MAC of 169.254.0.1 for the direct NICs of ExternalNetwork `vni` (the host
+/// veth's), and the source of what the datapath delivers to them: the same on every
+/// Node, so a NIC's neighbour entry survives nothing but a change of network.
+pub const fn gateway_mac(vni: u32) -> [u8; 6] {
+    let b = vni.to_be_bytes();
+    [0x02, 0x6a, b[0], b[1], b[2], b[3]]
+}
+
+const _: () = assert!(core::mem::size_of::<EipEntry>() == 16);
+const _: () = assert!(core::mem::size_of::<ExtArp>() == 8);

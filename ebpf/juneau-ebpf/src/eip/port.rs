@@ -1,0 +1,86 @@
+//! The port of a direct ElasticIP NIC (EIP-08, EIP-13, EIP-16).
+use aya_ebpf::{bindings::TC_ACT_OK, programs::TcContext};
+use juneau_common::{
+    DropReason, EipEntry, PortConfig,
+    eip::{NIC_GATEWAY, PORT_EIP},
+};
+
+use super::carry;
+use crate::{
+    deliver::deliver,
+    eth,
+    gw::{
+        ETH_P_ARP,
+        arp::{self, ARP_ETH_IP4},
+        route,
+    },
+    maps,
+};
+
+#[inline(always)]
+pub fn try_port(ctx: &TcContext) -> Result<i32, DropReason> {
+    // SAFETY: the context pointer is valid for the program's run.
+    let ifindex = unsafe { (*ctx.skb.skb).ingress_ifindex };
+    // SAFETY: array value, copied at once.
+    let port: PortConfig = unsafe {
+        *maps::jn_l2_port
+            .get_ptr(ifindex)
+            .ok_or(DropReason::NotAPort)?
+    };
+    if port.flags & PORT_EIP == 0 {
+        return Err(DropReason::NotAPort);
+    }
+    // A VLAN tag the kernel moved into the skb's metadata: not plain IPv4.
+    // SAFETY: as above.
+    if unsafe { (*ctx.skb.skb).vlan_present } != 0 {
+        return Err(DropReason::EipNotIpv4);
+    }
+    let addrs = eth::addrs(ctx).ok_or(DropReason::ShortFrame)?;
+    if eth::bits(&addrs.src) != eth::bits(&port.own_mac) {
+        return Err(DropReason::SourceGuard);
+    }
+    match eth::ethertype(ctx) {
+        Some(ETH_P_ARP) => from_nic_arp(ctx, ifindex, &port),
+        Some(eth::ETH_P_IP) => from_nic_ipv4(ctx, &port),
+        _ => Err(DropReason::EipNotIpv4),
+    }
+}
+
+/// A request for 169.254.0.1 is answered with the gateway MAC, back into the Pod; a
+/// reply about the NIC's own address goes to the Node (whose stack asked, for the
+/// Node route of eth0's probes); nothing else.
+#[inline(always)]
+fn from_nic_arp(ctx: &TcContext, ifindex: u32, port: &PortConfig) -> Result<i32, DropReason> {
+    let a = arp::read(ctx)?;
+    if a.head != ARP_ETH_IP4 {
+        return Err(DropReason::ArpFiltered);
+    }
+    if a.sender_mac != eth::bits(&port.own_mac) {
+        return Err(DropReason::SourceGuard);
+    }
+    let mine = a.sender_ip == port.own_ip;
+    if a.op == 1 && a.target_ip == NIC_GATEWAY && (mine || a.sender_ip == 0) {
+        arp::reply(ctx, eth::bits(&port.gw_mac), NIC_GATEWAY)?;
+        return Ok(deliver(ifindex, port.flags));
+    }
+    if a.op == 2 && mine {
+        return Ok(TC_ACT_OK);
+    }
+    Err(DropReason::ArpFiltered)
+}
+
+#[inline(always)]
+fn from_nic_ipv4(ctx: &TcContext, port: &PortConfig) -> Result<i32, DropReason> {
+    let ip = route::read_ipv4(ctx)?;
+    if ip.saddr != port.own_ip {
+        return Err(DropReason::SourceGuard);
+    }
+    // SAFETY: copied at once.
+    let direct: Option<EipEntry> = unsafe { maps::jn_eip_direct.get(&ip.daddr) }.copied();
+    match direct {
+        // Another direct ElasticIP: turned around here (EIP-13, EIP-14).
+        Some(entry) => carry::to_holder(ctx, &entry, ip.ttl),
+        // The Node's own address, or anywhere else by the Node's routing table.
+        None => Ok(TC_ACT_OK),
+    }
+}

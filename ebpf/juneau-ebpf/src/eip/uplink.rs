@@ -1,0 +1,59 @@
+//! The uplink's side of ElasticIPs: ARP for the advertised ones (EIP-11) and IPv4 to
+//! any direct one (delivered here or carried to its holder's Node).
+use aya_ebpf::{bindings::TC_ACT_OK, helpers::bpf_redirect, programs::TcContext};
+use juneau_common::{DropReason, EipEntry, ExtArp};
+
+use super::carry;
+use crate::{
+    eth,
+    gw::{
+        ETH_P_ARP,
+        arp::{self, ARP_ETH_IP4},
+        route,
+    },
+    maps,
+};
+
+#[inline(always)]
+pub fn try_uplink(ctx: &TcContext) -> Result<i32, DropReason> {
+    match eth::ethertype(ctx) {
+        Some(ETH_P_ARP) => arp_request(ctx),
+        Some(eth::ETH_P_IP) => ipv4(ctx),
+        _ => Ok(TC_ACT_OK),
+    }
+}
+
+/// Only this Node answers for what it advertises; requests for anything else are the
+/// stack's (its own addresses).
+#[inline(always)]
+fn arp_request(ctx: &TcContext) -> Result<i32, DropReason> {
+    let Ok(a) = arp::read(ctx) else {
+        return Ok(TC_ACT_OK);
+    };
+    if a.head != ARP_ETH_IP4 || a.op != 1 {
+        return Ok(TC_ACT_OK);
+    }
+    // SAFETY: copied at once.
+    let Some(answer): Option<ExtArp> = (unsafe { maps::jn_ext_arp.get(&a.target_ip) }).copied()
+    else {
+        return Ok(TC_ACT_OK);
+    };
+    arp::reply(ctx, eth::bits(&answer.mac), a.target_ip)?;
+    // SAFETY: the context pointer is valid for the program's run.
+    let ifindex = unsafe { (*ctx.skb.skb).ingress_ifindex };
+    // SAFETY: plain helper call.
+    Ok(unsafe { bpf_redirect(ifindex, 0) } as i32)
+}
+
+#[inline(always)]
+fn ipv4(ctx: &TcContext) -> Result<i32, DropReason> {
+    let Ok(ip) = route::read_ipv4(ctx) else {
+        return Ok(TC_ACT_OK);
+    };
+    // SAFETY: copied at once.
+    let direct: Option<EipEntry> = unsafe { maps::jn_eip_direct.get(&ip.daddr) }.copied();
+    match direct {
+        Some(entry) => carry::to_holder(ctx, &entry, ip.ttl),
+        None => Ok(TC_ACT_OK),
+    }
+}
