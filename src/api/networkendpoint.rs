@@ -28,6 +28,9 @@ pub struct NetworkEndpointSpec {
     pub subnet: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub l2_network: Option<String>,
+    /// A direct ElasticIP NIC: the ElasticIP (of the endpoint's namespace) it carries.
+    #[serde(default, skip_serializing_if = "Option::is_none", rename = "elasticIP")]
+    pub elastic_ip: Option<String>,
     #[serde(default)]
     pub address: String,
     #[serde(default)]

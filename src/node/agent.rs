@@ -245,6 +245,7 @@ impl Agent {
                 kind: "Pod".into(),
                 subnet: nic.spec.subnet.clone(),
                 l2_network: nic.spec.l2_network.clone(),
+                elastic_ip: nic.spec.elastic_ip.clone(),
                 address: status.address,
                 mac_address: crate::format_mac(&nic::nic_mac(container_id, iface)),
                 node_name: self.node.clone(),
@@ -399,6 +400,7 @@ impl Agent {
         let _one = self.remote_sync.lock().expect("remote sync lock");
         let (world, _) = self.cluster.read()?;
         self.sync_router_with(&world);
+        self.sync_elastic_ips(&world);
         self.sync_remotes(&world)
     }
 
@@ -408,7 +410,40 @@ impl Agent {
         let _one = self.remote_sync.lock().expect("remote sync lock");
         let (world, _) = self.cluster.read()?;
         self.sync_router_with(&world);
+        self.sync_elastic_ips(&world);
         Ok(())
+    }
+
+    /// Every direct ElasticIP's holder, and the addresses this Node advertises.
+    fn sync_elastic_ips(&self, world: &crate::store::World) {
+        let holders = super::elasticip::holders(world);
+        let mut dp = self.dataplane.lock().expect("dataplane lock");
+        match dp.set_elastic_ips(&holders) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                changed = n,
+                held = holders.len(),
+                "ElasticIP holders synced"
+            ),
+            Err(e) => tracing::error!(error = %e, "cannot write the ElasticIP holders"),
+        }
+        let answers = match dp.uplink_mac() {
+            Ok(Some(mac)) => super::elasticip::arp_answers(world, &self.node, mac),
+            Ok(None) => Default::default(),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read the uplink's MAC: no ARP answered for ElasticIPs");
+                Default::default()
+            }
+        };
+        match dp.set_arp_answers(&answers) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                changed = n,
+                answered = answers.len(),
+                "ElasticIP ARP answers synced"
+            ),
+            Err(e) => tracing::error!(error = %e, "cannot write the ElasticIP ARP answers"),
+        }
     }
 
     fn sync_router_with(&self, world: &crate::store::World) {

@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod daemon;
 pub mod dataplane;
+pub mod elasticip;
 pub mod gateway;
 pub mod l2network;
 pub mod metrics;

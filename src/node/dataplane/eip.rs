@@ -88,6 +88,16 @@ impl Dataplane {
         sync(&mut map, name, &want)
     }
 
+    /// The MAC this Node answers ARP for its ElasticIPs with: its uplink's (`None`
+    /// while the datapath has no uplink).
+    pub fn uplink_mac(&self) -> Result<Option<[u8; 6]>, DataplaneError> {
+        let ifindex = self.node_config()?.underlay_ifindex;
+        if ifindex == 0 {
+            return Ok(None);
+        }
+        Ok(Some(crate::node::netlink::mac_of(ifindex)?))
+    }
+
     /// `jn_eip_direct` as written (dumps and tests).
     pub fn elastic_ips(&self) -> Result<BTreeMap<Ipv4Addr, Holder>, DataplaneError> {
         let name = map_names::EIP_DIRECT;

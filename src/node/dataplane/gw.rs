@@ -355,7 +355,10 @@ impl Dataplane {
             };
             let (bit, mac) = self.gateway_bits(vni);
             let mut port = self.port(ifindex)?;
-            if port.flags & PORT_GATEWAY == bit && port.gw_mac == mac {
+            // A direct ElasticIP NIC's MAC for 169.254.0.1 is its network's, never a
+            // segment gateway's.
+            let direct = port.flags & juneau_common::eip::PORT_EIP != 0;
+            if direct || (port.flags & PORT_GATEWAY == bit && port.gw_mac == mac) {
                 continue;
             }
             port.flags = (port.flags & !PORT_GATEWAY) | bit;

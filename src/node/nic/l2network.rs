@@ -18,7 +18,7 @@ impl NicDriver for L2NetworkNic {
         made: &mut Made,
         result: &mut CniResult,
     ) -> Result<(), CniError> {
-        veth_nic::setup(ctx, nl, nic, made, result, |ifindex| {
+        veth_nic::setup(ctx, nl, nic, made, result, None, |ifindex| {
             port_spec(nic, ctx.container_id, ifindex)
         })
     }

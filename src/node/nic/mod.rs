@@ -1,7 +1,7 @@
 //! NIC kinds behind one driver interface (netavark's per-driver setup and teardown):
 //! the agent picks the driver from the NetworkInterface and never plumbs a kind
-//! itself. `l2network` and `subnet` today (both veth pairs: `veth_nic`); ElasticIP NICs
-//! come as a driver of their own.
+//! itself. `l2network`, `subnet` and `elasticip` (all veth pairs: `veth_nic`).
+mod elasticip;
 mod l2network;
 mod subnet;
 mod veth_nic;
@@ -19,6 +19,7 @@ use crate::{
     },
 };
 
+pub use elasticip::ElasticIpNic;
 pub use l2network::L2NetworkNic;
 pub use subnet::SubnetNic;
 
@@ -88,10 +89,13 @@ pub fn driver_for(nic: &NetworkInterface) -> Result<&'static dyn NicDriver, CniE
     if nic.spec.l2_network.is_some() {
         return Ok(&L2NetworkNic);
     }
+    if nic.spec.elastic_ip.is_some() {
+        return Ok(&ElasticIpNic);
+    }
     Err(CniError::new(
         code::INVALID_CONFIG,
         format!(
-            "NetworkInterface {}: only Subnet and L2Network NICs are built yet; ElasticIP NICs come with their own driver",
+            "NetworkInterface {}: names no Subnet, L2Network or ElasticIP",
             nic.metadata.name.as_deref().unwrap_or("")
         ),
     ))

@@ -34,7 +34,7 @@ impl NicDriver for SubnetNic {
                 ),
             ));
         }
-        veth_nic::setup(ctx, nl, nic, made, result, |ifindex| {
+        veth_nic::setup(ctx, nl, nic, made, result, None, |ifindex| {
             port_spec(nic, ctx.container_id, ifindex)
         })
     }

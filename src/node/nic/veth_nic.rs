@@ -24,6 +24,7 @@ pub fn setup(
     nic: &NetworkInterface,
     made: &mut Made,
     result: &mut CniResult,
+    host_mac: Option<[u8; 6]>,
     port: impl FnOnce(u32) -> PortSpec,
 ) -> Result<(), CniError> {
     let status = nic.status.clone().unwrap_or_default();
@@ -50,7 +51,7 @@ pub fn setup(
     }
     let spec = VethSpec {
         host_name: host.clone(),
-        host_mac: nic_mac(ctx.container_id, &format!("{iface}-host")),
+        host_mac: host_mac.unwrap_or_else(|| nic_mac(ctx.container_id, &format!("{iface}-host"))),
         pod_netns: ctx.netns.to_owned(),
         pod_name: iface.clone(),
         pod_mac: mac,
@@ -88,8 +89,25 @@ pub fn setup(
                 format!("route gateway {:?} is not IPv4", r.gw),
             )
         })?;
-        nl.block_on(netlink::add_default_route_on(nl.pod(), gw))
-            .map_err(|e| io(format!("cannot add {iface}'s default route"))(e.to_string()))?;
+        let added = if r.on_link || r.table != 0 {
+            let dst: ipnet::Ipv4Net = r.dst.parse().map_err(|_| {
+                CniError::new(
+                    code::INVALID_CONFIG,
+                    format!("route destination {:?} is not an IPv4 CIDR", r.dst),
+                )
+            })?;
+            nl.block_on(netlink::add_route_via_on(
+                nl.pod(),
+                &iface,
+                dst,
+                gw,
+                r.on_link,
+                r.table,
+            ))
+        } else {
+            nl.block_on(netlink::add_default_route_on(nl.pod(), gw))
+        };
+        added.map_err(|e| io(format!("cannot add {iface}'s route to {}", r.dst))(e.to_string()))?;
         result.routes.push(RouteConfig {
             dst: r.dst.clone(),
             gw: Some(r.gw.clone()),

@@ -1,0 +1,104 @@
+//! A direct ElasticIP NIC (seed 003): a veth whose Pod end holds `<EIP>/32` with the
+//! default route via 169.254.0.1 on the link (in table N chosen by `from <EIP>` for a
+//! secondary NIC), and whose host end has the network's gateway MAC (every direct NIC
+//! of the network sees the same one) and is a port of the ElasticIP program. eth0's
+//! ElasticIP also gets the Node route `<EIP>/32 dev <host veth>` for kubelet probes,
+//! gone with the veth (EIP-18).
+use std::net::Ipv4Addr;
+
+use super::{Made, NicContext, NicDriver, port_spec, veth_nic};
+use crate::{
+    api::NetworkInterface,
+    cni::{CniError, CniResult, code},
+    node::{netlink, veth},
+};
+
+pub struct ElasticIpNic;
+
+fn address_of(nic: &NetworkInterface) -> Option<Ipv4Addr> {
+    nic.status.as_ref()?.address.split('/').next()?.parse().ok()
+}
+
+impl NicDriver for ElasticIpNic {
+    fn setup(
+        &self,
+        ctx: &NicContext<'_>,
+        nl: &netlink::Session,
+        nic: &NetworkInterface,
+        made: &mut Made,
+        result: &mut CniResult,
+    ) -> Result<(), CniError> {
+        let status = nic.status.clone().unwrap_or_default();
+        let (Some(eip), true) = (address_of(nic), status.vni != 0) else {
+            return Err(CniError::new(
+                code::TRY_AGAIN_LATER,
+                format!(
+                    "NetworkInterface {}: waiting for its ElasticIP (address {:?}, network {}): {}",
+                    nic.metadata.name.as_deref().unwrap_or(""),
+                    status.address,
+                    status.vni,
+                    status
+                        .conditions
+                        .first()
+                        .map(|c| c.message.as_str())
+                        .unwrap_or("")
+                ),
+            ));
+        };
+        let gateway = juneau_common::eip::gateway_mac(status.vni);
+        veth_nic::setup(ctx, nl, nic, made, result, Some(gateway), |ifindex| {
+            port_spec(nic, ctx.container_id, ifindex)
+        })?;
+        // No reverse-path check on the veth: a secondary NIC's ElasticIP has no Node
+        // route back to it, and on an interface without IPv4 addresses even the loose
+        // check (2) refuses every source not routed to it (Cilium #13130). The Node's
+        // `all` setting must stay 0 too (the kernel applies the larger of the two).
+        let host = veth::host_name(ctx.container_id, &nic.spec.interface);
+        netlink::sysctl(&format!("/proc/sys/net/ipv4/conf/{host}/rp_filter"), "0")
+            .map_err(|e| super::io(format!("cannot set rp_filter on {host}"))(e.to_string()))?;
+        for rule in &status.rules {
+            let from: Ipv4Addr = rule.from.parse().map_err(|_| {
+                CniError::new(
+                    code::INVALID_CONFIG,
+                    format!("rule source {:?} is not IPv4", rule.from),
+                )
+            })?;
+            nl.block_on(netlink::add_rule_on(
+                nl.pod(),
+                from,
+                rule.table,
+                rule.priority,
+            ))
+            .map_err(|e| super::io("cannot add the ElasticIP's rule")(e.to_string()))?;
+        }
+        if nic.spec.interface == "eth0" {
+            nl.block_on(netlink::add_host_route_on(nl.node(), &host, eip))
+                .map_err(|e| super::io(format!("cannot route {eip} to {host}"))(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    fn check(
+        &self,
+        ctx: &NicContext<'_>,
+        nic: &NetworkInterface,
+        host: Option<(&str, u32)>,
+    ) -> Result<(), CniError> {
+        veth_nic::check(ctx, nic, host)?;
+        let Some((host, ifindex)) = host else {
+            return Ok(());
+        };
+        let want = port_spec(nic, ctx.container_id, ifindex);
+        let port = ctx.dataplane.lock().expect("dataplane lock").port(ifindex);
+        if !(want.routed.is_some() && port.is_ok_and(|p| want.written_as(&p))) {
+            return Err(CniError::new(
+                code::IO_FAILURE,
+                format!(
+                    "{}: {host} is not a port held to the NIC's MAC and ElasticIP",
+                    nic.spec.interface
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
