@@ -6,7 +6,7 @@ use juneau::{
     node::{
         Dataplane,
         daemon::{self, NodeSetup},
-        dataplane::PortSpec,
+        dataplane::{PortSpec, RoutedPort},
         veth::{self, VethSpec},
     },
     standalone::topology,
@@ -67,10 +67,24 @@ impl Node {
     }
 
     pub fn add_pod_with(&mut self, i: u8, opts: PodOptions) -> usize {
+        self.plumb(i, opts, None)
+    }
+
+    /// Adds Pod `i` holding ElasticIP `eip` of network `vni` on its eth0, as the daemon
+    /// plumbs a direct NIC: the host end has the network's gateway MAC, the port is
+    /// held to the Pod's MAC and the ElasticIP.
+    pub fn add_eip_pod(&mut self, i: u8, vni: u32, eip: [u8; 4]) -> usize {
+        self.plumb(i, PodOptions::vni(vni), Some(eip))
+    }
+
+    fn plumb(&mut self, i: u8, opts: PodOptions, eip: Option<[u8; 4]>) -> usize {
         let ns = Netns::new("pod");
         let spec = VethSpec {
             host_name: format!("jp{i}"),
-            host_mac: fixtures::host_mac(i),
+            host_mac: match eip {
+                Some(_) => juneau_common::eip::gateway_mac(opts.vni),
+                None => fixtures::host_mac(i),
+            },
             pod_netns: ns.path().to_owned(),
             pod_name: "eth0".into(),
             pod_mac: fixtures::pod_mac(i),
@@ -88,7 +102,11 @@ impl Node {
                         vni: opts.vni,
                         mtu: opts.mtu,
                         peer: true,
-                        routed: None,
+                        routed: eip.map(|ip| RoutedPort {
+                            mac: fixtures::pod_mac(i),
+                            ip: ip.into(),
+                            eip: true,
+                        }),
                     },
                 )
             })
