@@ -68,6 +68,10 @@ struct NodeArgs {
     /// more per ADD) [default: tc]. Ports attached already keep theirs.
     #[arg(long, value_parser = ["tc", "tcx"])]
     port_attach: Option<String>,
+    /// Rounds of gratuitous ARP (a request and a reply, 1.1 s apart) when this Node
+    /// starts answering for an ElasticIP; 0 sends none [default: 3].
+    #[arg(long)]
+    garp_rounds: Option<u32>,
 }
 
 impl NodeArgs {
@@ -113,6 +117,7 @@ impl NodeArgs {
             set("datapath-encap", Some(false.into()));
         }
         set("port-attach", self.port_attach.map(Into::into));
+        set("garp-rounds", self.garp_rounds.map(Into::into));
         let metrics = self
             .metrics_addr
             .or_else(|| {

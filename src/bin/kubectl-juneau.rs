@@ -34,7 +34,9 @@ enum Cmd {
 
 #[derive(Subcommand)]
 enum BpfCmd {
-    /// Dump a map: l2_fdb (needs --inner-key vni=N) or drops.
+    /// Dump a map: l2_fdb (needs --inner-key vni=N), drops, gw_seg, gw_routes, gw_nbr,
+    /// gw_stats, elastic_ip_direct, external_arp_table, ifindex_external_network or
+    /// ifindex_host_mac.
     Dump {
         map: String,
         /// The Node whose pinned maps to read.
@@ -43,6 +45,12 @@ enum BpfCmd {
         /// For map-of-maps: which inner table (`vni=<N>`).
         #[arg(long)]
         inner_key: Option<String>,
+        /// Show only the rows whose column has this value, `key=value`, repeatable:
+        /// addr=<IPv4> (elastic_ip_direct, external_arp_table), network_id=<N>
+        /// (elastic_ip_direct, ifindex_external_network), ifindex=<N>
+        /// (ifindex_external_network, ifindex_host_mac).
+        #[arg(long, value_name = "KEY=VALUE")]
+        filter: Vec<String>,
         #[arg(short, long, value_enum, default_value_t = Output::Table)]
         output: Output,
     },
@@ -59,6 +67,14 @@ fn json<T: serde::Serialize>(rows: &T) {
         "{}",
         serde_json::to_string_pretty(rows).expect("rows serialize")
     );
+}
+
+/// Rows as JSON, or as the table `table` renders.
+fn show<T: serde::Serialize>(rows: &[T], output: Output, table: fn(&[T]) -> String) {
+    match output {
+        Output::Json => json(&rows),
+        Output::Table => print!("{}", table(rows)),
+    }
 }
 
 /// Named counters (drops, the router's).
@@ -109,7 +125,7 @@ fn attachments(
 }
 
 fn run() -> Result<(), cli::CliError> {
-    let (map, node, inner_key, output) = match Cli::parse().command {
+    let (map, node, inner_key, filter, output) = match Cli::parse().command {
         Cmd::Attachments {
             node,
             netns,
@@ -121,12 +137,20 @@ fn run() -> Result<(), cli::CliError> {
                     map,
                     node,
                     inner_key,
+                    filter,
                     output,
                 },
-        } => (map, node, inner_key, output),
+        } => (map, node, inner_key, filter, output),
     };
+    let Some(name) = cli::dumpable(&map) else {
+        return Err(cli::CliError::Usage(format!(
+            "unknown map {map:?}: {}",
+            cli::DUMPABLE_MAPS.join(", ")
+        )));
+    };
+    let filter = cli::Filter::parse(name, &filter)?;
     let dir = cli::node_dir(&node);
-    match map.trim_start_matches("jn_") {
+    match name {
         "l2_fdb" => {
             let key = inner_key.ok_or_else(|| {
                 cli::CliError::Usage(
@@ -183,7 +207,7 @@ fn run() -> Result<(), cli::CliError> {
                 }
             }
         }
-        "gw_routes" | "gw_rt" => {
+        "gw_routes" => {
             let rows = cli::dump_gw_routes(&dir)?;
             match output {
                 Output::Json => json(&rows),
@@ -225,11 +249,27 @@ fn run() -> Result<(), cli::CliError> {
                 }
             }
         }
-        other => {
-            return Err(cli::CliError::Usage(format!(
-                "unknown map {other:?}: l2_fdb, drops, gw_seg, gw_routes, gw_nbr or gw_stats"
-            )));
-        }
+        "elastic_ip_direct" => show(
+            &cli::dump_elastic_ips(&dir, &node, &filter)?,
+            output,
+            cli::elastic_ip_table,
+        ),
+        "external_arp_table" => show(
+            &cli::dump_arp_answers(&dir, &filter)?,
+            output,
+            cli::arp_answer_table,
+        ),
+        "ifindex_external_network" => show(
+            &cli::dump_eip_ports(&dir, &filter)?,
+            output,
+            cli::eip_port_table,
+        ),
+        "ifindex_host_mac" => show(
+            &cli::host_macs(&cli::dump_eip_ports(&dir, &filter)?),
+            output,
+            cli::host_mac_table,
+        ),
+        other => unreachable!("{other} is in DUMPABLE_MAPS without a dump"),
     }
     Ok(())
 }

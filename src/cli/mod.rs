@@ -2,6 +2,8 @@
 //! the kernel (pinned maps, TCX queries in the Node's network namespace), never from
 //! the daemon's own records (MX-03).
 mod attachments;
+mod eip;
+mod filter;
 mod gw;
 mod maps;
 
@@ -9,6 +11,11 @@ use std::path::{Path, PathBuf};
 
 pub use attachments::{AttachmentRow, attachments, port_names};
 use aya::maps::MapData;
+pub use eip::{
+    ArpAnswerRow, EipPortRow, ElasticIpRow, HostMacRow, arp_answer_table, dump_arp_answers,
+    dump_eip_ports, dump_elastic_ips, eip_port_table, elastic_ip_table, host_mac_table, host_macs,
+};
+pub use filter::{DUMPABLE_MAPS, Filter, dumpable, filter_keys};
 pub use gw::{
     GwSegmentRow, NeighbourRow, RouteRow, dump_gw_neighbours, dump_gw_routes, dump_gw_segments,
     dump_gw_stats,

@@ -40,6 +40,10 @@ pub struct Agent {
     remote_sync: Mutex<()>,
     /// Objects the router left out, each logged once.
     router_skips: Mutex<BTreeSet<String>>,
+    /// Rounds of gratuitous ARP for an ElasticIP this Node starts answering for (0:
+    /// none), and the addresses it answers for now.
+    pub garp_rounds: std::sync::atomic::AtomicU32,
+    answering: Mutex<BTreeSet<Ipv4Addr>>,
 }
 
 /// A host-side port link of this Node: (name, ifindex, what its alias says).
@@ -77,6 +81,8 @@ impl Agent {
             metrics: Metrics::default(),
             remote_sync: Mutex::new(()),
             router_skips: Mutex::new(BTreeSet::new()),
+            garp_rounds: super::garp::DEFAULT_ROUNDS.into(),
+            answering: Mutex::new(BTreeSet::new()),
         }
     }
 
@@ -442,7 +448,22 @@ impl Agent {
                 answered = answers.len(),
                 "ElasticIP ARP answers synced"
             ),
-            Err(e) => tracing::error!(error = %e, "cannot write the ElasticIP ARP answers"),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot write the ElasticIP ARP answers");
+                return;
+            }
+        }
+        // What this Node answers for from now on is announced (★ EIP-11).
+        let now: BTreeSet<Ipv4Addr> = answers.keys().copied().collect();
+        let new: Vec<Ipv4Addr> = {
+            let mut before = self.answering.lock().expect("answering lock");
+            let new = now.difference(&before).copied().collect();
+            *before = now;
+            new
+        };
+        let rounds = self.garp_rounds.load(std::sync::atomic::Ordering::Relaxed);
+        if let (Some(mac), Ok(ifindex)) = (answers.values().next(), dp.uplink_ifindex()) {
+            super::garp::announce(ifindex, *mac, new, rounds);
         }
     }
 

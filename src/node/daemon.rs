@@ -109,6 +109,14 @@ pub struct DaemonConfig {
     /// How ports get their program: `tc` (a filter; fast ADDs) or `tcx`.
     #[serde(default)]
     pub port_attach: PortAttach,
+    /// Rounds of gratuitous ARP when this Node starts answering for an ElasticIP; 0
+    /// sends none (as the reference).
+    #[serde(default = "garp_rounds")]
+    pub garp_rounds: u32,
+}
+
+fn garp_rounds() -> u32 {
+    super::garp::DEFAULT_ROUNDS
 }
 
 fn yes() -> bool {
@@ -263,6 +271,9 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     let adopted = dp.adopted();
     let layout = dp.pins().cloned().expect("the daemon pins");
     let agent = Arc::new(Agent::new(&cfg.node_name, vtep, cluster.clone(), dp));
+    agent
+        .garp_rounds
+        .store(cfg.garp_rounds, std::sync::atomic::Ordering::Relaxed);
     // The router first: ports the reconcile attaches again get their gateway bit.
     agent.sync_router()?;
     let report = agent

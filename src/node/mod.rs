@@ -6,6 +6,7 @@ pub mod agent;
 pub mod daemon;
 pub mod dataplane;
 pub mod elasticip;
+pub mod garp;
 pub mod gateway;
 pub mod l2network;
 pub mod metrics;

@@ -126,6 +126,7 @@ pub fn run_with(
     let opts = Options {
         aging,
         echo_daemon_events: true,
+        ..Default::default()
     };
     let mut run = Run::start(&s, &opts, out)?;
     let mut result = Ok(());

@@ -38,6 +38,8 @@ pub struct Options {
     pub aging: Duration,
     /// Print the daemons' restarts as they happen.
     pub echo_daemon_events: bool,
+    /// More arguments for every `juneau node` (`--garp-rounds 0`, ...).
+    pub node_args: Vec<String>,
 }
 
 impl Default for Options {
@@ -45,6 +47,7 @@ impl Default for Options {
         Self {
             aging: super::DEFAULT_AGING,
             echo_daemon_events: false,
+            node_args: Vec::new(),
         }
     }
 }
@@ -205,7 +208,10 @@ impl Run {
                     opts.aging.as_secs().to_string(),
                     "--metrics-addr".into(),
                     "127.0.0.1:9464".into(),
-                ],
+                ]
+                .into_iter()
+                .chain(opts.node_args.iter().cloned())
+                .collect(),
                 log: run_dir.join(format!("{}.log", n.name)),
                 pid_file: pid_file_of(&socket),
             });

@@ -88,6 +88,11 @@ impl Dataplane {
         sync(&mut map, name, &want)
     }
 
+    /// The uplink's ifindex (0: none).
+    pub fn uplink_ifindex(&self) -> Result<u32, DataplaneError> {
+        Ok(self.node_config()?.underlay_ifindex)
+    }
+
     /// The MAC this Node answers ARP for its ElasticIPs with: its uplink's (`None`
     /// while the datapath has no uplink).
     pub fn uplink_mac(&self) -> Result<Option<[u8; 6]>, DataplaneError> {
