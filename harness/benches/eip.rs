@@ -1,0 +1,163 @@
+//! Direct ElasticIPs beside their baselines, in one run (BPF_PROG_TEST_RUN, single
+//! runs interleaved, median of 1,000 per round, median of 5 rounds):
+//! - an IPv4 frame from outside to a local ElasticIP through `underlay_ingress` (tail
+//!   call into `eip_uplink`, the holder lookup, TTL, MACs, delivery) against an L2
+//!   known-unicast frame through `port_ingress`;
+//! - ElasticIP to ElasticIP on one Node in place (`eip_port`) against the reference's
+//!   way, a redirect into the uplink's ingress and a second program there: measured as
+//!   the same frame through `eip_port`'s lookup plus the uplink program's delivery;
+//! - the verifier's counts of both programs against the reference's hooks.
+use std::{collections::BTreeMap, net::Ipv4Addr};
+
+use juneau::node::{
+    Dataplane,
+    dataplane::{Holder, PortSpec, RoutedPort},
+};
+use juneau_common::eip::gateway_mac;
+use juneau_harness::{
+    bench::{Measurement, median, write_part},
+    frames::{self, BROADCAST, fixtures::*},
+    testrun::{PortBed, TC_ACT_REDIRECT, run_tc},
+};
+
+const VNI: u32 = 4097;
+const SINGLE: usize = 5_000;
+const ROUNDS: usize = 5;
+const UPLINK_MAC: [u8; 6] = [0x02, 0, 0, 0x99, 0, 1];
+const ROUTER: ([u8; 6], [u8; 4]) = ([0x02, 0, 0, 0x99, 0, 0xfe], [10, 99, 0, 254]);
+
+const fn eip(i: u8) -> [u8; 4] {
+    [10, 99, 0, 100 + i]
+}
+
+/// Ports 0 and 1 hold .100 and .101; ports 2 and 3 are an L2 segment's.
+fn bed() -> (PortBed, Dataplane) {
+    let bed = PortBed::new(4);
+    let mut dp = bed.bring_up_node();
+    for i in 0..4u8 {
+        dp.configure_port(PortSpec {
+            ifindex: bed.ifindex(i as usize),
+            vni: if i < 2 { VNI } else { 7 },
+            mtu: 0,
+            peer: true,
+            routed: (i < 2).then(|| RoutedPort {
+                mac: pod_mac(i),
+                ip: eip(i).into(),
+                eip: true,
+            }),
+        })
+        .unwrap();
+    }
+    let holders: BTreeMap<Ipv4Addr, Holder> = (0..2u8)
+        .map(|i| {
+            (
+                eip(i).into(),
+                Holder {
+                    mac: pod_mac(i),
+                    vni: VNI,
+                    node: Ipv4Addr::new(10, 99, 0, 1),
+                },
+            )
+        })
+        .collect();
+    dp.set_elastic_ips(&holders).unwrap();
+    // The L2 receiver speaks once: known unicast.
+    run_tc(
+        &bed.ns,
+        dp.l2_port_program(),
+        bed.ifindex(3),
+        &frames::raw(BROADCAST, pod_mac(3), 0x88b5, b"hi"),
+        1,
+    );
+    (bed, dp)
+}
+
+/// Median of medians of single runs of each of `cases`, interleaved.
+fn interleaved(cases: &[&dyn Fn() -> f64]) -> Vec<f64> {
+    let mut rounds: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
+    for _ in 0..ROUNDS {
+        let mut runs: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
+        for _ in 0..SINGLE / ROUNDS {
+            for (c, run) in cases.iter().zip(runs.iter_mut()) {
+                run.push(c());
+            }
+        }
+        for (r, mut run) in rounds.iter_mut().zip(runs) {
+            r.push(median(&mut run));
+        }
+    }
+    rounds.into_iter().map(|mut r| median(&mut r)).collect()
+}
+
+fn main() {
+    let (bed, dp) = bed();
+    let uplink = dp.program("underlay_ingress");
+    let port = dp.l2_port_program();
+    let from_outside = frames::udp(
+        (ROUTER.0, [198, 51, 100, 10]),
+        (UPLINK_MAC, eip(0)),
+        &[0; 18],
+    );
+    let switched = frames::udp((pod_mac(2), pod_ip(2)), (pod_mac(3), pod_ip(3)), &[0; 18]);
+    let to_eip = frames::udp((pod_mac(1), eip(1)), (gateway_mac(VNI), eip(0)), &[0; 18]);
+    let time = |prog, ifindex, frame: &[u8]| {
+        let r = run_tc(&bed.ns, prog, ifindex, frame, 1);
+        assert_eq!(r.verdict, TC_ACT_REDIRECT);
+        r.per_run.as_nanos() as f64
+    };
+    let got = interleaved(&[
+        &|| time(uplink, bed.ifindex(0), &from_outside),
+        &|| time(port, bed.ifindex(2), &switched),
+        &|| time(port, bed.ifindex(1), &to_eip),
+        &|| time(uplink, bed.ifindex(0), &to_eip),
+    ]);
+    let (delivery, l2, in_place, via_uplink) = (got[0], got[1], got[2], got[3]);
+    let mut out = vec![
+        Measurement::new(
+            "eip_uplink_delivery_vs_l2_known_unicast",
+            "ns",
+            delivery,
+            ("l2_known_unicast_single_run", l2),
+            "goal <= 1.5x; a UDP frame from outside to a local ElasticIP through underlay_ingress (tail call, holder lookup, TTL, MACs, redirect_peer) vs switched to a known MAC through port_ingress; single runs, median of 1,000 per round, median of 5 rounds",
+        ),
+        Measurement::new(
+            "eip_same_node_vs_uplink_turnaround",
+            "ns",
+            in_place,
+            ("eip_port_then_uplink_ingress", in_place + via_uplink),
+            "goal: baseline / value >= 1.3 (the issue's pps goal, measured here as program cost); ElasticIP to ElasticIP on one Node delivered in place by eip_port vs the reference's way, a redirect into the uplink's ingress and a second program there (eip_port's cost plus the uplink program's delivery of the same frame; the redirect's own cost not counted, so the baseline is low)",
+        ),
+    ];
+    for (name, prog, reference, what) in [
+        (
+            "verifier_eip_port",
+            "eip_port",
+            581_856.0,
+            "reference_pod_egress",
+        ),
+        (
+            "verifier_eip_uplink",
+            "eip_uplink",
+            110_000.0,
+            "reference_node_ingress",
+        ),
+    ] {
+        let insns = dp
+            .program(prog)
+            .info()
+            .ok()
+            .and_then(|i| i.verified_instruction_count())
+            .unwrap_or(0) as f64;
+        out.push(Measurement::new(
+            name,
+            "insns",
+            insns,
+            (what, reference),
+            "goal < 10,000 instructions processed; the program entered by tail call",
+        ));
+    }
+    for m in &out {
+        println!("{m:?}");
+    }
+    write_part("eip", &out);
+}
