@@ -15,7 +15,7 @@ fn rows(table: &str) -> Vec<Vec<String>> {
 }
 
 #[test]
-fn eip_04_eip_07_eip_11_the_controller_writes_elastic_ips_through_the_real_api() {
+fn eip_04_eip_07_eip_11_eip_19_the_controller_writes_elastic_ips_through_the_real_api() {
     let cp = ControlPlane::start();
     cp.install_crds();
     let out = cp.apply(
@@ -99,7 +99,41 @@ fn eip_04_eip_07_eip_11_the_controller_writes_elastic_ips_through_the_real_api()
         ads[1][..4],
         ["eip-default-web-eip", "ext-net", "192.0.2.10", "node-a"]
     );
-    // The Pod gone: its NIC goes, the ElasticIP is available again and no Node answers.
+    // EIP-19: deleted while the NIC names it, the ElasticIP stays (its finalizer) with
+    // its address, and says why.
+    let finalizers = cp.kubectl_ok(&[
+        "get",
+        "elasticip",
+        "web-eip",
+        "-n",
+        "default",
+        "-o",
+        "jsonpath={.metadata.finalizers}",
+    ]);
+    assert!(
+        finalizers.contains("elasticip.juneau.loutres.me/allocation-claim"),
+        "{finalizers}"
+    );
+    cp.kubectl_ok(&[
+        "delete",
+        "elasticip",
+        "web-eip",
+        "-n",
+        "default",
+        "--wait=false",
+    ]);
+    while controller::run_once(&cluster, &cfg).unwrap() {}
+    let held = cp.kubectl_ok(&[
+        "get",
+        "elasticip",
+        "web-eip",
+        "-n",
+        "default",
+        "-o",
+        "jsonpath={.status.address} {.status.conditions[?(@.type==\"Allocated\")].reason}",
+    ]);
+    assert_eq!(held, "192.0.2.10 WaitingForNetworkInterfaces");
+    // The Pod gone: its NIC goes, then the ElasticIP, and no Node answers.
     cp.kubectl_ok(&[
         "delete",
         "pod",
@@ -110,21 +144,20 @@ fn eip_04_eip_07_eip_11_the_controller_writes_elastic_ips_through_the_real_api()
         "--force",
     ]);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    // The NIC gone: the deletion completes.
     loop {
         controller::run_once(&cluster, &cfg).unwrap();
-        let phase = cp.kubectl_ok(&[
-            "get",
-            "elasticip",
-            "web-eip",
-            "-n",
-            "default",
-            "-o",
-            "jsonpath={.status.phase}",
-        ]);
-        if phase == "Available" {
+        if !cp
+            .kubectl(&["get", "elasticip", "web-eip", "-n", "default"])
+            .status
+            .success()
+        {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "still {phase}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the ElasticIP was never let go"
+        );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     assert_eq!(rows(&cp.kubectl_ok(&["get", "arpadvertisement"])).len(), 0);

@@ -72,6 +72,11 @@ pub struct Desired {
     /// Pods whose NICs wait for a direct NIC's network (logged, not written).
     #[serde(skip)]
     pub waiting: Vec<(String, String)>,
+    /// ElasticIPs (`namespace/name`) to hold with the finalizer, and to let go (EIP-19).
+    #[serde(default)]
+    pub eip_finalize: Vec<String>,
+    #[serde(default)]
+    pub eip_release: Vec<String>,
 }
 
 /// Every reconciler, in dependency order: segments first (VNIs, gateways), then the
@@ -113,6 +118,8 @@ pub fn reconcile(world: &World, cfg: &Config) -> Desired {
         attachment_status: eips.attachment_status,
         arp_advertisements: eips.arp_advertisements,
         waiting: eips.waiting,
+        eip_finalize: eips.finalize,
+        eip_release: eips.release,
     }
 }
 

@@ -348,11 +348,27 @@ fn bench() -> Result<()> {
     let _ = std::fs::remove_dir_all(&parts);
     // The CNI benchmark runs the release plugin binary.
     run(cargo().args(["build", "--release", "--quiet", "-p", "juneau", "--bins"]))?;
-    for b in ["l2_prog", "pps", "mac_flood", "tcp", "control_plane", "gw", "eip"] {
+    for b in [
+        "l2_prog",
+        "pps",
+        "mac_flood",
+        "tcp",
+        "control_plane",
+        "gw",
+        "eip",
+    ] {
         run(cargo().args(["bench", "--quiet", "-p", "juneau-harness", "--bench", b]))?;
     }
     let mut all: Vec<serde_json::Value> = Vec::new();
-    for part in ["prog", "pps", "mac_flood", "tcp", "control_plane", "gw", "eip"] {
+    for part in [
+        "prog",
+        "pps",
+        "mac_flood",
+        "tcp",
+        "control_plane",
+        "gw",
+        "eip",
+    ] {
         let text = std::fs::read_to_string(parts.join(format!("{part}.json")))
             .with_context(|| format!("benchmark part {part} is missing"))?;
         let v: Vec<serde_json::Value> = serde_json::from_str(&text)?;

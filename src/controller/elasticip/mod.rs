@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 use crate::{
     admission::validate::Snapshot,
     api::{
-        ARPAdvertisement, NetworkInterface, PodRecord, elasticip::ElasticIPStatus,
+        ARPAdvertisement, NetworkInterface, PodRecord,
+        elasticip::{ElasticIPStatus, FINALIZER},
         elasticipattachment::ElasticIPAttachmentStatus,
     },
 };
@@ -44,6 +45,11 @@ pub struct Outcome {
     /// Pods none of whose NICs are made yet because a direct NIC's network is not ready
     /// (EIP-03, EIP-25): `namespace/pod` and why.
     pub waiting: Vec<(String, String)>,
+    /// ElasticIPs (`namespace/name`) that get the finalizer (every one not being
+    /// deleted), and those whose deletion may complete: no NIC names them any more
+    /// (EIP-19).
+    pub finalize: Vec<String>,
+    pub release: Vec<String>,
 }
 
 /// Completes the direct NICs among `interfaces` (made by the Pod controller with only
@@ -54,5 +60,22 @@ pub fn reconcile(
     pods: &[PodRecord],
     interfaces: &mut Vec<NetworkInterface>,
 ) -> Outcome {
-    holder::reconcile(snap, &allocate(snap), pods, interfaces)
+    let mut out = holder::reconcile(snap, &allocate(snap), pods, interfaces);
+    for e in &snap.elastic_ips {
+        let has = e
+            .metadata
+            .finalizers
+            .as_ref()
+            .is_some_and(|f| f.iter().any(|x| x == FINALIZER));
+        let named = interfaces.iter().any(|n| {
+            n.metadata.namespace == e.metadata.namespace
+                && n.spec.elastic_ip.as_deref() == e.metadata.name.as_deref()
+        });
+        match (e.metadata.deletion_timestamp.is_some(), has) {
+            (false, false) => out.finalize.push(key(e)),
+            (true, true) if !named => out.release.push(key(e)),
+            _ => {}
+        }
+    }
+    out
 }

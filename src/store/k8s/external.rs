@@ -2,11 +2,16 @@
 //! ElasticIPs and ElasticIPAttachments, and the ARPAdvertisements that follow holders.
 use std::collections::BTreeSet;
 
-use kube::{Api, ResourceExt, api::DeleteParams};
+use kube::{
+    Api, ResourceExt,
+    api::{DeleteParams, Patch, PatchParams},
+};
 
 use super::{KubeCluster, is_not_found, refused};
 use crate::{
-    api::{ARPAdvertisement, ElasticIP, ElasticIPAttachment, ExternalNetwork},
+    api::{
+        ARPAdvertisement, ElasticIP, ElasticIPAttachment, ExternalNetwork, elasticip::FINALIZER,
+    },
     cluster::ClusterError,
     controller::{Desired, elasticip::key},
     store::World,
@@ -19,7 +24,9 @@ impl KubeCluster {
         desired: &Desired,
     ) -> Result<bool, ClusterError> {
         let c = &self.client;
-        let mut changed = false;
+        // Finalizers first: they are preconditioned on the version read, which a status
+        // write would move.
+        let mut changed = self.apply_finalizers(world, desired).await?;
         let nets: Api<ExternalNetwork> = Api::all(c.clone());
         for n in &world.objects.external_networks {
             let name = n.name_any();
@@ -33,7 +40,9 @@ impl KubeCluster {
         for e in &world.objects.elastic_ips {
             let api: Api<ElasticIP> =
                 Api::namespaced(c.clone(), &e.namespace().unwrap_or_default());
+            // One let go above is gone (or going) with its status.
             if let Some(want) = desired.elastic_ip_status.get(&key(e))
+                && !desired.eip_release.contains(&key(e))
                 && e.status.as_ref() != Some(want)
             {
                 self.apply_status(&api, &e.name_any(), want).await?;
@@ -80,6 +89,49 @@ impl KubeCluster {
                 Err(e) if is_not_found(&e) => {}
                 Err(e) => return Err(refused(&format!("delete {gone}"))(e)),
             }
+        }
+        Ok(changed)
+    }
+
+    /// EIP-19: every ElasticIP carries the finalizer; a deleted one loses it once no
+    /// NIC names it. The whole list is written (a merge patch replaces arrays), from
+    /// the object as read.
+    async fn apply_finalizers(
+        &self,
+        world: &World,
+        desired: &Desired,
+    ) -> Result<bool, ClusterError> {
+        let mut changed = false;
+        for e in &world.objects.elastic_ips {
+            let k = key(e);
+            let mut list = e.metadata.finalizers.clone().unwrap_or_default();
+            if desired.eip_finalize.contains(&k) {
+                list.push(FINALIZER.to_owned());
+            } else if desired.eip_release.contains(&k) {
+                list.retain(|f| f != FINALIZER);
+            } else {
+                continue;
+            }
+            self.may_write()?;
+            let api: Api<ElasticIP> =
+                Api::namespaced(self.client.clone(), &e.namespace().unwrap_or_default());
+            let patch = serde_json::json!({
+                "metadata": {"finalizers": list, "resourceVersion": e.metadata.resource_version},
+            });
+            match api
+                .patch(
+                    &e.name_any(),
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
+                .await
+            {
+                Ok(_) => {}
+                // Changed since it was read: the next pass reads it again.
+                Err(kube::Error::Api(e)) if e.code == 409 => {}
+                Err(e) => return Err(refused(&format!("finalizers of {k}"))(e)),
+            }
+            changed = true;
         }
         Ok(changed)
     }
