@@ -46,7 +46,7 @@ fn l2(name: &str, spec: serde_json::Value) -> serde_json::Value {
 }
 
 #[test]
-fn l2_04_l2_07_l2_19_l2_32_admission_reviews_over_https() {
+fn l2_04_l2_07_l2_19_l2_32_eip_06_eip_17_eip_24_admission_reviews_over_https() {
     let store = Store::new();
     store
         .create(yaml(
@@ -209,6 +209,39 @@ fn l2_04_l2_07_l2_19_l2_32_admission_reviews_over_https() {
     assert!(
         r["response"]["patch"].is_null(),
         "dns-inject-skip: no patch: {r}"
+    );
+    // EIP-06 and EIP-24: an eth0 ElasticIP beside subnet is refused at creation with
+    // both annotations named; the same Pod updated is not judged again.
+    let eip_pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pub", "namespace": "team", "annotations": {
+        "juneau.loutres.me/elastic-ip": "web-eip", "juneau.loutres.me/subnet": "web"}}, "spec": {"containers": []}});
+    let r = post(review(
+        "Pod",
+        "CREATE",
+        "pub",
+        eip_pod.clone(),
+        serde_json::Value::Null,
+    ));
+    assert_eq!(
+        verdict(&r),
+        (
+            false,
+            "metadata.annotations: annotation juneau.loutres.me/elastic-ip cannot be combined with juneau.loutres.me/subnet: eth0 then holds the ElasticIP and joins no Subnet".to_owned()
+        )
+    );
+    let r = post(review("Pod", "UPDATE", "pub", eip_pod.clone(), eip_pod));
+    assert_eq!(verdict(&r), (true, String::new()), "EIP-24: creation only");
+    // EIP-17: a direct eth0 gets dnsPolicy Default.
+    let direct = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pub2", "namespace": "team", "annotations": {
+        "juneau.loutres.me/elastic-ip": "web-eip"}}, "spec": {"containers": []}});
+    let r = post_to(
+        "/mutate",
+        review("Pod", "CREATE", "pub2", direct, serde_json::Value::Null),
+    );
+    let patch: Vec<u8> = serde_json::from_value(r["response"]["patch"].clone()).unwrap();
+    let patch: serde_json::Value = serde_json::from_slice(&patch).unwrap();
+    assert_eq!(
+        patch,
+        serde_json::json!([{"op": "add", "path": "/spec/dnsPolicy", "value": "Default"}])
     );
     handle.shutdown();
     let _ = std::fs::remove_dir_all(dir);
