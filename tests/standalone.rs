@@ -52,14 +52,15 @@ fn l2_05_l2_14_l2_15_l2_21_subnet_scenario_routes_subnet_nics_through_the_datapa
 }
 
 #[test]
-fn eip_01_eip_08_eip_09_eip_10_eip_11_eip_13_elastic_ips_on_pod_nics_are_reached_from_outside() {
+fn eip_01_eip_08_eip_09_eip_10_eip_11_eip_13_eip_18_elastic_ips_on_pod_nics_are_reached_from_outside()
+ {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let stdout = once_with(
         "scenarios/stack/eip-arp.yaml",
         "the ElasticIP scenario failed",
     );
-    assert!(stdout.contains("step 10:"), "{stdout}");
-    assert!(!stdout.contains("step 11:"), "{stdout}");
+    assert!(stdout.contains("step 12:"), "{stdout}");
+    assert!(!stdout.contains("step 13:"), "{stdout}");
 }
 
 #[test]

@@ -17,7 +17,7 @@ use juneau_common::eip::gateway_mac;
 use juneau_harness::{
     bench::{Measurement, median, write_part},
     frames::{self, BROADCAST, fixtures::*},
-    testrun::{PortBed, TC_ACT_REDIRECT, run_tc},
+    testrun::{PortBed, TC_ACT_REDIRECT, run_tc, run_tc_on_dev},
 };
 
 const VNI: u32 = 4097;
@@ -33,6 +33,9 @@ const fn eip(i: u8) -> [u8; 4] {
 /// Ports 0 and 1 hold .100 and .101; ports 2 and 3 are an L2 segment's.
 fn bed() -> (PortBed, Dataplane) {
     let bed = PortBed::new(4);
+    // The uplink runs use port 0's interface: it takes frames to its own MAC only.
+    bed.ns
+        .ip(&["link", "set", "h0", "address", "02:00:00:99:00:01"]);
     let mut dp = bed.bring_up_node();
     for i in 0..4u8 {
         dp.configure_port(PortSpec {
@@ -100,8 +103,11 @@ fn main() {
     );
     let switched = frames::udp((pod_mac(2), pod_ip(2)), (pod_mac(3), pod_ip(3)), &[0; 18]);
     let to_eip = frames::udp((pod_mac(1), eip(1)), (gateway_mac(VNI), eip(0)), &[0; 18]);
+    // The reference's turnaround hands the frame to the uplink's ingress, addressed to
+    // the Node.
+    let turned = frames::udp((pod_mac(1), eip(1)), (UPLINK_MAC, eip(0)), &[0; 18]);
     let time = |prog, ifindex, frame: &[u8]| {
-        let r = run_tc(&bed.ns, prog, ifindex, frame, 1);
+        let r = run_tc_on_dev(&bed.ns, prog, ifindex, frame);
         assert_eq!(r.verdict, TC_ACT_REDIRECT);
         r.per_run.as_nanos() as f64
     };
@@ -109,7 +115,7 @@ fn main() {
         &|| time(uplink, bed.ifindex(0), &from_outside),
         &|| time(port, bed.ifindex(2), &switched),
         &|| time(port, bed.ifindex(1), &to_eip),
-        &|| time(uplink, bed.ifindex(0), &to_eip),
+        &|| time(uplink, bed.ifindex(0), &turned),
     ]);
     let (delivery, l2, in_place, via_uplink) = (got[0], got[1], got[2], got[3]);
     let mut out = vec![

@@ -74,6 +74,32 @@ pub fn run_tc(ns: &Netns, prog: &SchedClassifier, ingress: u32, frame: &[u8], re
     }
 }
 
+/// As [`run_tc`] (once), the frame received by interface `dev` itself (`ifindex` too):
+/// the kernel classifies it against that interface's MAC (`pkt_type`), as for a frame
+/// from the wire.
+pub fn run_tc_on_dev(ns: &Netns, prog: &SchedClassifier, dev: u32, frame: &[u8]) -> Run {
+    let mut ctx = [0u8; INGRESS_IFINDEX_OFFSET + 8];
+    ctx[INGRESS_IFINDEX_OFFSET..INGRESS_IFINDEX_OFFSET + 4].copy_from_slice(&dev.to_ne_bytes());
+    ctx[INGRESS_IFINDEX_OFFSET + 4..].copy_from_slice(&dev.to_ne_bytes());
+    let mut out = vec![0u8; frame.len() + 256];
+    let result = ns.run(|| {
+        prog.test_run(TestRunOptions {
+            data_in: Some(frame),
+            data_out: Some(&mut out),
+            ctx_in: Some(&ctx),
+            repeat: 1,
+            ..Default::default()
+        })
+    });
+    let result = result.expect("BPF_PROG_TEST_RUN");
+    out.truncate(result.data_size_out as usize);
+    Run {
+        verdict: result.return_value,
+        data: out,
+        per_run: result.duration,
+    }
+}
+
 /// `n` veth pairs `h<i>` / `x<i>` in one namespace, all up.
 pub struct PortBed {
     pub ns: Netns,

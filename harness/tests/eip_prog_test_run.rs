@@ -12,7 +12,7 @@ use juneau::node::{
 use juneau_common::eip::gateway_mac;
 use juneau_harness::{
     frames::{self, BROADCAST, fixtures::*, ones_complement},
-    testrun::{PortBed, TC_ACT_REDIRECT, TC_ACT_SHOT, run_tc},
+    testrun::{PortBed, TC_ACT_REDIRECT, TC_ACT_SHOT, run_tc_on_dev},
 };
 
 const VNI: u32 = 4097;
@@ -33,6 +33,9 @@ struct Bed {
 
 fn bed() -> Bed {
     let bed = PortBed::new(2);
+    // The uplink runs use port 0's interface: it takes frames to its own MAC only.
+    bed.ns
+        .ip(&["link", "set", "h0", "address", "02:00:00:99:00:01"]);
     let mut dp = bed.bring_up_node();
     for i in 0..2u8 {
         dp.configure_port(PortSpec {
@@ -78,7 +81,7 @@ impl Bed {
 
     fn uplink(&self, frame: &[u8]) -> juneau_harness::testrun::Run {
         let prog = self.dp.program("underlay_ingress");
-        run_tc(&self.bed.ns, prog, self.bed.ifindex(0), frame, 1)
+        run_tc_on_dev(&self.bed.ns, prog, self.bed.ifindex(0), frame)
     }
 
     fn drops(&self) -> BTreeMap<&'static str, u64> {
@@ -160,6 +163,32 @@ fn eip_16_a_direct_nic_speaks_ipv4_from_its_address_and_two_kinds_of_arp_only() 
             "IPv6",
             frames::ipv6_ns(pod_mac(0), pod_ip6(0), pod_ip6(1)),
             "EIP_NOT_IPV4",
+        ),
+        (
+            "a ping to 169.254.0.1 (no host)",
+            frames::icmp_echo(pod(0), (gateway_mac(VNI), GW), 64, 8, false),
+            "NOT_ROUTABLE",
+        ),
+        (
+            "broadcast",
+            frames::icmp_echo(pod(0), (BROADCAST, [255, 255, 255, 255]), 64, 8, false),
+            "NOT_ROUTABLE",
+        ),
+        (
+            "multicast",
+            frames::icmp_echo(
+                pod(0),
+                ([0x01, 0, 0x5e, 0, 0, 0xfb], [224, 0, 0, 251]),
+                64,
+                8,
+                false,
+            ),
+            "NOT_ROUTABLE",
+        ),
+        (
+            "unicast IPv4 in a broadcast frame",
+            frames::icmp_echo(pod(0), (BROADCAST, OUTSIDE), 64, 8, false),
+            "NOT_ROUTABLE",
         ),
         (
             "another EtherType",
@@ -268,6 +297,28 @@ fn eip_12_ipv4_from_outside_reaches_the_holder_here_or_on_its_node_with_one_hop(
     assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
     assert_eq!(&run.data[30..34], &[10, 99, 0, 2]);
     assert_eq!(run.data[50 + 22], 62, "one hop in all");
+    // A frame for another host that the wire flooded here: not ours to deliver.
+    let flooded = frames::icmp_echo(
+        (ROUTER.0, OUTSIDE),
+        ([0x02, 9, 9, 9, 9, 9], eip(0)),
+        63,
+        8,
+        false,
+    );
+    let run = b.uplink(&flooded);
+    assert_eq!((run.verdict, run.data), (TC_ACT_OK, flooded));
+    // UDP to port 4789 of an ElasticIP (a VM that is a VTEP itself) is its, not the
+    // overlay's.
+    let vtep_vm = frames::vxlan(
+        (ROUTER.0, UPLINK_MAC),
+        [198, 51, 100, 10],
+        eip(0),
+        77,
+        &frames::raw(BROADCAST, [0x02, 7, 7, 7, 7, 7], 0x88b5, b"inner"),
+    );
+    let run = b.uplink(&vtep_vm);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    assert_eq!(&run.data[0..6], &pod_mac(0), "to the ElasticIP's holder");
     // Not an ElasticIP, or a VXLAN frame: the stack's and the overlay's, as before.
     let other = frames::icmp_echo(
         (ROUTER.0, OUTSIDE),

@@ -437,8 +437,9 @@ impl Agent {
             Ok(Some(mac)) => super::elasticip::arp_answers(world, &self.node, mac),
             Ok(None) => Default::default(),
             Err(e) => {
-                tracing::error!(error = %e, "cannot read the uplink's MAC: no ARP answered for ElasticIPs");
-                Default::default()
+                // The answers written stay: better than none until the MAC reads again.
+                tracing::error!(error = %e, "cannot read the uplink's MAC; ElasticIP ARP answers left as they are");
+                return;
             }
         };
         match dp.set_arp_answers(&answers) {

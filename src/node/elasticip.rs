@@ -47,6 +47,25 @@ pub fn holders(world: &World) -> BTreeMap<Ipv4Addr, Holder> {
             out.insert(addr, Holder { mac, vni, node });
         }
     }
+    // Allocated but held by no NIC (a handover, a Pod not started): known, so that a
+    // packet for it is dropped here (EIP_NO_HOLDER) instead of routed back out.
+    for e in &world.objects.elastic_ips {
+        let Some(addr) = e.status.as_ref().and_then(|s| s.address.parse().ok()) else {
+            continue;
+        };
+        let vni = world
+            .objects
+            .external_network(&e.spec.external_network)
+            .and_then(|n| n.status.as_ref())
+            .map_or(0, |s| s.network_id);
+        if vni != 0 {
+            out.entry(addr).or_insert(Holder {
+                mac: [0; 6],
+                vni,
+                node: Ipv4Addr::UNSPECIFIED,
+            });
+        }
+    }
     out
 }
 
@@ -130,6 +149,14 @@ mod tests {
             }
         );
         assert_eq!(h.len(), 1);
+        // Its holder's endpoint gone: still known, held nowhere.
+        let eps = std::mem::take(&mut w.endpoints);
+        w.objects.elastic_ips[0].status.as_mut().unwrap().address = "10.99.0.100".into();
+        assert_eq!(
+            holders(&w)[&Ipv4Addr::new(10, 99, 0, 100)].node,
+            Ipv4Addr::UNSPECIFIED
+        );
+        w.endpoints = eps;
         // No network yet: nothing to carry with.
         w.objects.external_networks[0].status = None;
         assert!(holders(&w).is_empty());

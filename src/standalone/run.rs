@@ -387,11 +387,14 @@ impl crate::scenario::steps::Bed for Run {
             CLIENT => Some(&o.client),
             _ => None,
         });
+        // A Node last: what its kubelet would see (probes to its Pods).
+        let node = self.topo.nodes.iter().find(|n| n.name == at).map(|n| &n.ns);
         self.pod(at)
             .map(|p| &p.ns)
             .or(outside)
+            .or(node)
             .map(|ns| ns.name().to_owned())
-            .ok_or_else(|| format!("no Pod named {at:?}"))
+            .ok_or_else(|| format!("no Pod or Node named {at:?}"))
     }
 
     fn tmp(&self) -> &Path {

@@ -300,6 +300,7 @@ impl KubeCluster {
             },
             endpoints: list(c, None).await?,
             pods: pods.iter().map(pod_record).collect(),
+            pods_admitted: 0,
         })
     }
 

@@ -30,6 +30,9 @@ pub struct World {
     pub objects: Snapshot,
     pub endpoints: Vec<NetworkEndpoint>,
     pub pods: Vec<PodRecord>,
+    /// Pods admitted so far: the embedded store's creation order (EIP-20's oldest).
+    #[serde(default)]
+    pub pods_admitted: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -232,7 +235,8 @@ impl Store {
                 .retain(|p| !(p.namespace == pod.namespace && p.name == pod.name));
             if pod.created.is_empty() {
                 // Creation order, for the oldest-first choices (EIP-20).
-                pod.created = format!("{:020}", w.pods.len() + w.objects.interfaces.len());
+                w.pods_admitted += 1;
+                pod.created = format!("{:020}", w.pods_admitted);
             }
             w.pods.push(pod);
             Ok(())

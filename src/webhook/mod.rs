@@ -51,6 +51,14 @@ pub fn review(req: &AdmissionRequest<DynamicObject>, snap: &Snapshot) -> Admissi
             let old: L2Network = typed(req.old_object.as_ref().ok_or_else(missing)?)?;
             validate::validate_l2network_update(&old, &new, snap)
         }
+        ("ExternalNetwork", Operation::Create) => {
+            let new: crate::api::ExternalNetwork = typed(req.object.as_ref().ok_or_else(missing)?)?;
+            validate::validate_external_network_create(&new, snap)
+        }
+        ("AddressPool", Operation::Create) => {
+            let new: crate::api::AddressPool = typed(req.object.as_ref().ok_or_else(missing)?)?;
+            validate::validate_address_pool_create(&new, snap)
+        }
         ("Subnet", Operation::Create) => {
             let new: Subnet = typed(req.object.as_ref().ok_or_else(missing)?)?;
             validate::validate_subnet_create(&new, snap)

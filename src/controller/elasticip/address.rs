@@ -22,6 +22,13 @@ pub fn allocate(snap: &Snapshot) -> BTreeMap<String, Result<Ipv4Addr, Unallocate
         .iter()
         .filter_map(|e| e.status.as_ref()?.address.parse().ok())
         .collect();
+    // Addresses asked for by name are no one else's first fit.
+    let requested: BTreeSet<Ipv4Addr> = snap
+        .elastic_ips
+        .iter()
+        .filter(|e| e.status.as_ref().is_none_or(|s| s.address.is_empty()))
+        .filter_map(|e| e.spec.requested_ip.as_deref()?.parse().ok())
+        .collect();
     let mut out = BTreeMap::new();
     for e in oldest_first(&snap.elastic_ips) {
         let kept = e.status.as_ref().and_then(|s| s.address.parse().ok());
@@ -31,7 +38,7 @@ pub fn allocate(snap: &Snapshot) -> BTreeMap<String, Result<Ipv4Addr, Unallocate
                 "Deleting",
                 "the ElasticIP is being deleted: no address is handed out".to_owned(),
             )),
-            None => one(snap, e, &held),
+            None => one(snap, e, &held, &requested),
         };
         if let Ok(a) = got {
             held.insert(a);
@@ -41,7 +48,12 @@ pub fn allocate(snap: &Snapshot) -> BTreeMap<String, Result<Ipv4Addr, Unallocate
     out
 }
 
-fn one(snap: &Snapshot, e: &ElasticIP, held: &BTreeSet<Ipv4Addr>) -> Result<Ipv4Addr, Unallocated> {
+fn one(
+    snap: &Snapshot,
+    e: &ElasticIP,
+    held: &BTreeSet<Ipv4Addr>,
+    requested: &BTreeSet<Ipv4Addr>,
+) -> Result<Ipv4Addr, Unallocated> {
     let en = &e.spec.external_network;
     if en.is_empty() {
         return Err((
@@ -97,7 +109,7 @@ fn one(snap: &Snapshot, e: &ElasticIP, held: &BTreeSet<Ipv4Addr>) -> Result<Ipv4
         .find_map(|(a, b)| {
             (u32::from(*a)..=u32::from(*b))
                 .map(Ipv4Addr::from)
-                .find(|x| !held.contains(x))
+                .find(|x| !held.contains(x) && !requested.contains(x))
         })
         .ok_or((
             "NoAddressAvailable",

@@ -85,7 +85,12 @@ pub fn reconcile(
             continue;
         };
         let at = (ns(n).to_owned(), n.spec.pod_ref.name.clone());
-        if made.contains(&(at.0.clone(), name(n).to_owned())) || withheld.contains(&at) {
+        // A Pod with any NIC made already keeps them all (an annotation edited later
+        // adds a NIC that waits, and takes nothing away).
+        let started = made
+            .iter()
+            .any(|(m_ns, m)| *m_ns == at.0 && m.rsplit_once('.').is_some_and(|(p, _)| p == at.1));
+        if started || withheld.contains(&at) {
             continue;
         }
         if let Some(why) = not_ready(snap, addrs, &at.0, eip) {
@@ -94,6 +99,17 @@ pub fn reconcile(
         }
     }
     interfaces.retain(|n| !withheld.contains(&(ns(n).to_owned(), n.spec.pod_ref.name.clone())));
+    // Kept but naming an ElasticIP that is not there: no loop below reaches them.
+    for n in interfaces.iter_mut() {
+        if let Some(eip) = n.spec.elastic_ip.clone()
+            && snap.elastic_ip(ns(n), &eip).is_none()
+        {
+            n.status = Some(waiting(
+                "NetworkNotReady",
+                format!("no ElasticIP {eip:?} in namespace {:?}", ns(n)),
+            ));
+        }
+    }
     let pod = |n: &NetworkInterface| {
         pods.iter()
             .find(|p| p.namespace == ns(n) && p.name == n.spec.pod_ref.name)
@@ -171,7 +187,10 @@ pub fn reconcile(
                 &mut st,
                 &mut out,
             )
-            .unwrap_or_else(|| (PHASE_ERROR, conflict(e, &eipas, &user_names))),
+            .unwrap_or_else(|| {
+                keep_running_holder(snap, e, interfaces, &users, &mut st, &mut out);
+                (PHASE_ERROR, conflict(e, &eipas, &user_names))
+            }),
             Ok(eip) => direct(snap, e, eip, pod, interfaces, &users, &mut st, &mut out),
         };
         st.phase = phase.into();
@@ -179,6 +198,58 @@ pub fn reconcile(
         out.elastic_ip_status.insert(key(e), st);
     }
     out
+}
+
+/// EIP-22: a NIC that held the ElasticIP before the conflict keeps its dataplane (the
+/// holders every Node writes, and the ARP answers), though its status waits.
+fn keep_running_holder(
+    snap: &Snapshot,
+    e: &ElasticIP,
+    interfaces: &[NetworkInterface],
+    users: &[usize],
+    st: &mut ElasticIPStatus,
+    out: &mut Outcome,
+) {
+    let Some(held) = e
+        .status
+        .as_ref()
+        .and_then(|s| s.attachment.as_ref())
+        .filter(|a| a.kind == KIND_NIC)
+    else {
+        return;
+    };
+    let Some(&h) = users.iter().find(|&&i| name(&interfaces[i]) == held.name) else {
+        return;
+    };
+    let Ok(eip) = st.address.parse() else {
+        return;
+    };
+    st.attachment = Some(held.clone());
+    advertise(snap, e, eip, &interfaces[h], out);
+}
+
+/// The ARPAdvertisement of an `arp` network's ElasticIP, on its holder NIC's Node.
+fn advertise(
+    snap: &Snapshot,
+    e: &ElasticIP,
+    eip: Ipv4Addr,
+    holder: &NetworkInterface,
+    out: &mut Outcome,
+) {
+    let node = holder.spec.node_name.clone();
+    let network = snap.external_network(&e.spec.external_network);
+    if let Some(net) = network.filter(|n| n.spec.type_ == TYPE_ARP)
+        && !node.is_empty()
+    {
+        out.arp_advertisements.push(ARPAdvertisement::new(
+            &name_for_eip(ns(e), name(e)),
+            ARPAdvertisementSpec {
+                external_network: name(net).to_owned(),
+                address: eip.to_string(),
+                node_name: node,
+            },
+        ));
+    }
 }
 
 fn conflict(e: &ElasticIP, eipas: &[&ElasticIPAttachment], nics: &[String]) -> Condition {
@@ -381,28 +452,25 @@ fn direct<'p>(
         kind: KIND_NIC.into(),
         name: holder_name.clone(),
     });
-    let node = interfaces[h].spec.node_name.clone();
-    if let Some(net) = network.filter(|n| n.spec.type_ == TYPE_ARP)
-        && !node.is_empty()
-    {
-        out.arp_advertisements.push(ARPAdvertisement::new(
-            &name_for_eip(ns(e), name(e)),
-            ARPAdvertisementSpec {
-                external_network: name(net).to_owned(),
-                address: eip.to_string(),
-                node_name: node,
-            },
-        ));
-    }
-    (
-        PHASE_ATTACHED,
+    advertise(snap, e, eip, &interfaces[h], out);
+    // The holder's Pod is going and another NIC waits: the handover is under way.
+    let handing_over = users.len() > 1 && pod(&interfaces[h]).is_none_or(|p| p.terminating);
+    let attached = if handing_over {
+        Condition::new(
+            "Attached",
+            true,
+            "WaitingForHandover",
+            format!("waiting for NetworkInterface {holder_name} that is being deleted to be gone"),
+        )
+    } else {
         Condition::new(
             "Attached",
             true,
             "Attached",
             format!("ElasticIP is attached by {KIND_NIC} {holder_name:?}"),
-        ),
-    )
+        )
+    };
+    (PHASE_ATTACHED, attached)
 }
 
 /// The holder NIC: `<EIP>/32`, the default route via 169.254.0.1 on the link (EIP-08),

@@ -403,3 +403,100 @@ fn eip_19_a_deleted_elastic_ip_keeps_its_address_while_a_nic_names_it() {
         "192.0.2.10/32"
     );
 }
+
+#[test]
+fn eip_22_a_running_holder_keeps_its_dataplane_when_an_attachment_names_its_elastic_ip() {
+    let mut w = world("192.0.2.10-192.0.2.20");
+    w.objects.elastic_ips.push(eip("web-eip"));
+    w.pods
+        .push(pod("web", "node-a", "1", &[("elastic-ip", "web-eip")]));
+    settle(&mut w);
+    let mut a = ElasticIPAttachment::new(
+        "late",
+        ElasticIPAttachmentSpec {
+            elastic_ip_ref: NameRef {
+                name: "web-eip".into(),
+            },
+            target_ref: TargetRef {
+                network_interface_name: "app.eth0".into(),
+            },
+        },
+    );
+    a.metadata.namespace = Some("default".into());
+    w.objects.elastic_ip_attachments.push(a);
+    let d = settle(&mut w);
+    let st = &d.elastic_ip_status["default/web-eip"];
+    assert_eq!(
+        (st.phase.as_str(), st.conditions[1].reason.as_str()),
+        ("Error", "Conflict")
+    );
+    assert_eq!(
+        st.attachment.as_ref().unwrap().name,
+        "web.eth0",
+        "still the holder"
+    );
+    assert_eq!(d.arp_advertisements.len(), 1, "its Node still answers");
+    assert_eq!(reason(&d, "web.eth0").1, "WaitingForElasticIP");
+}
+
+#[test]
+fn eip_20_while_the_holders_pod_terminates_and_another_waits_the_elastic_ip_says_handover() {
+    let mut w = world("192.0.2.10-192.0.2.20");
+    w.objects.elastic_ips.push(eip("web-eip"));
+    w.pods
+        .push(pod("old", "node-a", "1", &[("elastic-ip", "web-eip")]));
+    w.pods
+        .push(pod("new", "node-b", "2", &[("elastic-ip", "web-eip")]));
+    settle(&mut w);
+    w.pods[0].terminating = true;
+    let d = settle(&mut w);
+    let attached = &d.elastic_ip_status["default/web-eip"].conditions[1];
+    assert_eq!(attached.reason, "WaitingForHandover");
+    assert!(
+        attached.message.contains("old.eth0"),
+        "{}",
+        attached.message
+    );
+    assert_eq!(
+        nic(&d, "old.eth0").status.as_ref().unwrap().address,
+        "192.0.2.10/32"
+    );
+}
+
+#[test]
+fn eip_04_a_requested_address_is_no_one_elses_first_fit() {
+    let mut w = world("192.0.2.10-192.0.2.11");
+    // The older ElasticIP asks for nothing; the younger asks for the first address.
+    w.objects.elastic_ips.push(eip("any"));
+    let mut want = eip("wants-10");
+    want.spec.requested_ip = Some("192.0.2.10".into());
+    w.objects.elastic_ips.push(want);
+    let d = settle(&mut w);
+    assert_eq!(d.elastic_ip_status["default/any"].address, "192.0.2.11");
+    assert_eq!(
+        d.elastic_ip_status["default/wants-10"].address,
+        "192.0.2.10"
+    );
+}
+
+#[test]
+fn eip_03_a_running_pod_keeps_its_nics_when_a_later_nic_waits() {
+    let mut w = world("192.0.2.10-192.0.2.20");
+    w.objects.elastic_ips.push(eip("web-eip"));
+    w.pods
+        .push(pod("web", "node-a", "1", &[("elastic-ip", "web-eip")]));
+    settle(&mut w);
+    // eth1 naming an ElasticIP that does not exist yet is added to the running Pod.
+    w.pods[0].annotations.insert(
+        "juneau.loutres.me/networks".into(),
+        r#"[{"interface":"eth0","elasticIP":"web-eip"},{"interface":"eth1","elasticIP":"later"}]"#
+            .into(),
+    );
+    w.pods[0].annotations.remove("juneau.loutres.me/elastic-ip");
+    let d = settle(&mut w);
+    assert_eq!(
+        nic(&d, "web.eth0").status.as_ref().unwrap().address,
+        "192.0.2.10/32"
+    );
+    assert_eq!(reason(&d, "web.eth1").1, "NetworkNotReady");
+}

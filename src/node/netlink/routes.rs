@@ -1,7 +1,9 @@
 //! Routes and rules beyond a plain default route, for direct ElasticIP NICs: the
 //! on-link default route via 169.254.0.1 (in a table of its own for a secondary NIC,
 //! EIP-08, EIP-10), the rule that picks that table, and the Node's route of eth0's
-//! ElasticIP to its host veth (EIP-18: kubelet probes reach the Pod).
+//! ElasticIP to its host veth (EIP-18: kubelet probes reach the Pod). Each replaces
+//! what is there: an ADD retried in the same namespace, or a new holder on the Node of
+//! an old one whose veth is not gone yet, takes the place over.
 use std::net::Ipv4Addr;
 
 use futures::TryStreamExt;
@@ -36,6 +38,7 @@ pub async fn add_route_via_on(
     handle
         .route()
         .add(route.build())
+        .replace()
         .execute()
         .await
         .map_err(req(format!(
@@ -58,6 +61,7 @@ pub async fn add_rule_on(
         .table_id(table)
         .priority(priority)
         .action(rtnetlink::packet_route::rule::RuleAction::ToTable)
+        .replace()
         .execute()
         .await
         .map_err(req(format!("add rule from {from} lookup {table}")))
@@ -78,6 +82,7 @@ pub async fn add_host_route_on(
     handle
         .route()
         .add(route)
+        .replace()
         .execute()
         .await
         .map_err(req(format!("add route {dst}/32 dev {ifname}")))

@@ -75,6 +75,16 @@ fn from_nic_ipv4(ctx: &TcContext, port: &PortConfig) -> Result<i32, DropReason> 
     if ip.saddr != port.own_ip {
         return Err(DropReason::SourceGuard);
     }
+    // Unicast to somewhere only: no broadcast or multicast reaches the Node's own
+    // listeners, and 169.254/16 (the gateway included) is nobody's.
+    if route::martian(ip.daddr) || ip.daddr as u16 == u16::from_ne_bytes([169, 254]) {
+        return Err(DropReason::NotRoutable);
+    }
+    if let Some(addrs) = eth::addrs(ctx) {
+        if eth::is_group(&addrs.dst) {
+            return Err(DropReason::NotRoutable);
+        }
+    }
     // SAFETY: copied at once.
     let direct: Option<EipEntry> = unsafe { maps::jn_eip_direct.get(&ip.daddr) }.copied();
     match direct {

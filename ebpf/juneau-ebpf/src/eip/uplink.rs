@@ -4,6 +4,9 @@ use aya_ebpf::{bindings::TC_ACT_OK, helpers::bpf_redirect, programs::TcContext};
 use juneau_common::{DropReason, EipEntry, ExtArp};
 
 use super::carry;
+
+/// `skb->pkt_type` of a frame to one of this host's own MACs.
+const PACKET_HOST: u32 = 0;
 use crate::{
     eth,
     gw::{
@@ -47,6 +50,12 @@ fn arp_request(ctx: &TcContext) -> Result<i32, DropReason> {
 
 #[inline(always)]
 fn ipv4(ctx: &TcContext) -> Result<i32, DropReason> {
+    // Only what was sent to this Node (its uplink MAC, as it answered): a frame for
+    // another host that the wire flooded here would be delivered twice.
+    // SAFETY: the context pointer is valid for the program's run.
+    if unsafe { (*ctx.skb.skb).pkt_type } != PACKET_HOST {
+        return Ok(TC_ACT_OK);
+    }
     let Ok(ip) = route::read_ipv4(ctx) else {
         return Ok(TC_ACT_OK);
     };

@@ -64,7 +64,8 @@ fn outer_header_sound(ctx: &TcContext, start: usize) -> bool {
     sum == 0xffff
 }
 
-/// An untagged IPv4 packet to UDP port 4789 (options or not, checked later).
+/// An untagged IPv4 packet to UDP port 4789 of this Node's VTEP (checked fully later);
+/// UDP/4789 to anyone else (an ElasticIP's VM being a VTEP itself) is not ours.
 #[inline(always)]
 fn vxlan_like(ctx: &TcContext) -> bool {
     let (start, end) = (ctx.data(), ctx.data_end());
@@ -77,6 +78,7 @@ fn vxlan_like(ctx: &TcContext) -> bool {
             && load::<u8>(start + 14) == 0x45
             && load::<u8>(start + 23) == IPPROTO_UDP
             && u16::from_be(load::<u16>(start + 36)) == VXLAN_PORT
+            && u32::from_be(load::<u32>(start + 30)) == crate::overlay::local_vtep()
     }
 }
 
