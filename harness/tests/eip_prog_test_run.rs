@@ -37,6 +37,32 @@ fn bed() -> Bed {
     bed.ns
         .ip(&["link", "set", "h0", "address", "02:00:00:99:00:01"]);
     let mut dp = bed.bring_up_node();
+    // The Node's way out: a default route via the upstream router, whose MAC it knows,
+    // and forwarding on.
+    bed.ns.ip(&[
+        "route",
+        "add",
+        "default",
+        "via",
+        "10.99.0.254",
+        "dev",
+        "ul0",
+    ]);
+    bed.ns.ip(&[
+        "neigh",
+        "add",
+        "10.99.0.254",
+        "lladdr",
+        "02:00:00:99:00:fe",
+        "dev",
+        "ul0",
+    ]);
+    bed.ns.run(|| {
+        std::fs::write("/proc/sys/net/ipv4/conf/all/forwarding", "1").unwrap();
+        for i in 0..2 {
+            std::fs::write(format!("/proc/sys/net/ipv4/conf/h{i}/forwarding"), "1").unwrap();
+        }
+    });
     for i in 0..2u8 {
         dp.configure_port(PortSpec {
             ifindex: bed.ifindex(i as usize),
@@ -246,11 +272,23 @@ fn eip_09_eip_13_eip_14_another_elastic_ip_is_turned_around_anything_else_goes_t
         "inner destination: the holder's MAC"
     );
     assert_eq!(r[50 + 22], 63);
-    // Anywhere else: the Node's stack routes it, source kept (EIP-09).
+    // Anywhere else: by the Node's routing table, to its next hop, source kept (EIP-09).
     let out = frames::icmp_echo(pod(0), (gateway_mac(VNI), OUTSIDE), 64, 56, false);
     let run = b.port(0, &out);
-    assert_eq!(run.verdict, TC_ACT_OK);
-    assert_eq!(run.data, out);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    let r = &run.data;
+    assert_eq!(&r[0..6], &ROUTER.0, "to the upstream router");
+    assert_eq!(
+        (&r[26..30], &r[30..34]),
+        (&eip(0)[..], &OUTSIDE[..]),
+        "no NAT"
+    );
+    assert_eq!(r[22], 63, "one hop");
+    assert_eq!(ones_complement(&r[14..34]), 0);
+    // The Node's own address: its stack's.
+    let own = frames::icmp_echo(pod(0), (gateway_mac(VNI), [10, 99, 0, 1]), 64, 56, false);
+    let run = b.port(0, &own);
+    assert_eq!((run.verdict, run.data), (TC_ACT_OK, own));
     assert!(b.drops().is_empty(), "{:?}", b.drops());
 }
 

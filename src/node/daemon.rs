@@ -270,6 +270,17 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     })?;
     let adopted = dp.adopted();
     let layout = dp.pins().cloned().expect("the daemon pins");
+    // The kernel applies the larger of `all` and a device's reverse-path setting: with
+    // `all` above 0 the direct NICs' veths (set to 0) check anyway, and a secondary
+    // ElasticIP NIC's packets, which have no route back, are dropped.
+    if let Ok(v) = std::fs::read_to_string("/proc/sys/net/ipv4/conf/all/rp_filter")
+        && v.trim() != "0"
+    {
+        tracing::warn!(
+            rp_filter = v.trim(),
+            "net.ipv4.conf.all.rp_filter is not 0: packets from secondary ElasticIP NICs will be dropped by the Node; set it to 0"
+        );
+    }
     let agent = Arc::new(Agent::new(&cfg.node_name, vtep, cluster.clone(), dp));
     agent
         .garp_rounds

@@ -41,7 +41,7 @@ pub fn try_port(ctx: &TcContext) -> Result<i32, DropReason> {
     }
     match eth::ethertype(ctx) {
         Some(ETH_P_ARP) => from_nic_arp(ctx, ifindex, &port),
-        Some(eth::ETH_P_IP) => from_nic_ipv4(ctx, &port),
+        Some(eth::ETH_P_IP) => from_nic_ipv4(ctx, ifindex, &port),
         _ => Err(DropReason::EipNotIpv4),
     }
 }
@@ -70,7 +70,7 @@ fn from_nic_arp(ctx: &TcContext, ifindex: u32, port: &PortConfig) -> Result<i32,
 }
 
 #[inline(always)]
-fn from_nic_ipv4(ctx: &TcContext, port: &PortConfig) -> Result<i32, DropReason> {
+fn from_nic_ipv4(ctx: &TcContext, ifindex: u32, port: &PortConfig) -> Result<i32, DropReason> {
     let ip = route::read_ipv4(ctx)?;
     if ip.saddr != port.own_ip {
         return Err(DropReason::SourceGuard);
@@ -90,7 +90,7 @@ fn from_nic_ipv4(ctx: &TcContext, port: &PortConfig) -> Result<i32, DropReason> 
     match direct {
         // Another direct ElasticIP: turned around here (EIP-13, EIP-14).
         Some(entry) => carry::to_holder(ctx, &entry, ip.ttl),
-        // The Node's own address, or anywhere else by the Node's routing table.
-        None => Ok(TC_ACT_OK),
+        // Anywhere else by the Node's routing table (its own addresses to its stack).
+        None => super::fib::to_outside(ctx, ifindex, &ip),
     }
 }

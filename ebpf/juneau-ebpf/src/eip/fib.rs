@@ -1,0 +1,66 @@
+//! Out of the Node by its routing table without its stack (EIP-09, EIP-13): the FIB
+//! gives the next hop's MAC and the device; the frame leaves with one hop taken and
+//! the ElasticIP kept as source. Ingress from outside skips the stack too
+//! (`eip_uplink`), so the Node's connection tracking sees neither direction rather
+//! than one (a half-seen flow is INVALID to kube-proxy's rules), and no PREROUTING
+//! DNAT of ClusterIPs applies (EIP-15). Whatever the FIB cannot forward at once (the
+//! Node's own addresses, an unresolved neighbour, a packet too big for the device,
+//! TTL 1) is left to the stack, which answers or resolves as a router does.
+use core::ffi::c_void;
+
+use aya_ebpf::{
+    bindings::{BPF_FIB_LKUP_RET_SUCCESS, TC_ACT_OK, bpf_fib_lookup as FibLookup},
+    helpers::{bpf_fib_lookup, bpf_redirect},
+    programs::TcContext,
+};
+use juneau_common::DropReason;
+
+use crate::{
+    eth::{ETH_HLEN, store},
+    gw::route::{self, Ipv4},
+};
+
+const AF_INET: u8 = 2;
+
+#[inline(always)]
+pub fn to_outside(ctx: &TcContext, ingress: u32, ip: &Ipv4) -> Result<i32, DropReason> {
+    if ip.ttl <= 1 {
+        return Ok(TC_ACT_OK);
+    }
+    // SAFETY: an all-zero lookup request is valid; the fields it needs are set below.
+    let mut p: FibLookup = unsafe { core::mem::zeroed() };
+    p.family = AF_INET;
+    p.l4_protocol = ip.proto;
+    p.__bindgen_anon_1.tot_len = ip.tot_len as u16;
+    p.ifindex = ingress;
+    p.__bindgen_anon_3.ipv4_src = ip.saddr;
+    p.__bindgen_anon_4.ipv4_dst = ip.daddr;
+    // SAFETY: the context and the request are valid for the call; sizes are theirs.
+    let rc = unsafe {
+        bpf_fib_lookup(
+            ctx.skb.skb as *mut c_void,
+            &mut p,
+            core::mem::size_of::<FibLookup>() as i32,
+            0,
+        )
+    };
+    if rc != BPF_FIB_LKUP_RET_SUCCESS as i64 {
+        return Ok(TC_ACT_OK);
+    }
+    let (start, end) = (ctx.data(), ctx.data_end());
+    if start + ETH_HLEN + 20 > end {
+        return Err(DropReason::BadIpHeader);
+    }
+    // SAFETY: inside [start, start + ETH_HLEN + 20), checked above; TTL above 1.
+    unsafe {
+        route::decrement_ttl(start);
+        for (i, b) in p.dmac.iter().enumerate() {
+            store::<u8>(start + i, *b);
+        }
+        for (i, b) in p.smac.iter().enumerate() {
+            store::<u8>(start + 6 + i, *b);
+        }
+    }
+    // SAFETY: plain helper call.
+    Ok(unsafe { bpf_redirect(p.ifindex, 0) } as i32)
+}
