@@ -46,6 +46,23 @@ fn eip(name: &str) -> ElasticIP {
     e
 }
 
+/// An ElasticIPAttachment (NAT) of `web-eip` for a Subnet NIC.
+fn attachment(name: &str) -> ElasticIPAttachment {
+    let mut a = ElasticIPAttachment::new(
+        name,
+        ElasticIPAttachmentSpec {
+            elastic_ip_ref: NameRef {
+                name: "web-eip".into(),
+            },
+            target_ref: TargetRef {
+                network_interface_name: "app.eth0".into(),
+            },
+        },
+    );
+    a.metadata.namespace = Some("default".into());
+    a
+}
+
 fn pod(name: &str, node: &str, created: &str, annotations: &[(&str, &str)]) -> PodRecord {
     PodRecord {
         namespace: "default".into(),
@@ -347,19 +364,7 @@ fn eip_11_the_arp_advertisement_follows_the_holders_node() {
 fn eip_02_eip_22_an_attachment_and_a_nic_on_one_elastic_ip_both_wait_and_it_is_in_error() {
     let mut w = world("192.0.2.10-192.0.2.20");
     w.objects.elastic_ips.push(eip("web-eip"));
-    let mut a = ElasticIPAttachment::new(
-        "nat",
-        ElasticIPAttachmentSpec {
-            elastic_ip_ref: NameRef {
-                name: "web-eip".into(),
-            },
-            target_ref: TargetRef {
-                network_interface_name: "app.eth0".into(),
-            },
-        },
-    );
-    a.metadata.namespace = Some("default".into());
-    w.objects.elastic_ip_attachments.push(a);
+    w.objects.elastic_ip_attachments.push(attachment("nat"));
     w.pods
         .push(pod("web", "node-a", "1", &[("elastic-ip", "web-eip")]));
     let d = settle(&mut w);
@@ -411,19 +416,7 @@ fn eip_22_a_running_holder_keeps_its_dataplane_when_an_attachment_names_its_elas
     w.pods
         .push(pod("web", "node-a", "1", &[("elastic-ip", "web-eip")]));
     settle(&mut w);
-    let mut a = ElasticIPAttachment::new(
-        "late",
-        ElasticIPAttachmentSpec {
-            elastic_ip_ref: NameRef {
-                name: "web-eip".into(),
-            },
-            target_ref: TargetRef {
-                network_interface_name: "app.eth0".into(),
-            },
-        },
-    );
-    a.metadata.namespace = Some("default".into());
-    w.objects.elastic_ip_attachments.push(a);
+    w.objects.elastic_ip_attachments.push(attachment("late"));
     let d = settle(&mut w);
     let st = &d.elastic_ip_status["default/web-eip"];
     assert_eq!(
