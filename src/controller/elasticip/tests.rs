@@ -122,7 +122,7 @@ fn reason(d: &Desired, name: &str) -> (String, String, String) {
 }
 
 #[test]
-fn eip_04_eip_07_eip_08_a_pod_nic_holds_the_address_with_an_on_link_default_route() {
+fn eip_04_eip_07_eip_08_eip_21_a_pod_nic_holds_the_address_with_an_on_link_default_route() {
     let mut w = world("192.0.2.10-192.0.2.20");
     w.objects.elastic_ips.push(eip("idle"));
     w.objects.elastic_ips.push(eip("web-eip"));
