@@ -407,3 +407,23 @@ fn eip_13_eip_16_verifier_counts_of_the_elastic_ip_programs_stay_under_10000() {
     assert!(port < 10_000, "eip_port: {port}");
     assert!(uplink < 10_000, "eip_uplink: {uplink}");
 }
+
+/// EIP-15: a direct NIC belongs to no Vpc; an address of a Vpc (a Subnet Pod's) or a
+/// ClusterIP is just another destination to the Node's routing table, which has
+/// neither: the packet leaves for the upstream router, never into the cluster.
+#[test]
+fn eip_15_vpc_addresses_and_cluster_ips_are_not_reached_from_a_direct_nic() {
+    let b = bed();
+    for dst in [[10, 16, 0, 2], [10, 96, 0, 10]] {
+        let f = frames::icmp_echo(pod(0), (gateway_mac(VNI), dst), 64, 8, false);
+        let run = b.port(0, &f);
+        assert_eq!(run.verdict, TC_ACT_REDIRECT, "{dst:?}: {:?}", b.drops());
+        assert_eq!(
+            &run.data[0..6],
+            &ROUTER.0,
+            "{dst:?} goes to the upstream router"
+        );
+        assert_eq!(&run.data[30..34], &dst, "unchanged: no DNAT");
+    }
+    assert_eq!(b.bed.tx(1), 0, "no Pod of this Node got it");
+}
