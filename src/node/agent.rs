@@ -433,15 +433,17 @@ impl Agent {
             ),
             Err(e) => tracing::error!(error = %e, "cannot write the ElasticIP holders"),
         }
-        let answers = match dp.uplink_mac() {
-            Ok(Some(mac)) => super::elasticip::arp_answers(world, &self.node, mac),
-            Ok(None) => Default::default(),
+        let uplink = match dp.uplink() {
+            Ok(uplink) => uplink,
             Err(e) => {
                 // The answers written stay: better than none until the MAC reads again.
                 tracing::error!(error = %e, "cannot read the uplink's MAC; ElasticIP ARP answers left as they are");
                 return;
             }
         };
+        let answers = uplink
+            .map(|(_, mac)| super::elasticip::arp_answers(world, &self.node, mac))
+            .unwrap_or_default();
         match dp.set_arp_answers(&answers) {
             Ok(0) => {}
             Ok(n) => tracing::info!(
@@ -463,8 +465,8 @@ impl Agent {
             new
         };
         let rounds = self.garp_rounds.load(std::sync::atomic::Ordering::Relaxed);
-        if let (Some(mac), Ok(ifindex)) = (answers.values().next(), dp.uplink_ifindex()) {
-            super::garp::announce(ifindex, *mac, new, rounds);
+        if let Some((ifindex, mac)) = uplink {
+            super::garp::announce(ifindex, mac, new, rounds);
         }
     }
 

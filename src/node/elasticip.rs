@@ -27,11 +27,7 @@ pub fn holders(world: &World) -> BTreeMap<Ipv4Addr, Holder> {
         }) {
             continue;
         }
-        let vni = world
-            .objects
-            .external_network(&eip.spec.external_network)
-            .and_then(|n| n.status.as_ref())
-            .map_or(0, |s| s.network_id);
+        let vni = world.objects.network_id_of(eip);
         let (Some(addr), Some(mac), Ok(node)) = (
             ep.spec
                 .address
@@ -53,11 +49,7 @@ pub fn holders(world: &World) -> BTreeMap<Ipv4Addr, Holder> {
         let Some(addr) = e.status.as_ref().and_then(|s| s.address.parse().ok()) else {
             continue;
         };
-        let vni = world
-            .objects
-            .external_network(&e.spec.external_network)
-            .and_then(|n| n.status.as_ref())
-            .map_or(0, |s| s.network_id);
+        let vni = world.objects.network_id_of(e);
         if vni != 0 {
             out.entry(addr).or_insert(Holder {
                 mac: [0; 6],

@@ -60,6 +60,12 @@ impl Snapshot {
     pub fn address_pool(&self, n: &str) -> Option<&AddressPool> {
         self.address_pools.iter().find(|o| name(*o) == n)
     }
+    /// The networkID of an ElasticIP's ExternalNetwork (0: none yet, or no network).
+    pub fn network_id_of(&self, eip: &ElasticIP) -> u32 {
+        self.external_network(&eip.spec.external_network)
+            .and_then(|n| n.status.as_ref())
+            .map_or(0, |s| s.network_id)
+    }
     /// ElasticIPs are namespaced: a Pod names one of its own namespace (EIP-05).
     pub fn elastic_ip(&self, namespace: &str, n: &str) -> Option<&ElasticIP> {
         self.elastic_ips.iter().find(|o| {

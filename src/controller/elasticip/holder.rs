@@ -57,12 +57,12 @@ fn not_ready(
     if let Some(Err((_, why))) = addrs.get(&key(e)) {
         return Some(format!("ElasticIP {eip:?} has no address: {why}"));
     }
-    let en = &e.spec.external_network;
-    let id = snap
-        .external_network(en)
-        .and_then(|n| n.status.as_ref())
-        .map_or(0, |s| s.network_id);
-    (id == 0).then(|| format!("ExternalNetwork {en:?} has networkID 0"))
+    (snap.network_id_of(e) == 0).then(|| {
+        format!(
+            "ExternalNetwork {:?} has networkID 0",
+            e.spec.external_network
+        )
+    })
 }
 
 pub fn reconcile(
@@ -423,10 +423,7 @@ fn direct<'p>(
         );
     };
     let holder_name = name(&interfaces[h]).to_owned();
-    let network = snap.external_network(&e.spec.external_network);
-    let network_id = network
-        .and_then(|n| n.status.as_ref())
-        .map_or(0, |s| s.network_id);
+    let network_id = snap.network_id_of(e);
     for &i in users {
         interfaces[i].status = Some(if i != h {
             waiting(

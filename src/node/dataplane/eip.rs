@@ -88,19 +88,20 @@ impl Dataplane {
         sync(&mut map, name, &want)
     }
 
-    /// The uplink's ifindex (0: none).
-    pub fn uplink_ifindex(&self) -> Result<u32, DataplaneError> {
-        Ok(self.node_config()?.underlay_ifindex)
-    }
-
-    /// The MAC this Node answers ARP for its ElasticIPs with: its uplink's (`None`
-    /// while the datapath has no uplink).
-    pub fn uplink_mac(&self) -> Result<Option<[u8; 6]>, DataplaneError> {
+    /// The uplink's ifindex and MAC, which this Node answers ARP for its ElasticIPs
+    /// with and sends gratuitous ARP from (`None` while the datapath has no uplink).
+    /// The MAC is read from the kernel once per uplink.
+    pub fn uplink(&mut self) -> Result<Option<(u32, [u8; 6])>, DataplaneError> {
         let ifindex = self.node_config()?.underlay_ifindex;
         if ifindex == 0 {
             return Ok(None);
         }
-        Ok(Some(crate::node::netlink::mac_of(ifindex)?))
+        if let Some(known) = self.uplink.filter(|(i, _)| *i == ifindex) {
+            return Ok(Some(known));
+        }
+        let read = (ifindex, crate::node::netlink::mac_of(ifindex)?);
+        self.uplink = Some(read);
+        Ok(Some(read))
     }
 
     /// `jn_eip_direct` as written (dumps and tests).

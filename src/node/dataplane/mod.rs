@@ -166,6 +166,8 @@ pub struct Dataplane {
     router: gw::RouterMaps,
     /// The other Nodes that route (have endpoints), for the listener lists.
     listen_nodes: std::collections::BTreeSet<u32>,
+    /// The uplink's ifindex and MAC, read once per uplink (every sync asks).
+    uplink: Option<(u32, [u8; 6])>,
 }
 
 impl Dataplane {
@@ -196,6 +198,7 @@ impl Dataplane {
             port_attach: PortAttach::default(),
             router: gw::RouterMaps::default(),
             listen_nodes: Default::default(),
+            uplink: None,
         };
         for name in PROGRAMS {
             dp.program_mut(name)?.load().map_err(prog_err(name))?;

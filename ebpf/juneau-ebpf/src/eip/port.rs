@@ -41,7 +41,7 @@ pub fn try_port(ctx: &TcContext) -> Result<i32, DropReason> {
     }
     match eth::ethertype(ctx) {
         Some(ETH_P_ARP) => from_nic_arp(ctx, ifindex, &port),
-        Some(eth::ETH_P_IP) => from_nic_ipv4(ctx, ifindex, &port),
+        Some(eth::ETH_P_IP) => from_nic_ipv4(ctx, ifindex, &port, &addrs),
         _ => Err(DropReason::EipNotIpv4),
     }
 }
@@ -70,20 +70,23 @@ fn from_nic_arp(ctx: &TcContext, ifindex: u32, port: &PortConfig) -> Result<i32,
 }
 
 #[inline(always)]
-fn from_nic_ipv4(ctx: &TcContext, ifindex: u32, port: &PortConfig) -> Result<i32, DropReason> {
+fn from_nic_ipv4(
+    ctx: &TcContext,
+    ifindex: u32,
+    port: &PortConfig,
+    addrs: &eth::Addrs,
+) -> Result<i32, DropReason> {
     let ip = route::read_ipv4(ctx)?;
     if ip.saddr != port.own_ip {
         return Err(DropReason::SourceGuard);
     }
     // Unicast to somewhere only: no broadcast or multicast reaches the Node's own
     // listeners, and 169.254/16 (the gateway included) is nobody's.
-    if route::martian(ip.daddr) || ip.daddr as u16 == u16::from_ne_bytes([169, 254]) {
+    if route::martian(ip.daddr)
+        || ip.daddr as u16 == u16::from_ne_bytes([169, 254])
+        || eth::is_group(&addrs.dst)
+    {
         return Err(DropReason::NotRoutable);
-    }
-    if let Some(addrs) = eth::addrs(ctx) {
-        if eth::is_group(&addrs.dst) {
-            return Err(DropReason::NotRoutable);
-        }
     }
     // SAFETY: copied at once.
     let direct: Option<EipEntry> = unsafe { maps::jn_eip_direct.get(&ip.daddr) }.copied();

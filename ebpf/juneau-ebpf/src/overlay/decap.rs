@@ -16,7 +16,7 @@ use aya_ebpf::{
     programs::TcContext,
 };
 use juneau_common::{
-    DropReason, FdbEntry,
+    DropReason, FdbEntry, NodeConfig,
     overlay::{VXLAN_OVERHEAD, VXLAN_PORT},
 };
 
@@ -67,7 +67,7 @@ fn outer_header_sound(ctx: &TcContext, start: usize) -> bool {
 /// An untagged IPv4 packet to UDP port 4789 of this Node's VTEP (checked fully later);
 /// UDP/4789 to anyone else (an ElasticIP's VM being a VTEP itself) is not ours.
 #[inline(always)]
-fn vxlan_like(ctx: &TcContext) -> bool {
+fn vxlan_like(ctx: &TcContext, local_vtep: u32) -> bool {
     let (start, end) = (ctx.data(), ctx.data_end());
     if start + 38 > end {
         return false;
@@ -78,15 +78,18 @@ fn vxlan_like(ctx: &TcContext) -> bool {
             && load::<u8>(start + 14) == 0x45
             && load::<u8>(start + 23) == IPPROTO_UDP
             && u16::from_be(load::<u16>(start + 36)) == VXLAN_PORT
-            && u32::from_be(load::<u32>(start + 30)) == crate::overlay::local_vtep()
+            && u32::from_be(load::<u32>(start + 30)) == local_vtep
     }
 }
 
 #[inline(always)]
 pub fn from_underlay(ctx: &TcContext) -> Result<i32, DropReason> {
+    // Read once: the ElasticIP branch and the VXLAN checks below both need it.
+    let node: Option<NodeConfig> = maps::jn_node.get(0).copied();
+    let local_vtep = node.map_or(0, |n| n.local_vtep);
     // ARP and IPv4 other than VXLAN: ElasticIPs' (which pass the rest to the stack).
     // SAFETY: the context pointer is valid for the program's run.
-    if unsafe { (*ctx.skb.skb).vlan_present } == 0 && !vxlan_like(ctx) {
+    if unsafe { (*ctx.skb.skb).vlan_present } == 0 && !vxlan_like(ctx, local_vtep) {
         if let Some(gw::ETH_P_ARP | ETH_P_IP) = eth::ethertype(ctx) {
             return eip::enter_uplink(ctx);
         }
@@ -125,7 +128,7 @@ pub fn from_underlay(ctx: &TcContext) -> Result<i32, DropReason> {
     if !outer_header_sound(ctx, start) {
         return Ok(TC_ACT_OK);
     }
-    match maps::jn_node.get(0) {
+    match node {
         Some(node) if node.underlay_ifindex != 0 && node.local_vtep == daddr => {}
         _ => return Ok(TC_ACT_OK),
     }
