@@ -15,7 +15,8 @@ fn rows(table: &str) -> Vec<Vec<String>> {
 }
 
 #[test]
-fn eip_04_eip_07_eip_11_eip_19_the_controller_writes_elastic_ips_through_the_real_api() {
+fn eip_04_eip_07_eip_11_eip_19_eip_21_eip_25_the_controller_writes_elastic_ips_through_the_real_api()
+ {
     let cp = ControlPlane::start();
     cp.install_crds();
     let out = cp.apply(
@@ -27,7 +28,10 @@ fn eip_04_eip_07_eip_11_eip_19_the_controller_writes_elastic_ips_through_the_rea
          spec: {externalNetwork: ext-net}\n---\n\
          apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: default\n  annotations:\n    \
          juneau.loutres.me/elastic-ip: web-eip\n\
-         spec:\n  nodeName: node-a\n  containers: [{name: c, image: busybox}]\n",
+         spec:\n  nodeName: node-a\n  containers: [{name: c, image: busybox}]\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata:\n  name: web2\n  namespace: default\n  annotations:\n    \
+         juneau.loutres.me/elastic-ip: web-eip\n\
+         spec:\n  nodeName: node-b\n  containers: [{name: c, image: busybox}]\n",
     );
     assert!(
         out.status.success(),
@@ -90,6 +94,38 @@ fn eip_04_eip_07_eip_11_eip_19_the_controller_writes_elastic_ips_through_the_rea
         "jsonpath={.spec.elasticIP} {.status.address} {.status.routes[0].gw} {.status.routes[0].onLink}",
     ]);
     assert_eq!(nic, "web-eip 192.0.2.10/32 169.254.0.1 true");
+    // EIP-25: describe says who carries the address; EIP-21: trace refuses both NICs.
+    let juneau = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_kubectl-juneau"))
+            .args(args)
+            .args(["--kubeconfig".as_ref(), cp.kubeconfig.as_os_str()])
+            .output()
+            .expect("run kubectl-juneau");
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.success(), text(&out.stdout), text(&out.stderr))
+    };
+    let (ok, holder, err) = juneau(&["describe", "pod", "web"]);
+    assert!(ok, "{err}");
+    assert!(
+        holder.contains("ElasticIP web-eip (direct, 192.0.2.10, networkID ")
+            && holder.contains(", carried by this NIC)"),
+        "{holder}"
+    );
+    let (ok, waiter, err) = juneau(&["describe", "pod", "web2", "-n", "default"]);
+    assert!(ok, "{err}");
+    assert!(
+        waiter.contains("carried by NetworkInterface web.eth0)")
+            && waiter.contains("WaitingForElasticIP"),
+        "{waiter}"
+    );
+    for (from, to) in [("web", "web2"), ("web2.eth0", "web")] {
+        let (ok, out, err) = juneau(&["trace", from, to]);
+        assert!(!ok, "{out}");
+        assert!(
+            err.contains("tracing such a NIC is not supported yet"),
+            "{err}"
+        );
+    }
     let ads = rows(&cp.kubectl_ok(&["get", "arpadvertisement"]));
     assert_eq!(
         ads[0],
@@ -138,6 +174,7 @@ fn eip_04_eip_07_eip_11_eip_19_the_controller_writes_elastic_ips_through_the_rea
         "delete",
         "pod",
         "web",
+        "web2",
         "-n",
         "default",
         "--grace-period=0",

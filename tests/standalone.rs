@@ -64,7 +64,7 @@ fn eip_01_eip_08_eip_09_eip_10_eip_11_eip_13_eip_18_elastic_ips_on_pod_nics_are_
 }
 
 #[test]
-fn l2_28_l2_30_standalone_runs_until_sigint_its_daemons_age_the_tables_then_it_tears_down() {
+fn l2_28_l2_30_mx_03_standalone_runs_until_sigint_its_daemons_age_the_tables_then_it_tears_down() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let (mut child, guard) = running(&["--fdb-aging", "2"]);
     let ours = |pid: u32| {
@@ -113,6 +113,27 @@ fn l2_28_l2_30_standalone_runs_until_sigint_its_daemons_age_the_tables_then_it_t
         String::from_utf8_lossy(&ping.stdout)
     );
     assert!(dump() >= 2, "node-a learned nothing from the pings");
+    // The same run through `trace` (its store, node-a's maps): the path web -> db
+    // crosses to node-b, and node-a's table holds db's MAC behind node-b's VTEP.
+    let store = format!("/run/juneau/sa-{}-0/store.sock", child.id());
+    let hops = common::kubectl_juneau_json(&["trace", "web", "db", "--store", &store]);
+    let what: Vec<&str> = hops
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["what"].as_str().unwrap())
+        .collect();
+    let vtep = what
+        .iter()
+        .find_map(|w| w.strip_prefix("carried by VXLAN, VNI 3, to Node node-b (VTEP "))
+        .unwrap_or_else(|| panic!("no VXLAN hop to node-b: {what:?}"));
+    assert!(
+        what.iter().any(|w| w.starts_with("l2_fdb: ")
+            && w.ends_with(&format!("behind VTEP {}", &vtep[..vtep.len() - 1]))),
+        "node-a's table does not hold db behind node-b: {what:?}"
+    );
+    let web_nics = common::kubectl_juneau_json(&["describe", "pod", "web", "--store", &store]);
+    assert_eq!(web_nics["nics"][0]["network"], "L2Network lab-net (VNI 3)");
     // The Pods' neighbour probes refresh the entries once or twice after the pings;
     // after that the table must empty within the aging time plus a sweep.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);

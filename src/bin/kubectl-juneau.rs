@@ -30,6 +30,49 @@ enum Cmd {
         #[arg(short, long, value_enum, default_value_t = Output::Table)]
         output: Output,
     },
+    /// Describe a Pod's NICs: the network of each, and who carries a direct ElasticIP
+    /// (EIP-25).
+    Describe {
+        #[command(subcommand)]
+        what: DescribeCmd,
+    },
+    /// The path of a packet from one Pod NIC to another, from the cluster's objects,
+    /// with the source Node's learned table when its maps are on this machine. A NIC
+    /// holding an ElasticIP directly is refused (EIP-21).
+    Trace {
+        /// The source: `<pod>` (its eth0) or `<pod>.<iface>`.
+        from: String,
+        /// The destination: `<pod>`, `<pod>.<iface>` or an IPv4 address of a NIC.
+        to: String,
+        #[command(flatten)]
+        source: Source,
+        #[arg(short, long, value_enum, default_value_t = Output::Table)]
+        output: Output,
+    },
+}
+
+#[derive(Subcommand)]
+enum DescribeCmd {
+    Pod {
+        name: String,
+        #[command(flatten)]
+        source: Source,
+        #[arg(short, long, value_enum, default_value_t = Output::Table)]
+        output: Output,
+    },
+}
+
+/// Where the cluster's objects are read.
+#[derive(clap::Args)]
+struct Source {
+    #[arg(short, long, default_value = "default")]
+    namespace: String,
+    /// A standalone run's store socket (default: the one run on this machine, if any).
+    #[arg(long)]
+    store: Option<std::path::PathBuf>,
+    /// The kubeconfig (default: KUBECONFIG, then ~/.kube/config).
+    #[arg(long)]
+    kubeconfig: Option<std::path::PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -131,6 +174,39 @@ fn run() -> Result<(), cli::CliError> {
             netns,
             output,
         } => return attachments(node, netns, output),
+        Cmd::Describe {
+            what:
+                DescribeCmd::Pod {
+                    name,
+                    source,
+                    output,
+                },
+        } => {
+            let world = cli::read_world(source.store.as_deref(), source.kubeconfig.as_deref())?;
+            let d = cli::describe::describe_pod(&world, &source.namespace, &name)?;
+            match output {
+                Output::Json => json(&d),
+                Output::Table => print!("{}", cli::describe::render(&d)),
+            }
+            return Ok(());
+        }
+        Cmd::Trace {
+            from,
+            to,
+            source,
+            output,
+        } => {
+            let world = cli::read_world(source.store.as_deref(), source.kubeconfig.as_deref())?;
+            let hops = cli::trace::trace(
+                &world,
+                &source.namespace,
+                &from,
+                &to,
+                &cli::trace::local_fdb,
+            )?;
+            show(&hops, output, cli::trace::render);
+            return Ok(());
+        }
         Cmd::Bpf {
             command:
                 BpfCmd::Dump {

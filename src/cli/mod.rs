@@ -2,10 +2,15 @@
 //! the kernel (pinned maps, TCX queries in the Node's network namespace), never from
 //! the daemon's own records (MX-03).
 mod attachments;
+pub mod describe;
+#[cfg(test)]
+mod describe_tests;
 mod eip;
 mod filter;
 mod gw;
 mod maps;
+mod source;
+pub mod trace;
 
 use std::path::{Path, PathBuf};
 
@@ -21,6 +26,7 @@ pub use gw::{
     dump_gw_stats,
 };
 pub use maps::{FdbRow, dump_drops, dump_fdb, parse_inner_key};
+pub use source::read_world;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {

@@ -1,0 +1,193 @@
+//! `kubectl juneau describe pod`: one row per NIC of a Pod, read from the cluster's
+//! objects (the API server, or a standalone run's store), saying which network each NIC
+//! is on and, for a direct ElasticIP, who carries the address (EIP-25): the first thing
+//! to look at when an ElasticIP is not reached from outside.
+use serde::Serialize;
+
+use super::CliError;
+use crate::{
+    admission::validate::Snapshot,
+    api::{ElasticIP, NetworkInterface},
+    store::World,
+};
+
+#[derive(Debug, Serialize, PartialEq)]
+pub struct PodDescription {
+    pub namespace: String,
+    pub name: String,
+    pub node: String,
+    pub terminating: bool,
+    pub nics: Vec<NicRow>,
+}
+
+#[derive(Debug, Serialize, PartialEq)]
+pub struct NicRow {
+    pub interface: String,
+    /// The NetworkInterface, `<pod>.<iface>`.
+    pub name: String,
+    pub phase: String,
+    pub address: String,
+    /// From the NIC's NetworkEndpoint: empty until its Node attached it.
+    pub mac: String,
+    /// `L2Network blue (VNI 4097)`, `Subnet web (Vpc prod, VNI 12)`, or
+    /// `ElasticIP web-eip (direct, 10.225.51.8, networkID 4097, carried by this NIC)`.
+    pub network: String,
+    /// Why the NIC is not Ready, from its first condition that is not True.
+    pub waiting: Option<String>,
+}
+
+fn name_of<K: kube::Resource>(o: &K) -> &str {
+    o.meta().name.as_deref().unwrap_or("")
+}
+
+fn ns_of<K: kube::Resource>(o: &K) -> &str {
+    o.meta().namespace.as_deref().unwrap_or("default")
+}
+
+/// The Pod's NICs as the cluster's objects describe them.
+pub fn describe_pod(world: &World, namespace: &str, pod: &str) -> Result<PodDescription, CliError> {
+    let record = world
+        .pods
+        .iter()
+        .find(|p| p.namespace == namespace && p.name == pod)
+        .ok_or_else(|| CliError::Usage(format!("pod {namespace}/{pod} not found")))?;
+    let mut nics: Vec<NicRow> = world
+        .objects
+        .interfaces
+        .iter()
+        .filter(|n| ns_of(*n) == namespace && n.spec.pod_ref.name == pod)
+        .map(|nic| nic_row(world, nic))
+        .collect();
+    nics.sort_by(|a, b| a.interface.cmp(&b.interface));
+    Ok(PodDescription {
+        namespace: namespace.to_owned(),
+        name: pod.to_owned(),
+        node: record.node.clone(),
+        terminating: record.terminating,
+        nics,
+    })
+}
+
+fn nic_row(world: &World, nic: &NetworkInterface) -> NicRow {
+    let status = nic.status.clone().unwrap_or_default();
+    let endpoint = world
+        .endpoints
+        .iter()
+        .find(|e| name_of(*e) == name_of(nic) && ns_of(*e) == ns_of(nic));
+    let waiting = status
+        .conditions
+        .iter()
+        .find(|c| c.status != "True")
+        .map(|c| format!("{} {}: {}", c.type_, c.reason, c.message));
+    NicRow {
+        interface: nic.spec.interface.clone(),
+        name: name_of(nic).to_owned(),
+        phase: status.phase.clone(),
+        address: status.address.clone(),
+        mac: endpoint
+            .map(|e| e.spec.mac_address.clone())
+            .unwrap_or_default(),
+        network: network_of(&world.objects, nic, status.vni),
+        waiting,
+    }
+}
+
+/// What a NIC is attached to, in the words of EIP-25 for a direct ElasticIP.
+pub fn network_of(objects: &Snapshot, nic: &NetworkInterface, vni: u32) -> String {
+    let spec = &nic.spec;
+    if let Some(eip) = &spec.elastic_ip {
+        return match objects.elastic_ip(ns_of(nic), eip) {
+            Some(e) => elastic_ip_line(objects, e, name_of(nic)),
+            None => format!(
+                "ElasticIP {eip} (direct, not found in namespace {})",
+                ns_of(nic)
+            ),
+        };
+    }
+    if let Some(subnet) = &spec.subnet {
+        let vpc = objects.subnet(subnet).map_or("?", |s| s.spec.vpc.as_str());
+        return format!("Subnet {subnet} (Vpc {vpc}, VNI {vni})");
+    }
+    if let Some(l2) = &spec.l2_network {
+        return format!("L2Network {l2} (VNI {vni})");
+    }
+    "no network".to_owned()
+}
+
+fn elastic_ip_line(objects: &Snapshot, eip: &ElasticIP, nic: &str) -> String {
+    let status = eip.status.clone().unwrap_or_default();
+    let address = if status.address.is_empty() {
+        "no address yet"
+    } else {
+        status.address.as_str()
+    };
+    let carrier = match &status.attachment {
+        Some(a) if a.kind == "NetworkInterface" && a.name == nic => {
+            "carried by this NIC".to_owned()
+        }
+        Some(a) => format!("carried by {} {}", a.kind, a.name),
+        None => "carried by nothing yet".to_owned(),
+    };
+    format!(
+        "ElasticIP {} (direct, {address}, networkID {}, {carrier})",
+        name_of(eip),
+        objects.network_id_of(eip)
+    )
+}
+
+/// The description as `kubectl describe` prints: a header, then one row per NIC.
+pub fn render(d: &PodDescription) -> String {
+    let mut out = format!(
+        "Name:       {}\nNamespace:  {}\nNode:       {}{}\nNICs:\n",
+        d.name,
+        d.namespace,
+        d.node,
+        if d.terminating { " (terminating)" } else { "" }
+    );
+    if d.nics.is_empty() {
+        out.push_str(
+            "  none: the controller made no NetworkInterface for this Pod yet (its log says \
+             `waiting for the network of a Pod NIC` and why)\n",
+        );
+        return out;
+    }
+    let dash = |s: &str| {
+        if s.is_empty() {
+            "-".to_owned()
+        } else {
+            s.to_owned()
+        }
+    };
+    let mut rows = vec![[
+        "INTERFACE".to_owned(),
+        "NETWORKINTERFACE".to_owned(),
+        "PHASE".to_owned(),
+        "ADDRESS".to_owned(),
+        "MAC".to_owned(),
+        "NETWORK".to_owned(),
+    ]];
+    rows.extend(d.nics.iter().map(|n| {
+        [
+            n.interface.clone(),
+            n.name.clone(),
+            dash(&n.phase),
+            dash(&n.address),
+            dash(&n.mac),
+            n.network.clone(),
+        ]
+    }));
+    let width = |c: usize| rows.iter().map(|r| r[c].len()).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..5).map(width).collect();
+    for (i, r) in rows.iter().enumerate() {
+        out.push_str("  ");
+        for (c, w) in widths.iter().enumerate() {
+            out.push_str(&format!("{:<w$}  ", r[c]));
+        }
+        out.push_str(&r[5]);
+        out.push('\n');
+        if let Some(why) = i.checked_sub(1).and_then(|n| d.nics[n].waiting.as_ref()) {
+            out.push_str(&format!("  {:<w$}  waiting: {why}\n", "", w = widths[0]));
+        }
+    }
+    out
+}

@@ -1,0 +1,144 @@
+//! `describe pod` and `trace` on a small World: two Pods naming one ElasticIP (one
+//! carries it, one waits), and two Pods of one L2Network on two Nodes.
+use serde_json::json;
+
+use super::{describe, trace};
+use crate::store::World;
+
+fn meta(name: &str) -> serde_json::Value {
+    json!({"name": name, "namespace": "default"})
+}
+
+fn nic(
+    name: &str,
+    pod: &str,
+    spec: serde_json::Value,
+    status: serde_json::Value,
+) -> serde_json::Value {
+    let mut s = json!({"interface": "eth0", "podRef": {"name": pod}, "nodeName": "n1"});
+    s.as_object_mut()
+        .unwrap()
+        .extend(spec.as_object().unwrap().clone());
+    json!({"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "NetworkInterface",
+        "metadata": meta(name), "spec": s, "status": status})
+}
+
+fn endpoint(name: &str, node: &str, node_ip: &str, addr: &str, mac: &str) -> serde_json::Value {
+    json!({"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "NetworkEndpoint",
+        "metadata": meta(name), "spec": {"kind": "Pod", "l2Network": "blue", "address": addr,
+        "macAddress": mac, "nodeName": node, "nodeIp": node_ip}})
+}
+
+fn world() -> World {
+    let pod = |n: &str, node: &str| {
+        json!({"namespace": "default", "name": n, "node": node,
+        "annotations": {}, "dns_policy": ""})
+    };
+    serde_json::from_value(json!({
+        "objects": {
+            "vpcs": [], "peerings": [], "transit_gateways": [], "subnets": [],
+            "l2networks": [{"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "L2Network",
+                "metadata": {"name": "blue"}, "spec": {"vpc": "prod"}}],
+            "route_tables": [], "network_acls": [], "security_groups": [], "service_cidrs": [],
+            "external_networks": [{"apiVersion": "juneau.loutres.me/v1alpha1",
+                "kind": "ExternalNetwork", "metadata": {"name": "ext"},
+                "spec": {"type": "arp", "addressPools": ["lan"]}, "status": {"networkID": 4097}}],
+            "elastic_ips": [{"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "ElasticIP",
+                "metadata": meta("web-eip"), "spec": {"externalNetwork": "ext"},
+                "status": {"address": "192.0.2.10", "phase": "Attached",
+                    "attachment": {"kind": "NetworkInterface", "name": "web.eth0"}}}],
+            "interfaces": [
+                nic("web.eth0", "web", json!({"elasticIP": "web-eip"}),
+                    json!({"address": "192.0.2.10/32", "phase": "Ready"})),
+                nic("web2.eth0", "web2", json!({"elasticIP": "web-eip"}),
+                    json!({"phase": "Pending", "conditions": [{"type": "Allocated",
+                        "status": "False", "reason": "WaitingForElasticIP",
+                        "message": "held by web.eth0"}]})),
+                nic("a.eth0", "a", json!({"l2Network": "blue"}),
+                    json!({"address": "10.1.0.2/24", "vni": 7, "phase": "Ready"})),
+                nic("b.eth0", "b", json!({"l2Network": "blue"}),
+                    json!({"address": "10.1.0.3/24", "vni": 7, "phase": "Ready"})),
+            ],
+        },
+        "endpoints": [
+            endpoint("a.eth0", "n1", "172.18.0.1", "10.1.0.2", "02:00:00:00:00:0a"),
+            endpoint("b.eth0", "n2", "172.18.0.2", "10.1.0.3", "02:00:00:00:00:0b"),
+        ],
+        "pods": [pod("web", "n1"), pod("web2", "n2"), pod("a", "n1"), pod("b", "n2")],
+    }))
+    .expect("the test world reads")
+}
+
+#[test]
+fn eip_25_describe_pod_says_which_nic_carries_the_elastic_ip() {
+    let w = world();
+    let holder = describe::describe_pod(&w, "default", "web").unwrap();
+    assert_eq!(
+        holder.nics[0].network,
+        "ElasticIP web-eip (direct, 192.0.2.10, networkID 4097, carried by this NIC)"
+    );
+    let waiter = describe::describe_pod(&w, "default", "web2").unwrap();
+    assert_eq!(
+        waiter.nics[0].network,
+        "ElasticIP web-eip (direct, 192.0.2.10, networkID 4097, carried by NetworkInterface web.eth0)"
+    );
+    assert_eq!(
+        waiter.nics[0].waiting.as_deref(),
+        Some("Allocated WaitingForElasticIP: held by web.eth0")
+    );
+    let text = describe::render(&waiter);
+    assert!(
+        text.contains("waiting: Allocated WaitingForElasticIP"),
+        "{text}"
+    );
+    let l2 = describe::describe_pod(&w, "default", "a").unwrap();
+    assert_eq!(l2.nics[0].network, "L2Network blue (VNI 7)");
+    assert_eq!(l2.nics[0].mac, "02:00:00:00:00:0a");
+    assert!(describe::describe_pod(&w, "default", "nope").is_err());
+}
+
+#[test]
+fn eip_21_trace_refuses_a_direct_nic_as_source_or_destination() {
+    let w = world();
+    let none = |_: &str, _: u32, _: &str| None;
+    for (from, to) in [("web", "a"), ("a", "web.eth0"), ("a", "192.0.2.10")] {
+        let e = trace::trace(&w, "default", from, to, &none)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with(trace::UNSUPPORTED), "{from} -> {to}: {e}");
+        assert!(e.contains("web.eth0 holds ElasticIP web-eip"), "{e}");
+    }
+}
+
+#[test]
+fn l2_30_trace_follows_a_segment_across_nodes_and_reads_the_learned_table() {
+    let w = world();
+    let seen = std::cell::RefCell::new(Vec::new());
+    let fdb = |node: &str, vni: u32, mac: &str| {
+        seen.borrow_mut()
+            .push((node.to_owned(), vni, mac.to_owned()));
+        Some(format!("{mac} learned behind VTEP 172.18.0.2"))
+    };
+    let hops = trace::trace(&w, "default", "a", "10.1.0.3", &fdb).unwrap();
+    let what: Vec<&str> = hops.iter().map(|h| h.what.as_str()).collect();
+    assert_eq!(what[1], "switched in VNI 7 to 02:00:00:00:00:0b");
+    assert_eq!(
+        what[2],
+        "l2_fdb: 02:00:00:00:00:0b learned behind VTEP 172.18.0.2"
+    );
+    assert_eq!(
+        what[3],
+        "carried by VXLAN, VNI 7, to Node n2 (VTEP 172.18.0.2)"
+    );
+    assert_eq!(hops[4].node, "n2");
+    assert_eq!(
+        *seen.borrow(),
+        [("n1".to_owned(), 7, "02:00:00:00:00:0b".to_owned())]
+    );
+    let e = trace::trace(&w, "default", "a", "10.9.9.9", &fdb).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("no NetworkInterface has the address 10.9.9.9"),
+        "{e}"
+    );
+}
