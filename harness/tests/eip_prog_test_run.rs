@@ -427,3 +427,34 @@ fn eip_15_vpc_addresses_and_cluster_ips_are_not_reached_from_a_direct_nic() {
     }
     assert_eq!(b.bed.tx(1), 0, "no Pod of this Node got it");
 }
+
+/// The holder's port kept in its `jn_eip_direct` entry is trusted only while that port
+/// is still the holder: an ifindex given to another direct NIC (the holder's Pod gone,
+/// the entry not yet rewritten) never receives the old ElasticIP's packets.
+#[test]
+fn eip_12_a_stale_holder_port_in_the_entry_is_checked_before_delivery() {
+    let mut b = bed();
+    let req = |to| frames::icmp_echo((ROUTER.0, OUTSIDE), (UPLINK_MAC, to), 63, 8, false);
+    assert_eq!(b.uplink(&req(eip(1))).verdict, TC_ACT_REDIRECT);
+    // Port 1 now serves another NIC (another MAC and ElasticIP); the entry for .101
+    // still names its ifindex.
+    let ifindex = b.bed.ifindex(1);
+    b.dp.remove_port(ifindex).unwrap();
+    b.dp.configure_port(PortSpec {
+        ifindex,
+        vni: VNI,
+        mtu: 0,
+        peer: true,
+        routed: Some(RoutedPort {
+            mac: pod_mac(5),
+            ip: eip(5).into(),
+            eip: true,
+        }),
+    })
+    .unwrap();
+    let run = b.uplink(&req(eip(1)));
+    assert_eq!(run.verdict, TC_ACT_SHOT, "delivered to the port's new NIC");
+    assert_eq!(b.drops().get("EIP_NO_HOLDER"), Some(&1), "{:?}", b.drops());
+    // Holder .100 on port 0 is untouched.
+    assert_eq!(b.uplink(&req(eip(0))).verdict, TC_ACT_REDIRECT);
+}

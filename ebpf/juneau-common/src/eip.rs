@@ -33,6 +33,11 @@ pub struct EipEntry {
     pub vni: u32,
     /// The VTEP of the holder's Node (host order, as tunnel keys carry it).
     pub vtep: u32,
+    /// On the holder's Node: its port, so delivery reads the port (an array slot)
+    /// instead of the segment's slot and learning table (two hash lookups). Trusted
+    /// only while that port is a direct NIC with `pod_mac`; 0 elsewhere.
+    pub ifindex: u32,
+    pub pad: u32,
 }
 
 /// Value of `jn_ext_arp`, keyed by an address this Node answers ARP for (network
@@ -51,5 +56,5 @@ pub const fn gateway_mac(vni: u32) -> [u8; 6] {
     [0x02, 0x6a, b[0], b[1], b[2], b[3]]
 }
 
-const _: () = assert!(core::mem::size_of::<EipEntry>() == 16);
+const _: () = assert!(core::mem::size_of::<EipEntry>() == 24);
 const _: () = assert!(core::mem::size_of::<ExtArp>() == 8);

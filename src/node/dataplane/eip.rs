@@ -5,7 +5,7 @@
 use std::{collections::BTreeMap, net::Ipv4Addr};
 
 use aya::maps::{HashMap as BpfHashMap, MapData};
-use juneau_common::{EipEntry, ExtArp, FdbKey, map_names};
+use juneau_common::{EipEntry, ExtArp, FdbKey, eip::PORT_EIP, map_names};
 
 use super::{Dataplane, DataplaneError, map_err};
 
@@ -49,15 +49,26 @@ impl Dataplane {
         &mut self,
         want: &BTreeMap<Ipv4Addr, Holder>,
     ) -> Result<usize, DataplaneError> {
+        // The local holders' ports, by what they hold (address and MAC).
+        let mut local: BTreeMap<(u32, FdbKey), u32> = BTreeMap::new();
+        for ifindex in self.ports() {
+            let port = self.port(ifindex)?;
+            if port.flags & PORT_EIP != 0 {
+                local.insert((port.own_ip, port.own_mac), ifindex);
+            }
+        }
         let want: BTreeMap<u32, EipEntry> = want
             .iter()
             .map(|(ip, h)| {
+                let pod_mac = FdbKey::new(h.mac);
                 (
                     raw(*ip),
                     EipEntry {
-                        pod_mac: FdbKey::new(h.mac),
+                        pod_mac,
                         vni: h.vni,
                         vtep: u32::from(h.node),
+                        ifindex: local.get(&(raw(*ip), pod_mac)).copied().unwrap_or(0),
+                        pad: 0,
                     },
                 )
             })

@@ -1,9 +1,12 @@
 //! IPv4 to a direct ElasticIP, from any hook: one hop (TTL - 1), the holder's MAC as
 //! destination and its network's gateway MAC as source, then its port when the holder
-//! is here, else its Node over VXLAN with VNI = networkID (whose decapsulation finds
+//! is here (the port the entry names, checked, or the segment's pinned entry), else its Node over VXLAN with VNI = networkID (whose decapsulation finds
 //! the port by the same pinned entry).
 use aya_ebpf::{bindings::TC_ACT_OK, programs::TcContext};
-use juneau_common::{DropReason, EipEntry, FdbEntry, FdbKey, eip::gateway_mac};
+use juneau_common::{
+    DropReason, EipEntry, FdbEntry, FdbKey,
+    eip::{PORT_EIP, gateway_mac},
+};
 
 use crate::{
     deliver::deliver,
@@ -30,6 +33,15 @@ pub fn to_holder(ctx: &TcContext, entry: &EipEntry, ttl: u8) -> Result<i32, Drop
         store::<u64>(start, eth::bits(&dst));
         store::<u32>(start + 6, eth::bits(&src) as u32);
         store::<u16>(start + 10, (eth::bits(&src) >> 32) as u16);
+    }
+    if entry.ifindex != 0
+        && let Some(port) = maps::jn_l2_port.get_ptr(entry.ifindex)
+    {
+        // SAFETY: array values live as long as the map; read once.
+        let (flags, own) = unsafe { ((*port).flags, (*port).own_mac) };
+        if flags & PORT_EIP != 0 && own == dst {
+            return Ok(deliver(entry.ifindex, flags));
+        }
     }
     // SAFETY: copied at once.
     let slot = unsafe { maps::jn_l2_vni.get(entry.vni) }.copied();
