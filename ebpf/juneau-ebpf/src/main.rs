@@ -13,6 +13,7 @@ mod gw;
 mod l2;
 mod maps;
 mod overlay;
+mod zero;
 
 use aya_ebpf::{bindings::TC_ACT_SHOT, macros::classifier, programs::TcContext};
 use juneau_common::DropReason;

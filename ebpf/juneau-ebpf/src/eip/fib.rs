@@ -6,7 +6,7 @@
 //! DNAT of ClusterIPs applies (EIP-15). Whatever the FIB cannot forward at once (the
 //! Node's own addresses, an unresolved neighbour, a packet too big for the device,
 //! TTL 1) is left to the stack, which answers or resolves as a router does.
-use core::ffi::c_void;
+use core::{ffi::c_void, mem::MaybeUninit};
 
 use aya_ebpf::{
     bindings::{BPF_FIB_LKUP_RET_SUCCESS, TC_ACT_OK, bpf_fib_lookup as FibLookup},
@@ -27,8 +27,10 @@ pub fn to_outside(ctx: &TcContext, ingress: u32, ip: &Ipv4) -> Result<i32, DropR
     if ip.ttl <= 1 {
         return Ok(TC_ACT_OK);
     }
+    let mut req = MaybeUninit::<FibLookup>::uninit();
+    crate::zero::in_place(&mut req);
     // SAFETY: an all-zero lookup request is valid; the fields it needs are set below.
-    let mut p: FibLookup = unsafe { core::mem::zeroed() };
+    let p = unsafe { req.assume_init_mut() };
     p.family = AF_INET;
     p.l4_protocol = ip.proto;
     p.__bindgen_anon_1.tot_len = ip.tot_len as u16;
@@ -39,7 +41,7 @@ pub fn to_outside(ctx: &TcContext, ingress: u32, ip: &Ipv4) -> Result<i32, DropR
     let rc = unsafe {
         bpf_fib_lookup(
             ctx.skb.skb as *mut c_void,
-            &mut p,
+            p,
             core::mem::size_of::<FibLookup>() as i32,
             0,
         )
@@ -54,12 +56,13 @@ pub fn to_outside(ctx: &TcContext, ingress: u32, ip: &Ipv4) -> Result<i32, DropR
     // SAFETY: inside [start, start + ETH_HLEN + 20), checked above; TTL above 1.
     unsafe {
         route::decrement_ttl(start);
-        for (i, b) in p.dmac.iter().enumerate() {
-            store::<u8>(start + i, *b);
-        }
-        for (i, b) in p.smac.iter().enumerate() {
-            store::<u8>(start + 6 + i, *b);
-        }
+        // The request's MACs sit at offsets 52 and 58: read as two 16-bit halves and
+        // a 32-bit middle each, stored the same way.
+        let (d, s) = (&p.dmac, &p.smac);
+        store::<u16>(start, u16::from_ne_bytes([d[0], d[1]]));
+        store::<u32>(start + 2, u32::from_ne_bytes([d[2], d[3], d[4], d[5]]));
+        store::<u16>(start + 6, u16::from_ne_bytes([s[0], s[1]]));
+        store::<u32>(start + 8, u32::from_ne_bytes([s[2], s[3], s[4], s[5]]));
     }
     // SAFETY: plain helper call.
     Ok(unsafe { bpf_redirect(p.ifindex, 0) } as i32)

@@ -56,20 +56,6 @@ pub fn local_vtep() -> u32 {
     maps::jn_node.get(0).map(|n| n.local_vtep).unwrap_or(0)
 }
 
-/// Zeroes a tunnel key in place, word by word with volatile stores: LLVM merges plain
-/// zero stores, `mem::zeroed` or a by-value copy of a zeroed key into a `memset`, which
-/// the BPF backend emits as a call to a memset subprogram, one BPF-to-BPF call per
-/// frame sent to the overlay (1.1% of a cross-Node packet's CPU time in a profile).
-#[inline(always)]
-fn zero_key(key: &mut MaybeUninit<bpf_tunnel_key>) {
-    const WORDS: usize = size_of::<bpf_tunnel_key>() / 4;
-    let words = key.as_mut_ptr() as *mut u32;
-    for i in 0..WORDS {
-        // SAFETY: inside the key; the struct is 4-aligned and a multiple of 4 bytes.
-        unsafe { core::ptr::write_volatile(words.add(i), 0) };
-    }
-}
-
 /// Set the tunnel key for (`vni`, `vtep`) on `skb`, with a zero outer UDP checksum
 /// (RFC 7348 allows it over IPv4; the Ethernet FCS and the inner checksums protect the
 /// frame). The helper asks for a checksum unless told not to, and then every frame sent
@@ -81,7 +67,7 @@ pub fn set_key(
     vtep: u32,
 ) -> Result<(), DropReason> {
     let mut key = MaybeUninit::<bpf_tunnel_key>::uninit();
-    zero_key(&mut key);
+    crate::zero::in_place(&mut key);
     let k = key.as_mut_ptr();
     // SAFETY: the key is zeroed (a valid value) and written in place, never moved, so
     // no copy of it is made for LLVM to turn into a memset.
