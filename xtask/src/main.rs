@@ -356,6 +356,7 @@ fn bench() -> Result<()> {
         "control_plane",
         "gw",
         "eip",
+        "eip_pps",
     ] {
         run(cargo().args(["bench", "--quiet", "-p", "juneau-harness", "--bench", b]))?;
     }
@@ -368,6 +369,7 @@ fn bench() -> Result<()> {
         "control_plane",
         "gw",
         "eip",
+        "eip_pps",
     ] {
         let text = std::fs::read_to_string(parts.join(format!("{part}.json")))
             .with_context(|| format!("benchmark part {part} is missing"))?;

@@ -4,6 +4,7 @@
 //!   ingress ifindex, one `bpf_redirect`);
 //! - `floor_redirect_peer`: the same with `bpf_redirect_peer`, the physical limit of
 //!   delivering into a Pod from its sender's veth;
+//! - `floor_to_ingress`: the same into another device's ingress, with that device's MAC;
 //! - `xdp_tx`: the traffic generator (XDP live-frames test runs transmit every frame it
 //!   returns `XDP_TX` for); the benchmarked paths never rewrite frames, so it need not
 //!   rewrite headers on the recycled pages;
@@ -17,7 +18,7 @@
 #![allow(non_upper_case_globals)]
 
 use aya_ebpf::{
-    bindings::{TC_ACT_SHOT, xdp_action},
+    bindings::{BPF_F_INGRESS, TC_ACT_SHOT, xdp_action},
     btf_maps::{Array, HashMap, PerCpuArray},
     helpers::{bpf_redirect, bpf_redirect_peer},
     macros::{btf_map, classifier, xdp},
@@ -47,6 +48,41 @@ pub fn floor_redirect_peer(ctx: TcContext) -> i32 {
         Some(out) => unsafe { bpf_redirect_peer(*out, 0) as i32 },
         None => TC_ACT_SHOT,
     }
+}
+
+/// Where `floor_to_ingress` hands a frame: the device whose ingress takes it and the
+/// destination MAC that device answers to, by the sender's ingress ifindex.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ToIngress {
+    pub ifindex: u32,
+    pub mac: [u8; 6],
+    pub pad: [u8; 2],
+}
+
+#[btf_map]
+static jn_floor_ingress: HashMap<u32, ToIngress, 1024> = HashMap::new();
+
+/// The least a Pod-side program can do to turn a frame around through another device's
+/// ingress (the reference's way between two ElasticIPs of one Node): one lookup, the
+/// destination MAC, `bpf_redirect(.., BPF_F_INGRESS)`.
+#[classifier]
+pub fn floor_to_ingress(ctx: TcContext) -> i32 {
+    // SAFETY: the context pointer is valid for the program's run.
+    let ifindex = unsafe { (*ctx.skb.skb).ingress_ifindex };
+    let Some(to) = jn_floor_ingress.get_ptr(ifindex) else {
+        return TC_ACT_SHOT;
+    };
+    // SAFETY: the value is copied at once.
+    let to = unsafe { *to };
+    let (data, end) = (ctx.data(), ctx.data_end());
+    if data + 14 > end {
+        return TC_ACT_SHOT;
+    }
+    // SAFETY: bytes 0..6 are inside the frame (checked above).
+    unsafe { core::ptr::write_unaligned(data as *mut [u8; 6], to.mac) };
+    // SAFETY: plain helper call.
+    unsafe { bpf_redirect(to.ifindex, BPF_F_INGRESS as u64) as i32 }
 }
 
 /// Drops everything: a receiver that takes frames off the wire and does nothing else,
