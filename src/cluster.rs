@@ -13,7 +13,7 @@ use crate::{
     store::World,
 };
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum ClusterError {
     #[error("cannot reach the cluster store at {at}: {cause}")]
     Unreachable { at: String, cause: String },

@@ -14,7 +14,9 @@ use std::{
 };
 
 use super::{
-    Dataplane, gateway,
+    Dataplane,
+    coalesce::Coalesced,
+    gateway,
     metrics::Metrics,
     netlink,
     nic::{self, Made, NicContext},
@@ -35,9 +37,10 @@ pub struct Agent {
     pub cluster: Arc<dyn Cluster>,
     pub dataplane: Mutex<Dataplane>,
     pub metrics: Metrics,
-    /// Held from reading the cluster to writing the lists, so that an older read (a
-    /// CNI thread) never overwrites a newer one (the sweep).
-    remote_sync: Mutex<()>,
+    /// One sync at a time, from reading the cluster to writing the maps, so that an
+    /// older read (a CNI thread) never overwrites a newer one (the sweep); callers
+    /// meanwhile are served by the next one.
+    syncs: Coalesced<crate::cluster::ClusterError>,
     /// Objects the router left out, each logged once.
     router_skips: Mutex<BTreeSet<String>>,
     /// Rounds of gratuitous ARP for an ElasticIP this Node starts answering for (0:
@@ -79,7 +82,7 @@ impl Agent {
             cluster,
             dataplane: Mutex::new(dp),
             metrics: Metrics::default(),
-            remote_sync: Mutex::new(()),
+            syncs: Coalesced::default(),
             router_skips: Mutex::new(BTreeSet::new()),
             garp_rounds: super::garp::DEFAULT_ROUNDS.into(),
             answering: Mutex::new(BTreeSet::new()),
@@ -199,7 +202,9 @@ impl Agent {
     fn add(&self, req: &Request) -> Result<CniResult, CniError> {
         let (ns, pod) = Self::pod_of(req)?;
         let nics = self.wait_for_nics(&ns, &pod)?;
-        if let Err(e) = self.sync_router() {
+        if self.router_lacks_a_segment_of(&nics)
+            && let Err(e) = self.sync_from_cluster()
+        {
             tracing::warn!(error = %e, "router not synced before ADD");
         }
         let drivers = nics
@@ -233,6 +238,21 @@ impl Agent {
             }
         }
         Ok(result)
+    }
+
+    /// True when a NIC routed by the Vpc router (a Subnet's, or an L2Network's with a
+    /// gateway route) is on a segment the router has not been told of yet: its port
+    /// must get the gateway bit from its first frame, so the ADD syncs first. Other
+    /// ADDs skip that sync (a hundred at once each waited for one); the sync after the
+    /// answer still seeds the new NIC's neighbour entry.
+    fn router_lacks_a_segment_of(&self, nics: &[NetworkInterface]) -> bool {
+        let dp = self.dataplane.lock().expect("dataplane lock");
+        nics.iter().any(|n| {
+            let status = n.status.clone().unwrap_or_default();
+            let routed = n.spec.elastic_ip.is_none()
+                && (n.spec.subnet.is_some() || !status.routes.is_empty());
+            routed && !dp.router_knows(status.vni)
+        })
     }
 
     /// The NetworkEndpoint `<pod>.<iface>` that tells other Nodes where a NIC lives.
@@ -402,22 +422,17 @@ impl Agent {
 
     /// Brings the datapath's view of the rest of the cluster in line with it: the
     /// remote VTEP lists and the router (gateway segments, RouteTables, neighbours).
-    pub fn sync_from_cluster(&self) -> Result<usize, crate::cluster::ClusterError> {
-        let _one = self.remote_sync.lock().expect("remote sync lock");
-        let (world, _) = self.cluster.read()?;
-        self.sync_router_with(&world);
-        self.sync_elastic_ips(&world);
-        self.sync_remotes(&world)
-    }
-
-    /// The router alone (before a CNI ADD configures ports, so that a port of a gateway
-    /// segment enters the router from its first frame).
-    pub fn sync_router(&self) -> Result<(), crate::cluster::ClusterError> {
-        let _one = self.remote_sync.lock().expect("remote sync lock");
-        let (world, _) = self.cluster.read()?;
-        self.sync_router_with(&world);
-        self.sync_elastic_ips(&world);
-        Ok(())
+    /// Returns once a sync that read the cluster after this call has been written
+    /// (before a CNI ADD configures ports, so that a port of a gateway segment enters
+    /// the router from its first frame; after every request; on every change). Callers
+    /// meanwhile share one sync ([`Coalesced`]).
+    pub fn sync_from_cluster(&self) -> Result<(), crate::cluster::ClusterError> {
+        self.syncs.run(|| {
+            let (world, _) = self.cluster.read()?;
+            self.sync_router_with(&world);
+            self.sync_elastic_ips(&world);
+            self.sync_remotes(&world).map(drop)
+        })
     }
 
     /// Every direct ElasticIP's holder, and the addresses this Node advertises.

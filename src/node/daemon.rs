@@ -286,7 +286,7 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         .garp_rounds
         .store(cfg.garp_rounds, std::sync::atomic::Ordering::Relaxed);
     // The router first: ports the reconcile attaches again get their gateway bit.
-    agent.sync_router()?;
+    agent.sync_from_cluster()?;
     let report = agent
         .reconcile_ports()
         .map_err(|e| DaemonError::Reconcile(format!("{}: {}", e.msg, e.details)))?;

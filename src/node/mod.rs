@@ -3,6 +3,7 @@
 //! the CNI plugin; `nic` holds one driver per NIC kind; `dataplane` loads, pins and
 //! writes the maps; `server`, `metrics` and `metrics_http` are its edges.
 pub mod agent;
+mod coalesce;
 pub mod daemon;
 pub mod dataplane;
 pub mod elasticip;
