@@ -46,7 +46,7 @@ fn configurations(base: &str, ca_pem: &str) -> String {
 }
 
 #[test]
-fn l2_04_l2_07_l2_08_l2_10_l2_27_the_registered_webhook_refuses_with_the_seed_messages_and_rewrites_dns_policy()
+fn l2_04_l2_07_l2_08_l2_10_l2_27_eip_04_the_registered_webhook_refuses_with_the_seed_messages_and_rewrites_dns_policy()
  {
     let cp = ControlPlane::start();
     cp.install_crds();
@@ -190,5 +190,30 @@ fn l2_04_l2_07_l2_08_l2_10_l2_27_the_registered_webhook_refuses_with_the_seed_me
     assert_eq!(
         cp.kubectl_ok(&["get", "pod", "web", "-o", "jsonpath={.spec.dnsPolicy}"]),
         "Default"
+    );
+    // EIP-04: the rule for namespaced ElasticIPs is registered too: a move to another
+    // network is refused.
+    assert!(
+        cp.apply(
+            "apiVersion: juneau.loutres.me/v1alpha1\nkind: ElasticIP\nmetadata: {name: web-eip, namespace: default}\nspec: {externalNetwork: ext}\n"
+        )
+        .status
+        .success()
+    );
+    let out = cp.kubectl(&[
+        "patch",
+        "elasticip",
+        "web-eip",
+        "-n",
+        "default",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"externalNetwork":"other"}}"#,
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("spec.externalNetwork: is immutable"),
+        "{stderr}"
     );
 }

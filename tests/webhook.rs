@@ -46,7 +46,7 @@ fn l2(name: &str, spec: serde_json::Value) -> serde_json::Value {
 }
 
 #[test]
-fn l2_04_l2_07_l2_19_l2_32_eip_06_eip_17_eip_24_admission_reviews_over_https() {
+fn l2_04_l2_07_l2_19_l2_32_eip_04_eip_06_eip_17_eip_24_admission_reviews_over_https() {
     let store = Store::new();
     store
         .create(yaml(
@@ -243,6 +243,44 @@ fn l2_04_l2_07_l2_19_l2_32_eip_06_eip_17_eip_24_admission_reviews_over_https() {
         patch,
         serde_json::json!([{"op": "add", "path": "/spec/dnsPolicy", "value": "Default"}])
     );
+    // EIP-04: an allocated ElasticIP keeps its network and address.
+    let eip = |net: &str, requested: &str| {
+        serde_json::json!({"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "ElasticIP",
+            "metadata": {"name": "web-eip", "namespace": "team"},
+            "spec": {"externalNetwork": net, "requestedIP": requested},
+            "status": {"address": "10.99.0.120"}})
+    };
+    let old = eip("ext", "10.99.0.120");
+    let r = post(review(
+        "ElasticIP",
+        "UPDATE",
+        "web-eip",
+        eip("other", "10.99.0.120"),
+        old.clone(),
+    ));
+    assert_eq!(
+        verdict(&r),
+        (
+            false,
+            "spec.externalNetwork: is immutable: the address belongs to that network's pools; create a new ElasticIP on the other ExternalNetwork instead".to_owned()
+        )
+    );
+    let r = post(review(
+        "ElasticIP",
+        "UPDATE",
+        "web-eip",
+        eip("ext", "10.99.0.121"),
+        old.clone(),
+    ));
+    assert_eq!(
+        verdict(&r),
+        (
+            false,
+            "spec.requestedIP: is immutable once an address is allocated (10.99.0.120); create a new ElasticIP for another address".to_owned()
+        )
+    );
+    let r = post(review("ElasticIP", "UPDATE", "web-eip", old.clone(), old));
+    assert_eq!(verdict(&r), (true, String::new()));
     handle.shutdown();
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -55,6 +55,11 @@ pub fn review(req: &AdmissionRequest<DynamicObject>, snap: &Snapshot) -> Admissi
             let new: crate::api::ExternalNetwork = typed(req.object.as_ref().ok_or_else(missing)?)?;
             validate::validate_external_network_create(&new, snap)
         }
+        ("ElasticIP", Operation::Update) => {
+            let new: crate::api::ElasticIP = typed(req.object.as_ref().ok_or_else(missing)?)?;
+            let old: crate::api::ElasticIP = typed(req.old_object.as_ref().ok_or_else(missing)?)?;
+            validate::validate_elastic_ip_update(&old, &new)
+        }
         ("AddressPool", Operation::Create) => {
             let new: crate::api::AddressPool = typed(req.object.as_ref().ok_or_else(missing)?)?;
             validate::validate_address_pool_create(&new, snap)

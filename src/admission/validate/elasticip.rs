@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::{Snapshot, Verdict, reject};
 use crate::api::{
-    AddressPool, ExternalNetwork, PodRecord, addresspool,
+    AddressPool, ElasticIP, ExternalNetwork, PodRecord, addresspool,
     annotations::{self, Target},
     externalnetwork::{TYPE_ARP, TYPE_BGP},
 };
@@ -107,6 +107,27 @@ fn held_elsewhere(pod: &PodRecord, eip: &str, snap: &Snapshot) -> Verdict {
     ))
 }
 
+/// An ElasticIP's network and address are its identity once allocated: its address
+/// belongs to that network's pools, and NICs and the Nodes' tables hold it.
+pub fn validate_elastic_ip_update(old: &ElasticIP, new: &ElasticIP) -> Verdict {
+    if old.spec.external_network != new.spec.external_network {
+        return Err(reject(
+            "spec.externalNetwork",
+            "is immutable: the address belongs to that network's pools; create a new ElasticIP on the other ExternalNetwork instead",
+        ));
+    }
+    let allocated = old.status.as_ref().map_or("", |s| s.address.as_str());
+    if !allocated.is_empty() && old.spec.requested_ip != new.spec.requested_ip {
+        return Err(reject(
+            "spec.requestedIP",
+            format!(
+                "is immutable once an address is allocated ({allocated}); create a new ElasticIP for another address"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 pub fn validate_external_network_create(net: &ExternalNetwork, snap: &Snapshot) -> Verdict {
     let t = net.spec.type_.as_str();
     if t != TYPE_ARP && t != TYPE_BGP {
@@ -180,7 +201,7 @@ pub fn validate_address_pool_create(pool: &AddressPool, snap: &Snapshot) -> Verd
 mod tests {
     use super::*;
     use crate::api::{
-        ElasticIP, NetworkInterface,
+        NetworkInterface,
         elasticip::{Attachment, ElasticIPSpec, ElasticIPStatus},
         networkinterface::{NetworkInterfaceSpec, PodRef},
     };
@@ -352,5 +373,32 @@ mod tests {
             msg(validate_external_network_create(&net("ext2", "arp"), &s)),
             "spec.addressPools: AddressPool \"lan\" already belongs to ExternalNetwork \"ext\": a pool serves one ExternalNetwork"
         );
+    }
+
+    #[test]
+    fn eip_04_an_elastic_ips_network_and_allocated_address_are_immutable() {
+        let snap = held();
+        let mut old = snap.elastic_ip("shop", "web-eip").unwrap().clone();
+        old.status.as_mut().unwrap().address = "10.99.0.120".into();
+        let mut moved = old.clone();
+        moved.spec.external_network = "other".into();
+        assert!(
+            msg(validate_elastic_ip_update(&old, &moved))
+                .starts_with("spec.externalNetwork: is immutable"),
+        );
+        let mut other_ip = old.clone();
+        other_ip.spec.requested_ip = Some("10.99.0.150".into());
+        let m = msg(validate_elastic_ip_update(&old, &other_ip));
+        assert!(
+            m.starts_with("spec.requestedIP: is immutable once an address is allocated ("),
+            "{m}"
+        );
+        // Before allocation the request may still change; labels always may.
+        let mut pending = old.clone();
+        pending.status = None;
+        assert!(validate_elastic_ip_update(&pending, &other_ip).is_ok());
+        let mut labelled = old.clone();
+        labelled.metadata.labels = Some([("team".to_owned(), "web".to_owned())].into());
+        assert!(validate_elastic_ip_update(&old, &labelled).is_ok());
     }
 }

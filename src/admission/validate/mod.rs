@@ -17,7 +17,8 @@ pub use deletion::{
     validate_delete_vpc,
 };
 pub use elasticip::{
-    validate_address_pool_create, validate_external_network_create, validate_pod_elastic_ips,
+    validate_address_pool_create, validate_elastic_ip_update, validate_external_network_create,
+    validate_pod_elastic_ips,
 };
 pub use l2network::{validate_l2network_create, validate_l2network_update};
 pub use pod::validate_pod_create;
