@@ -458,3 +458,74 @@ fn eip_12_a_stale_holder_port_in_the_entry_is_checked_before_delivery() {
     // Holder .100 on port 0 is untouched.
     assert_eq!(b.uplink(&req(eip(0))).verdict, TC_ACT_REDIRECT);
 }
+
+/// `frame` (IPv4 without options) with a 4-byte option (four NOPs) after its header:
+/// IHL 6, the lengths and the header checksum rewritten.
+fn with_ip_options(frame: &[u8]) -> Vec<u8> {
+    let mut f = frame[..34].to_vec();
+    f.extend_from_slice(&[1, 1, 1, 1]);
+    f.extend_from_slice(&frame[34..]);
+    f[14] = 0x46;
+    let tot = u16::from_be_bytes([f[16], f[17]]) + 4;
+    f[16..18].copy_from_slice(&tot.to_be_bytes());
+    f[24..26].copy_from_slice(&[0, 0]);
+    let sum = ones_complement(&f[14..38]);
+    f[24..26].copy_from_slice(&sum.to_be_bytes());
+    f
+}
+
+/// TTL 1 on every ElasticIP path is the Node stack's (it answers time exceeded, as a
+/// router does), the frame untouched; a header with options is carried like any other,
+/// one hop taken and its checksum still valid.
+#[test]
+fn eip_09_eip_12_ttl_1_goes_to_the_stack_and_ip_options_are_carried() {
+    let b = bed();
+    let last_hop = [
+        // From outside to a local ElasticIP.
+        (
+            None,
+            frames::icmp_echo((ROUTER.0, OUTSIDE), (UPLINK_MAC, eip(0)), 1, 8, false),
+        ),
+        // From a direct NIC to another ElasticIP of the Node.
+        (
+            Some(0),
+            frames::icmp_echo(pod(0), (gateway_mac(VNI), eip(1)), 1, 8, false),
+        ),
+        // From a direct NIC to outside.
+        (
+            Some(0),
+            frames::icmp_echo(pod(0), (gateway_mac(VNI), OUTSIDE), 1, 8, false),
+        ),
+    ];
+    for (port, frame) in last_hop {
+        let run = match port {
+            Some(i) => b.port(i, &frame),
+            None => b.uplink(&frame),
+        };
+        assert_eq!(
+            (run.verdict, &run.data),
+            (TC_ACT_OK, &frame),
+            "from {port:?}"
+        );
+    }
+    let opts = with_ip_options(&frames::icmp_echo(
+        (ROUTER.0, OUTSIDE),
+        (UPLINK_MAC, eip(0)),
+        63,
+        8,
+        false,
+    ));
+    assert_eq!(ones_complement(&opts[14..38]), 0, "the test frame is valid");
+    let run = b.uplink(&opts);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    let r = &run.data;
+    assert_eq!(&r[0..6], &pod_mac(0));
+    assert_eq!((r[14], r[22]), (0x46, 62), "options kept, one hop taken");
+    assert_eq!(
+        ones_complement(&r[14..38]),
+        0,
+        "the header checksum still holds"
+    );
+    assert_eq!(&r[34..38], &[1, 1, 1, 1]);
+    assert!(b.drops().is_empty(), "{:?}", b.drops());
+}
