@@ -85,6 +85,8 @@ fn settle(w: &mut World) -> Desired {
     };
     for _ in 0..5 {
         let d = reconcile(w, &cfg);
+        // A fixed point of everything the pass writes back, not of the NICs alone.
+        let before = serde_json::to_value(&w.objects).expect("snapshots serialize");
         let s = &mut w.objects;
         for n in &mut s.external_networks {
             n.status = d
@@ -99,9 +101,8 @@ fn settle(w: &mut World) -> Desired {
             a.status = d.attachment_status.get(&super::key(a)).cloned();
         }
         s.arp_advertisements = d.arp_advertisements.clone();
-        let same = s.interfaces == d.interfaces;
         s.interfaces = d.interfaces.clone();
-        if same {
+        if serde_json::to_value(&w.objects).expect("snapshots serialize") == before {
             return d;
         }
     }
