@@ -327,6 +327,22 @@ impl Run {
         del.map(|_| ())
     }
 
+    /// Deletes a Pod as Kubernetes does the Pods of a lost Node (eviction, force
+    /// delete): it leaves the store at once, with no CNI DEL, since nothing is left on
+    /// the Node to run one. Its sandbox is handed back, for the caller to drop when it
+    /// likes. For benches and tests that simulate a Node loss
+    /// (`harness/benches/eip_failover.rs`).
+    pub fn force_delete_pod(&mut self, name: &str) -> Result<RunningPod, StandaloneError> {
+        let i = self
+            .pods
+            .iter()
+            .position(|p| p.def.name == name)
+            .ok_or_else(|| StandaloneError::Scenario(format!("no pod {name:?}")))?;
+        let pod = self.pods.remove(i);
+        self.store.delete_pod(&pod.def.namespace, &pod.def.name);
+        Ok(pod)
+    }
+
     /// Waits until every daemon has seen every endpoint (their sweeps follow the store
     /// within a tenth of a second of a change).
     pub fn settle(&self) {

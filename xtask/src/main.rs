@@ -357,6 +357,7 @@ fn bench() -> Result<()> {
         "gw",
         "eip",
         "eip_pps",
+        "eip_failover",
     ] {
         run(cargo().args(["bench", "--quiet", "-p", "juneau-harness", "--bench", b]))?;
     }
@@ -370,6 +371,7 @@ fn bench() -> Result<()> {
         "gw",
         "eip",
         "eip_pps",
+        "eip_failover",
     ] {
         let text = std::fs::read_to_string(parts.join(format!("{part}.json")))
             .with_context(|| format!("benchmark part {part} is missing"))?;
