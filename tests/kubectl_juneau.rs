@@ -354,12 +354,90 @@ fn eip_25_bpf_dump_elastic_ip_direct_shows_every_holder() {
         "addr=1.2.3.4",
     ]);
     assert!(!ok && err.contains("drops takes no --filter"), "{err}");
-    let (ok, _, err) = kubectl_juneau(&["bpf", "dump", "arp_table", "--node", &node]);
+    let (ok, _, err) = kubectl_juneau(&["bpf", "dump", "arp", "--node", &node]);
     assert!(
         !ok && err.contains(
-            "elastic_ip_direct, external_arp_table, ifindex_external_network, ifindex_host_mac"
+            "elastic_ip_direct, external_arp_table, ifindex_external_network, ifindex_host_mac, arp_table, fdb, external_address_pools"
         ),
         "the error names every dumpable map: {err}"
+    );
+    drop(dp);
+    let _ = std::fs::remove_dir_all(root);
+}
+
+/// The views seed 003's troubleshooting reads, from a Node that holds 10.225.51.8 on
+/// its port 50 and knows 10.225.51.6 held on the Node 10.99.0.2.
+#[test]
+fn eip_25_the_seeds_views_arp_table_fdb_and_external_address_pools() {
+    use juneau::node::dataplane::{Holder, RoutedPort};
+    let node = format!("jn-cliview-{}", std::process::id());
+    let root = juneau::standalone::pin_dir_of(&node);
+    let mut dp = Dataplane::load(Some(&root)).unwrap();
+    let mac = |last: u8| [0x02, 0, 0, 0, 0x51, last];
+    dp.configure_port(PortSpec {
+        ifindex: 50,
+        vni: 4097,
+        mtu: 0,
+        peer: true,
+        routed: Some(RoutedPort {
+            mac: mac(8),
+            ip: "10.225.51.8".parse().unwrap(),
+            eip: true,
+        }),
+    })
+    .unwrap();
+    let eips = [
+        ("10.225.51.8", 8, [10, 99, 0, 1]),
+        ("10.225.51.6", 6, [10, 99, 0, 2]),
+    ]
+    .into_iter()
+    .map(|(a, last, vtep)| {
+        let h = Holder {
+            mac: mac(last),
+            vni: 4097,
+            node: vtep.into(),
+        };
+        (a.parse().unwrap(), h)
+    })
+    .collect();
+    dp.set_elastic_ips(&eips).unwrap();
+    let dump = |map: &str, filters: &[&str]| {
+        let mut args = vec!["bpf", "dump", map, "--node", &node];
+        for f in filters {
+            args.extend(["--filter", f]);
+        }
+        let (ok, text, err) = kubectl_juneau(&args);
+        assert!(ok, "{map}: {err}");
+        table_rows(&text)
+    };
+    assert_eq!(
+        dump("arp_table", &["subnet_id=4097", "ipaddr=10.225.51.8"]),
+        [[
+            node.as_str(),
+            "4097",
+            "10.225.51.8",
+            "02:00:00:00:51:08",
+            "elastic_ip"
+        ]]
+    );
+    // Here the holder's veth; the other holder behind its Node's VTEP.
+    assert_eq!(
+        dump("fdb", &["subnet_id=4097"]),
+        [
+            [node.as_str(), "4097", "02:00:00:00:51:08", "50", "-"],
+            [node.as_str(), "4097", "02:00:00:00:51:06", "0", "10.99.0.2"],
+        ]
+    );
+    let (ok, _, err) = kubectl_juneau(&["bpf", "dump", "fdb", "--node", &node]);
+    assert!(!ok && err.contains("--filter subnet_id="), "{err}");
+    assert_eq!(
+        dump("external_address_pools", &["addr=10.225.51.6"]),
+        [[
+            node.as_str(),
+            "32",
+            "10.225.51.6",
+            "EXTERNAL_ADDRESS_DELIVERED_HERE"
+        ]]
     );
     drop(dp);
     let _ = std::fs::remove_dir_all(root);

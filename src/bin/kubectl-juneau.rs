@@ -78,8 +78,9 @@ struct Source {
 #[derive(Subcommand)]
 enum BpfCmd {
     /// Dump a map: l2_fdb (needs --inner-key vni=N), drops, gw_seg, gw_routes, gw_nbr,
-    /// gw_stats, elastic_ip_direct, external_arp_table, ifindex_external_network or
-    /// ifindex_host_mac.
+    /// gw_stats, elastic_ip_direct, external_arp_table, ifindex_external_network,
+    /// ifindex_host_mac, or the views seed 003's troubleshooting reads: arp_table, fdb
+    /// (needs --filter subnet_id=N), external_address_pools.
     Dump {
         map: String,
         /// The Node whose pinned maps to read.
@@ -89,9 +90,10 @@ enum BpfCmd {
         #[arg(long)]
         inner_key: Option<String>,
         /// Show only the rows whose column has this value, `key=value`, repeatable:
-        /// addr=<IPv4> (elastic_ip_direct, external_arp_table), network_id=<N>
-        /// (elastic_ip_direct, ifindex_external_network), ifindex=<N>
-        /// (ifindex_external_network, ifindex_host_mac).
+        /// addr=<IPv4> (elastic_ip_direct, external_arp_table, external_address_pools),
+        /// network_id=<N> (elastic_ip_direct, ifindex_external_network), ifindex=<N>
+        /// (ifindex_external_network, ifindex_host_mac), subnet_id=<N> and
+        /// ipaddr=<IPv4> (arp_table), subnet_id=<N> (fdb).
         #[arg(long, value_name = "KEY=VALUE")]
         filter: Vec<String>,
         #[arg(short, long, value_enum, default_value_t = Output::Table)]
@@ -344,6 +346,21 @@ fn run() -> Result<(), cli::CliError> {
             &cli::host_macs(&cli::dump_eip_ports(&dir, &filter)?),
             output,
             cli::host_mac_table,
+        ),
+        "arp_table" => show(
+            &cli::dump_arp_table(&dir, &node, &filter)?,
+            output,
+            cli::arp_table,
+        ),
+        "fdb" => show(
+            &cli::dump_fdb_view(&dir, &node, &filter)?,
+            output,
+            cli::fdb_table,
+        ),
+        "external_address_pools" => show(
+            &cli::dump_address_pools(&dir, &node, &filter)?,
+            output,
+            cli::pool_table,
         ),
         other => unreachable!("{other} is in DUMPABLE_MAPS without a dump"),
     }

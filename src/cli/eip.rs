@@ -35,6 +35,8 @@ pub struct ElasticIpRow {
     pub mac: String,
     /// The holder's Node, as its VTEP.
     pub vtep: String,
+    /// On the holder's Node, its port (the veth the datapath delivers to); 0 elsewhere.
+    pub ifindex: u32,
 }
 
 /// An address this Node answers ARP for, and the MAC it answers with (its uplink's).
@@ -87,6 +89,7 @@ pub fn dump_elastic_ips(
             network_id: e.vni,
             mac: crate::format_mac(&e.pod_mac.mac),
             vtep: Ipv4Addr::from(e.vtep).to_string(),
+            ifindex: e.ifindex,
         })
         .collect())
 }
@@ -220,6 +223,7 @@ mod tests {
             network_id: 4097,
             mac: "02:00:00:00:00:01".into(),
             vtep: "10.0.0.2".into(),
+            ifindex: 0,
         }]);
         let mut lines = eips.lines();
         assert!(

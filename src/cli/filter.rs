@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 use super::CliError;
 
 /// The names `bpf dump` accepts, in the order its help and errors list them.
-pub const DUMPABLE_MAPS: [&str; 10] = [
+pub const DUMPABLE_MAPS: [&str; 13] = [
     "l2_fdb",
     "drops",
     "gw_seg",
@@ -18,6 +18,9 @@ pub const DUMPABLE_MAPS: [&str; 10] = [
     "external_arp_table",
     "ifindex_external_network",
     "ifindex_host_mac",
+    "arp_table",
+    "fdb",
+    "external_address_pools",
 ];
 
 /// The dump a name asks for: one of [`DUMPABLE_MAPS`], also reached through the
@@ -41,6 +44,9 @@ pub fn filter_keys(map: &str) -> &'static [&'static str] {
         "external_arp_table" => &["addr"],
         "ifindex_external_network" => &["ifindex", "network_id"],
         "ifindex_host_mac" => &["ifindex"],
+        "arp_table" => &["subnet_id", "ipaddr"],
+        "fdb" => &["subnet_id"],
+        "external_address_pools" => &["addr"],
         _ => &[],
     }
 }
@@ -78,15 +84,15 @@ impl Filter {
             };
             let twice = || bad(format!("{key} is given twice"));
             match key {
-                "addr" => {
+                "addr" | "ipaddr" => {
                     let a = value
                         .parse()
-                        .map_err(|_| bad("addr is an IPv4 address".into()))?;
+                        .map_err(|_| bad(format!("{key} is an IPv4 address")))?;
                     if f.addr.replace(a).is_some() {
                         return Err(twice());
                     }
                 }
-                "network_id" => {
+                "network_id" | "subnet_id" => {
                     if f.network_id.replace(number()?).is_some() {
                         return Err(twice());
                     }
@@ -126,7 +132,8 @@ mod tests {
         assert_eq!(dumpable("jn_ext_arp"), Some("external_arp_table"));
         assert_eq!(dumpable("gw_rt"), Some("gw_routes"));
         assert_eq!(dumpable("jn_l2_fdb"), Some("l2_fdb"));
-        assert_eq!(dumpable("arp_table"), None);
+        assert_eq!(dumpable("arp_table"), Some("arp_table"));
+        assert_eq!(dumpable("arp"), None);
     }
 
     #[test]
@@ -154,5 +161,15 @@ mod tests {
         assert!(err.contains("write key=value"), "{err}");
         let err = parse("elastic_ip_direct", &["addr=1.2.3.4", "addr=1.2.3.5"]).unwrap_err();
         assert!(err.contains("addr is given twice"), "{err}");
+        // The seed's own keys for the views: subnet_id and ipaddr.
+        let f = parse("arp_table", &["subnet_id=4097", "ipaddr=10.225.51.8"]).unwrap();
+        assert_eq!(
+            (f.network_id, f.addr),
+            (Some(4097), Some(Ipv4Addr::new(10, 225, 51, 8)))
+        );
+        let err = parse("arp_table", &["ipaddr=x"]).unwrap_err();
+        assert!(err.contains("ipaddr is an IPv4 address"), "{err}");
+        let err = parse("fdb", &["ipaddr=10.225.51.8"]).unwrap_err();
+        assert!(err.contains("fdb filters on subnet_id"), "{err}");
     }
 }

@@ -11,6 +11,7 @@ mod gw;
 mod maps;
 mod source;
 pub mod trace;
+mod views;
 
 use std::path::{Path, PathBuf};
 
@@ -27,6 +28,10 @@ pub use gw::{
 };
 pub use maps::{FdbRow, dump_drops, dump_fdb, parse_inner_key};
 pub use source::read_world;
+pub use views::{
+    ArpTableRow, FdbViewRow, PoolRow, arp_table, dump_address_pools, dump_arp_table, dump_fdb_view,
+    fdb_table, pool_table,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
