@@ -216,4 +216,32 @@ fn l2_04_l2_07_l2_08_l2_10_l2_27_eip_04_the_registered_webhook_refuses_with_the_
         !out.status.success() && stderr.contains("spec.externalNetwork: is immutable"),
         "{stderr}"
     );
+    // Only spec changes are sent: with the webhook down, the controller's finalizer
+    // (a metadata update) still goes through, while a spec change fails closed.
+    drop(_webhook);
+    let patch = |body: &str| {
+        cp.kubectl(&[
+            "patch",
+            "elasticip",
+            "web-eip",
+            "-n",
+            "default",
+            "--type",
+            "merge",
+            "-p",
+            body,
+        ])
+    };
+    let out =
+        patch(r#"{"metadata":{"finalizers":["elasticip.juneau.loutres.me/allocation-claim"]}}"#);
+    assert!(
+        out.status.success(),
+        "a metadata update waited on the webhook: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = patch(r#"{"spec":{"requestedIP":"192.0.2.7"}}"#);
+    assert!(
+        !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("webhook"),
+        "a spec change went past the webhook while it was down"
+    );
 }

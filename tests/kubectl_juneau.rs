@@ -373,7 +373,13 @@ fn eip_25_the_seeds_views_arp_table_fdb_and_external_address_pools() {
     let node = format!("jn-cliview-{}", std::process::id());
     let root = juneau::standalone::pin_dir_of(&node);
     let mut dp = Dataplane::load(Some(&root)).unwrap();
-    let mac = |last: u8| [0x02, 0, 0, 0, 0x51, last];
+    let mac = |last: u8| {
+        if last == 0 {
+            [0; 6]
+        } else {
+            [0x02, 0, 0, 0, 0x51, last]
+        }
+    };
     dp.configure_port(PortSpec {
         ifindex: 50,
         vni: 4097,
@@ -386,9 +392,11 @@ fn eip_25_the_seeds_views_arp_table_fdb_and_external_address_pools() {
         }),
     })
     .unwrap();
+    // .9 is allocated, held by nobody (no MAC, no Node).
     let eips = [
         ("10.225.51.8", 8, [10, 99, 0, 1]),
         ("10.225.51.6", 6, [10, 99, 0, 2]),
+        ("10.225.51.9", 0, [0, 0, 0, 0]),
     ]
     .into_iter()
     .map(|(a, last, vtep)| {
@@ -430,6 +438,41 @@ fn eip_25_the_seeds_views_arp_table_fdb_and_external_address_pools() {
     );
     let (ok, _, err) = kubectl_juneau(&["bpf", "dump", "fdb", "--node", &node]);
     assert!(!ok && err.contains("--filter subnet_id="), "{err}");
+    // The entries themselves: the local holder's port, 0 for the others.
+    let all = common::kubectl_juneau_json(&["bpf", "dump", "elastic_ip_direct", "--node", &node]);
+    let ports: Vec<(String, u64)> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["addr"].as_str().unwrap().to_owned(),
+                r["ifindex"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ports,
+        [
+            ("10.225.51.6".to_owned(), 0),
+            ("10.225.51.8".to_owned(), 50),
+            ("10.225.51.9".to_owned(), 0)
+        ]
+    );
+    assert_eq!(
+        dump("arp_table", &["ipaddr=10.225.51.9"]),
+        [[
+            node.as_str(),
+            "4097",
+            "10.225.51.9",
+            "00:00:00:00:00:00",
+            "no_holder"
+        ]]
+    );
+    assert_eq!(
+        dump("external_address_pools", &["addr=10.225.51.9"]),
+        [[node.as_str(), "32", "10.225.51.9", "NO_HOLDER_DROPPED"]]
+    );
     assert_eq!(
         dump("external_address_pools", &["addr=10.225.51.6"]),
         [[

@@ -152,7 +152,6 @@ fn plain_bed() -> (Netns, Netns, Netns, [u8; 6]) {
     (node, pods.pop().unwrap(), upstream, h0)
 }
 
-/// One `struct bpf_insn` (little-endian layout).
 /// `ToIngress` of the floor object: where `floor_to_ingress` hands a frame.
 #[repr(C)]
 #[derive(Clone, Copy)]

@@ -142,3 +142,23 @@ fn l2_30_trace_follows_a_segment_across_nodes_and_reads_the_learned_table() {
         "{e}"
     );
 }
+
+#[test]
+fn l2_30_trace_refuses_an_address_two_nics_share_and_names_them() {
+    let mut w = world();
+    let mut twin = w.objects.interfaces[3].clone();
+    twin.metadata.namespace = Some("other".into());
+    w.objects.interfaces.push(twin);
+    let none = |_: &str, _: u32, _: &str| None;
+    let e = trace::trace(&w, "default", "a", "10.1.0.3", &none)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("10.1.0.3 is the address of 2 NetworkInterfaces")
+            && e.contains("default/b.eth0")
+            && e.contains("other/b.eth0"),
+        "{e}"
+    );
+    // By name it is unambiguous.
+    assert!(trace::trace(&w, "default", "a", "b", &none).is_ok());
+}

@@ -21,8 +21,9 @@ fn standalone_stores() -> Vec<PathBuf> {
         .collect()
 }
 
-/// The objects, from `store` if given, else from the one standalone run on this machine,
-/// else from the Kubernetes API (`kubeconfig`, `KUBECONFIG`, `~/.kube/config`).
+/// The objects, from `store` if given, else from the Kubernetes API when `kubeconfig`
+/// or `KUBECONFIG` names one, else from the one standalone run on this machine, else
+/// from `~/.kube/config`.
 pub fn read_world(store: Option<&Path>, kubeconfig: Option<&Path>) -> Result<World, CliError> {
     let query = |why: String| CliError::Query {
         what: "the cluster's objects".into(),
@@ -32,6 +33,11 @@ pub fn read_world(store: Option<&Path>, kubeconfig: Option<&Path>) -> Result<Wor
         (Some(s), _) => Box::new(crate::store::remote::RemoteStore::new(s)),
         (None, Some(k)) => Box::new(
             crate::store::k8s::KubeCluster::connect(Some(k), MANAGER)
+                .map_err(|e| query(e.to_string()))?,
+        ),
+        // KUBECONFIG names the cluster, as it does for kubectl.
+        (None, None) if std::env::var_os("KUBECONFIG").is_some() => Box::new(
+            crate::store::k8s::KubeCluster::connect(None, MANAGER)
                 .map_err(|e| query(e.to_string()))?,
         ),
         (None, None) => match standalone_stores().as_slice() {

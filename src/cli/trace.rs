@@ -64,12 +64,27 @@ fn resolve<'w>(
              Pod, a `<pod>.<iface>` or an IPv4 address"
         )));
     };
-    world
+    let found: Vec<&NetworkInterface> = world
         .objects
         .interfaces
         .iter()
-        .find(|n| ip_of(n) == Some(ip))
-        .ok_or_else(|| CliError::Usage(format!("no NetworkInterface has the address {ip}")))
+        .filter(|n| ip_of(n) == Some(ip))
+        .collect();
+    match found.as_slice() {
+        [one] => Ok(one),
+        [] => Err(CliError::Usage(format!(
+            "no NetworkInterface has the address {ip}"
+        ))),
+        many => Err(CliError::Usage(format!(
+            "{ip} is the address of {} NetworkInterfaces (in different Vpcs): name one \
+             instead ({})",
+            many.len(),
+            many.iter()
+                .map(|n| format!("{}/{}", ns_of(*n), name_of(*n)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
 }
 
 /// EIP-21: a direct ElasticIP NIC is neither a source nor a destination of a trace.

@@ -10,7 +10,8 @@
 //!   elsewhere (`jn_eip_direct`);
 //! - `external_address_pools` (`PREFIXLEN ADDR DELIVERY`): what the uplink takes in
 //!   for delivery. Juneau's uplink accepts exactly the addresses of `jn_eip_direct`,
-//!   each a /32 delivered here (to the holder, or carried to its Node); pools announced
+//!   each a /32 delivered here (to the holder, or carried to its Node), or dropped when
+//!   no NIC holds it (`NO_HOLDER_DROPPED`); pools announced
 //!   by other Nodes (`..._DELIVERED_ELSEWHERE`) come with BGP, which is not built yet.
 use std::{fmt::Write, net::Ipv4Addr, path::Path};
 
@@ -48,6 +49,13 @@ pub struct PoolRow {
 }
 
 pub const DELIVERED_HERE: &str = "EXTERNAL_ADDRESS_DELIVERED_HERE";
+/// An allocated ElasticIP no NIC holds: taken in, then dropped (`EIP_NO_HOLDER`).
+pub const NO_HOLDER: &str = "NO_HOLDER_DROPPED";
+
+/// An entry written for an allocated ElasticIP that no NIC holds (no MAC, no Node).
+fn unheld(e: &super::ElasticIpRow) -> bool {
+    e.mac == "00:00:00:00:00:00"
+}
 
 /// `arp_table` of `node`: direct holders first, then the router's neighbours.
 pub fn dump_arp_table(dir: &Path, node: &str, f: &Filter) -> Result<Vec<ArpTableRow>, CliError> {
@@ -56,9 +64,14 @@ pub fn dump_arp_table(dir: &Path, node: &str, f: &Filter) -> Result<Vec<ArpTable
         .map(|e| ArpTableRow {
             node: node.to_owned(),
             subnet_id: e.network_id,
+            source: if unheld(&e) {
+                "no_holder"
+            } else {
+                "elastic_ip"
+            }
+            .into(),
             ipaddr: e.addr,
             mac: e.mac,
-            source: "elastic_ip".into(),
         })
         .collect();
     for n in dump_gw_neighbours(dir)? {
@@ -103,7 +116,7 @@ pub fn dump_fdb_view(dir: &Path, node: &str, f: &Filter) -> Result<Vec<FdbViewRo
         ..Filter::default()
     };
     for h in dump_elastic_ips(dir, node, &of_network)? {
-        if rows.iter().any(|r| r.mac == h.mac) {
+        if unheld(&h) || rows.iter().any(|r| r.mac == h.mac) {
             continue;
         }
         rows.push(FdbViewRow {
@@ -128,8 +141,13 @@ pub fn dump_address_pools(dir: &Path, node: &str, f: &Filter) -> Result<Vec<Pool
         .map(|e| PoolRow {
             node: node.to_owned(),
             prefixlen: 32,
+            delivery: if unheld(&e) {
+                NO_HOLDER
+            } else {
+                DELIVERED_HERE
+            }
+            .into(),
             addr: e.addr,
-            delivery: DELIVERED_HERE.into(),
         })
         .collect())
 }

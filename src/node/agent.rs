@@ -240,18 +240,17 @@ impl Agent {
         Ok(result)
     }
 
-    /// True when a NIC routed by the Vpc router (a Subnet's, or an L2Network's with a
-    /// gateway route) is on a segment the router has not been told of yet: its port
-    /// must get the gateway bit from its first frame, so the ADD syncs first. Other
-    /// ADDs skip that sync (a hundred at once each waited for one); the sync after the
-    /// answer still seeds the new NIC's neighbour entry.
+    /// True unless the router serves the segment of every NIC (a direct ElasticIP
+    /// NIC needs none): a port of a gateway segment must get the gateway bit from its
+    /// first frame, and whether a segment the router does not serve has a gateway is
+    /// the cluster's to say, so such an ADD syncs first. ADDs on served segments skip
+    /// that sync (a hundred at once each waited for one); the sync after the answer
+    /// still seeds the new NIC's neighbour entry.
     fn router_lacks_a_segment_of(&self, nics: &[NetworkInterface]) -> bool {
         let dp = self.dataplane.lock().expect("dataplane lock");
         nics.iter().any(|n| {
-            let status = n.status.clone().unwrap_or_default();
-            let routed = n.spec.elastic_ip.is_none()
-                && (n.spec.subnet.is_some() || !status.routes.is_empty());
-            routed && !dp.router_knows(status.vni)
+            let vni = n.status.as_ref().map_or(0, |s| s.vni);
+            n.spec.elastic_ip.is_none() && !dp.router_knows(vni)
         })
     }
 

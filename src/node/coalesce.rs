@@ -39,37 +39,63 @@ impl<E: Clone> Coalesced<E> {
     /// Returns once a sync that started after this call has finished: runs `sync` on
     /// this thread when none is running, else waits for the running one's successor.
     /// The result is that sync's, for every caller it covered.
-    pub fn run(&self, mut sync: impl FnMut() -> Result<(), E>) -> Result<(), E> {
-        let mut st = self.state.lock().expect("coalesce lock");
+    pub fn run(&self, sync: impl FnOnce() -> Result<(), E>) -> Result<(), E> {
+        let mut st = self.lock();
         st.asked += 1;
         let mine = st.asked;
         while st.running {
             if st.done >= mine {
                 return st.last.clone();
             }
-            st = self.cv.wait(st).expect("coalesce lock");
+            st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
         }
         if st.done >= mine {
             return st.last.clone();
         }
         st.running = true;
-        let mut outcome = Ok(());
-        // Each round covers every request made before it read anything.
-        while st.done < st.asked {
-            let covers = st.asked;
-            drop(st);
-            outcome = sync();
-            st = self.state.lock().expect("coalesce lock");
-            st.done = covers;
-            st.last = outcome.clone();
-            self.cv.notify_all();
-            if covers >= mine {
-                break;
-            }
+        // This sync covers every request made before it reads anything.
+        let mut release = Release {
+            owner: self,
+            finished: None,
+            covers: st.asked,
+        };
+        drop(st);
+        let outcome = sync();
+        release.finished = Some(outcome.clone());
+        drop(release);
+        outcome
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State<E>> {
+        // No code panics while holding it (syncs run without it): never poisoned in
+        // practice, and its state stays consistent if it were.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    #[cfg(test)]
+    fn asked(&self) -> u64 {
+        self.lock().asked
+    }
+}
+
+/// Ends a sync, also when it panicked: the callers it would have covered are woken,
+/// and the first of them runs the next one instead of all waiting forever.
+struct Release<'a, E> {
+    owner: &'a Coalesced<E>,
+    covers: u64,
+    /// The sync's outcome; `None` when it panicked (nothing is covered then).
+    finished: Option<Result<(), E>>,
+}
+
+impl<E> Drop for Release<'_, E> {
+    fn drop(&mut self) {
+        let mut st = self.owner.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(outcome) = self.finished.take() {
+            st.done = self.covers;
+            st.last = outcome;
         }
         st.running = false;
-        self.cv.notify_all();
-        outcome
+        self.owner.cv.notify_all();
     }
 }
 
@@ -115,9 +141,55 @@ mod tests {
     }
 
     #[test]
-    fn mx_01_a_failed_sync_is_reported_to_the_callers_it_covered() {
+    fn mx_01_a_failed_sync_is_reported_to_every_caller_it_covered() {
+        let c = Arc::new(Coalesced::<String>::default());
+        let syncs = Arc::new(AtomicU64::new(0));
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        // A sync runs and holds until two more callers are waiting behind it.
+        let first = {
+            let (c, syncs) = (c.clone(), syncs.clone());
+            std::thread::spawn(move || {
+                c.run(|| {
+                    syncs.fetch_add(1, Ordering::SeqCst);
+                    wait.recv().unwrap();
+                    Ok(())
+                })
+            })
+        };
+        while c.asked() < 1 {
+            std::thread::yield_now();
+        }
+        let later: Vec<_> = (0..2)
+            .map(|_| {
+                let (c, syncs) = (c.clone(), syncs.clone());
+                std::thread::spawn(move || {
+                    c.run(|| {
+                        syncs.fetch_add(1, Ordering::SeqCst);
+                        Err("down".to_owned())
+                    })
+                })
+            })
+            .collect();
+        while c.asked() < 3 {
+            std::thread::yield_now();
+        }
+        go.send(()).unwrap();
+        assert_eq!(first.join().unwrap(), Ok(()));
+        // One of them ran the second sync; the other was covered by it and gets its
+        // failure too.
+        for t in later {
+            assert_eq!(t.join().unwrap(), Err("down".to_owned()));
+        }
+        assert_eq!(syncs.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn mx_01_a_sync_that_panics_does_not_stop_the_next_ones() {
         let c = Coalesced::<String>::default();
-        assert_eq!(c.run(|| Err("down".into())), Err("down".into()));
-        assert_eq!(c.run(|| Ok(())), Ok(()));
+        let hit = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            c.run(|| panic!("a sync failed hard"))
+        }));
+        assert!(hit.is_err());
+        assert_eq!(c.run(|| Ok(())), Ok(()), "the next caller runs a sync");
     }
 }

@@ -117,7 +117,10 @@ pub fn validate_elastic_ip_update(old: &ElasticIP, new: &ElasticIP) -> Verdict {
         ));
     }
     let allocated = old.status.as_ref().map_or("", |s| s.address.as_str());
-    if !allocated.is_empty() && old.spec.requested_ip != new.spec.requested_ip {
+    if !allocated.is_empty()
+        && old.spec.requested_ip != new.spec.requested_ip
+        && new.spec.requested_ip.as_deref() != Some(allocated)
+    {
         return Err(reject(
             "spec.requestedIP",
             format!(
@@ -394,6 +397,12 @@ mod tests {
             "{m}"
         );
         // Before allocation the request may still change; labels always may.
+        let mut pinned = old.clone();
+        pinned.spec.requested_ip = Some("10.99.0.120".into());
+        assert!(
+            validate_elastic_ip_update(&old, &pinned).is_ok(),
+            "naming the allocated address changes nothing"
+        );
         let mut pending = old.clone();
         pending.status = None;
         assert!(validate_elastic_ip_update(&pending, &other_ip).is_ok());

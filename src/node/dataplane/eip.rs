@@ -52,9 +52,15 @@ impl Dataplane {
         // The local holders' ports, by what they hold (address and MAC).
         let mut local: BTreeMap<(u32, FdbKey), u32> = BTreeMap::new();
         for ifindex in self.ports() {
-            let port = self.port(ifindex)?;
-            if port.flags & PORT_EIP != 0 {
-                local.insert((port.own_ip, port.own_mac), ifindex);
+            match self.port(ifindex) {
+                Ok(port) if port.flags & PORT_EIP != 0 => {
+                    local.insert((port.own_ip, port.own_mac), ifindex);
+                }
+                Ok(_) => {}
+                // Delivery then takes the segment's table instead: slower, not wrong.
+                Err(e) => {
+                    tracing::warn!(ifindex, error = %e, "cannot read a port for the ElasticIP entries")
+                }
             }
         }
         let want: BTreeMap<u32, EipEntry> = want

@@ -124,12 +124,12 @@ impl Dataplane {
         Ok(())
     }
 
-    /// The gateway bit and MAC a port of `vni` gets.
     /// True when the router serves segment `vni` (its ports get the gateway bit).
     pub fn router_knows(&self, vni: u32) -> bool {
         self.router.gateway_macs.contains_key(&vni)
     }
 
+    /// The gateway bit and MAC a port of `vni` gets.
     pub(super) fn gateway_bits(&self, vni: u32) -> (u32, FdbKey) {
         match self.router.gateway_macs.get(&vni) {
             Some(mac) => (PORT_GATEWAY, FdbKey::new(*mac)),

@@ -6,6 +6,7 @@ use aya_ebpf::{bindings::TC_ACT_OK, programs::TcContext};
 use juneau_common::{
     DropReason, EipEntry, FdbEntry, FdbKey,
     eip::{PORT_EIP, gateway_mac},
+    l2::PORT_ACTIVE,
 };
 
 use crate::{
@@ -39,7 +40,7 @@ pub fn to_holder(ctx: &TcContext, entry: &EipEntry, ttl: u8) -> Result<i32, Drop
     {
         // SAFETY: array values live as long as the map; read once.
         let (flags, own) = unsafe { ((*port).flags, (*port).own_mac) };
-        if flags & PORT_EIP != 0 && own == dst {
+        if flags & (PORT_ACTIVE | PORT_EIP) == PORT_ACTIVE | PORT_EIP && own == dst {
             return Ok(deliver(entry.ifindex, flags));
         }
     }

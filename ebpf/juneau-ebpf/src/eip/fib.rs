@@ -56,8 +56,8 @@ pub fn to_outside(ctx: &TcContext, ingress: u32, ip: &Ipv4) -> Result<i32, DropR
     // SAFETY: inside [start, start + ETH_HLEN + 20), checked above; TTL above 1.
     unsafe {
         route::decrement_ttl(start);
-        // The request's MACs sit at offsets 52 and 58: read as two 16-bit halves and
-        // a 32-bit middle each, stored the same way.
+        // Each MAC is stored as a 16-bit and a 32-bit word (bytes 0-1, 2-5), not byte
+        // by byte.
         let (d, s) = (&p.dmac, &p.smac);
         store::<u16>(start, u16::from_ne_bytes([d[0], d[1]]));
         store::<u32>(start + 2, u32::from_ne_bytes([d[2], d[3], d[4], d[5]]));
