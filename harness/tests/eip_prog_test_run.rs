@@ -529,3 +529,42 @@ fn eip_09_eip_12_ttl_1_goes_to_the_stack_and_ip_options_are_carried() {
     assert_eq!(&r[34..38], &[1, 1, 1, 1]);
     assert!(b.drops().is_empty(), "{:?}", b.drops());
 }
+
+/// `juneau node --no-datapath-encap`: every frame between Nodes goes by the VXLAN
+/// device, and the uplink's program still serves ElasticIPs: delivered here, handed to
+/// the device for the holder's Node (not encapsulated in place), VXLAN to this Node
+/// left to the stack and its device.
+#[test]
+fn eip_12_with_the_datapath_encapsulation_off_the_uplink_still_serves_elastic_ips() {
+    let mut b = bed();
+    b.dp.set_own_encap(false).unwrap();
+    let req = |to| frames::icmp_echo((ROUTER.0, OUTSIDE), (UPLINK_MAC, to), 63, 8, false);
+    let run = b.uplink(&req(eip(0)));
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    assert_eq!(&run.data[0..6], &pod_mac(0));
+    let away = req(eip(2));
+    let run = b.uplink(&away);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    assert_eq!(
+        run.data.len(),
+        away.len(),
+        "to the device, not encapsulated here"
+    );
+    let vx = frames::vxlan(
+        ([0x02, 0, 0, 0x99, 0, 2], UPLINK_MAC),
+        [10, 99, 0, 2],
+        [10, 99, 0, 1],
+        VNI,
+        &frames::icmp_echo(pod(7), (pod_mac(0), eip(0)), 63, 8, false),
+    );
+    let run = b.uplink(&vx);
+    assert_eq!(
+        (run.verdict, &run.data),
+        (TC_ACT_OK, &vx),
+        "the device's to take"
+    );
+    // Back on: the same VXLAN frame is decapsulated in place again.
+    b.dp.set_own_encap(true).unwrap();
+    assert_eq!(b.uplink(&vx).verdict, TC_ACT_REDIRECT);
+    assert!(b.drops().is_empty(), "{:?}", b.drops());
+}

@@ -167,10 +167,10 @@ pub fn bring_up(setup: &NodeSetup) -> Result<Dataplane, DaemonError> {
     let mut dp = Dataplane::load(setup.pin_root.as_deref())?;
     dp.set_port_attach(setup.port_attach);
     dp.attach_overlay(VXLAN_DEV, setup.vtep)?;
-    if setup.datapath_encap {
-        dp.attach_underlay(&setup.underlay)?;
-    } else {
-        dp.detach_underlay()?;
+    // Attached either way: the uplink's program serves the ElasticIPs too.
+    dp.attach_underlay(&setup.underlay)?;
+    if !setup.datapath_encap {
+        dp.set_own_encap(false)?;
     }
     Ok(dp)
 }

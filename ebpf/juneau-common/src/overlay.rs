@@ -33,12 +33,26 @@ pub struct NodeConfig {
     pub vxlan_ifindex: u32,
     /// This Node's VTEP address (host order).
     pub local_vtep: u32,
-    /// The underlay NIC the VXLAN device sends by. When set, known unicast IPv4 frames
-    /// between Nodes are encapsulated and decapsulated by the datapath itself (no trip
-    /// through the VXLAN device and the Node's UDP stack); 0 leaves every frame to the
+    /// The underlay NIC the VXLAN device sends by (the uplink ElasticIPs are reached
+    /// through). When set, known unicast IPv4 frames between Nodes are encapsulated and
+    /// decapsulated by the datapath itself (no trip through the VXLAN device and the
+    /// Node's UDP stack) unless [`NODE_DEVICE_ONLY`]; 0 leaves every frame to the
     /// device.
     pub underlay_ifindex: u32,
-    pub pad: u32,
+    /// `NODE_*` bits.
+    pub flags: u32,
+}
+
+/// Every frame between Nodes by the VXLAN device (`juneau node --no-datapath-encap`):
+/// the datapath neither encapsulates nor decapsulates, while the uplink's program
+/// still serves ElasticIPs (ARP, delivery from outside).
+pub const NODE_DEVICE_ONLY: u32 = 1 << 0;
+
+impl NodeConfig {
+    /// The datapath encapsulates and decapsulates known unicast itself.
+    pub const fn own_encap(&self) -> bool {
+        self.underlay_ifindex != 0 && self.flags & NODE_DEVICE_ONLY == 0
+    }
 }
 
 /// UDP port of the overlay (IANA VXLAN).

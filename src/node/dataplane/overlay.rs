@@ -6,7 +6,7 @@ use std::{
 };
 
 use aya::maps::Array;
-use juneau_common::{NodeConfig, RemoteList, map_names, prog_names};
+use juneau_common::{NodeConfig, RemoteList, map_names, overlay::NODE_DEVICE_ONLY, prog_names};
 
 use super::{Dataplane, DataplaneError, map_err};
 use crate::node::{netlink, vxlan};
@@ -41,9 +41,24 @@ impl Dataplane {
         }
         let config = NodeConfig {
             underlay_ifindex: ifindex,
+            flags: config.flags & !NODE_DEVICE_ONLY,
             ..config
         };
         self.attach_node_program(prog_names::UNDERLAY_INGRESS, ifname, ifindex, config)
+    }
+
+    /// Leaves every frame between Nodes to the VXLAN device (`own: false`) or takes
+    /// known unicast back into the datapath (`own: true`), the underlay program staying
+    /// attached for the ElasticIPs of its uplink. Call after
+    /// [`Dataplane::attach_underlay`].
+    pub fn set_own_encap(&mut self, own: bool) -> Result<(), DataplaneError> {
+        let config = self.node_config()?;
+        let flags = if own {
+            config.flags & !NODE_DEVICE_ONLY
+        } else {
+            config.flags | NODE_DEVICE_ONLY
+        };
+        self.set_node_config(NodeConfig { flags, ..config })
     }
 
     /// Turns the datapath's own encapsulation off again (every frame between Nodes by

@@ -129,7 +129,7 @@ pub fn from_underlay(ctx: &TcContext) -> Result<i32, DropReason> {
         return Ok(TC_ACT_OK);
     }
     match node {
-        Some(node) if node.underlay_ifindex != 0 && node.local_vtep == daddr => {}
+        Some(node) if node.own_encap() && node.local_vtep == daddr => {}
         _ => return Ok(TC_ACT_OK),
     }
     // SAFETY: as above.

@@ -64,7 +64,7 @@ pub fn send(
     let skb = ctx.skb.skb;
     let start = ctx.data();
     // SAFETY: the context pointer is valid for the program's run.
-    if node.underlay_ifindex == 0
+    if !node.own_encap()
         || unsafe { (*skb).vlan_present } != 0
         || start + ETH_HLEN + 2 > ctx.data_end()
     {
