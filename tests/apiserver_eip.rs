@@ -15,7 +15,7 @@ fn rows(table: &str) -> Vec<Vec<String>> {
 }
 
 #[test]
-fn eip_04_eip_07_eip_11_eip_19_eip_21_eip_25_the_controller_writes_elastic_ips_through_the_real_api()
+fn eip_04_eip_07_eip_11_eip_19_eip_20_eip_21_eip_25_the_controller_writes_elastic_ips_through_the_real_api()
  {
     let cp = ControlPlane::start();
     cp.install_crds();
@@ -30,7 +30,8 @@ fn eip_04_eip_07_eip_11_eip_19_eip_21_eip_25_the_controller_writes_elastic_ips_t
          juneau.loutres.me/elastic-ip: web-eip\n\
          spec:\n  nodeName: node-a\n  containers: [{name: c, image: busybox}]\n---\n\
          apiVersion: v1\nkind: Pod\nmetadata:\n  name: web2\n  namespace: default\n  annotations:\n    \
-         juneau.loutres.me/elastic-ip: web-eip\n\
+         juneau.loutres.me/elastic-ip: web-eip\n  labels:\n    \
+         kubevirt.io: virt-launcher\n    vm.kubevirt.io/name: web\n\
          spec:\n  nodeName: node-b\n  containers: [{name: c, image: busybox}]\n",
     );
     assert!(
@@ -117,6 +118,19 @@ fn eip_04_eip_07_eip_11_eip_19_eip_21_eip_25_the_controller_writes_elastic_ips_t
         waiter.contains("carried by NetworkInterface web.eth0)")
             && waiter.contains("WaitingForElasticIP"),
         "{waiter}"
+    );
+    // EIP-20: a virt-launcher Pod's NIC carries its VM's identity, from its labels.
+    assert_eq!(
+        cp.kubectl_ok(&[
+            "get",
+            "networkinterface",
+            "web2.eth0",
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.spec.allocationIdentity}",
+        ]),
+        "vmi.web"
     );
     for (from, to) in [("web", "web2"), ("web2.eth0", "web")] {
         let (ok, out, err) = juneau(&["trace", from, to]);

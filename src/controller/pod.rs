@@ -120,13 +120,7 @@ pub fn reconcile_all(pods: &[PodRecord], snap: &Snapshot) -> Vec<NetworkInterfac
                 },
                 node_name: pod.node.clone(),
                 // One workload's Pods (a VM's launchers) share it (EIP-20).
-                allocation_identity: pod
-                    .annotations
-                    .get(&format!(
-                        "{}allocation-identity",
-                        crate::api::ANNOTATION_PREFIX
-                    ))
-                    .cloned(),
+                allocation_identity: pod.allocation_identity(),
                 ..Default::default()
             };
             let status = match &req.target {

@@ -99,6 +99,7 @@ fn pod_record(p: &Pod) -> PodRecord {
         name: p.name_any(),
         node: spec.node_name.unwrap_or_default(),
         annotations: p.metadata.annotations.clone().unwrap_or_default(),
+        labels: p.metadata.labels.clone().unwrap_or_default(),
         dns_policy: spec.dns_policy.unwrap_or_default(),
         terminating: p.metadata.deletion_timestamp.is_some(),
         created: p

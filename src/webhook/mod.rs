@@ -88,6 +88,7 @@ pub fn review(req: &AdmissionRequest<DynamicObject>, snap: &Snapshot) -> Admissi
                 namespace: req.namespace.clone().unwrap_or_default(),
                 name: req.name.clone(),
                 annotations: pod.metadata.annotations.clone().unwrap_or_default(),
+                labels: pod.metadata.labels.clone().unwrap_or_default(),
                 ..Default::default()
             };
             validate::validate_pod_create(&record.annotations, snap)

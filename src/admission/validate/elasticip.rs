@@ -90,11 +90,8 @@ fn held_elsewhere(pod: &PodRecord, eip: &str, snap: &Snapshot) -> Verdict {
     let holder_pod = format!("{}/{}", pod.namespace, holder.spec.pod_ref.name);
     let same_pod = holder.spec.pod_ref.name == pod.name;
     let leaving = snap.terminating_pods.contains(&holder_pod);
-    let identity = pod.annotations.get(&format!(
-        "{}allocation-identity",
-        crate::api::ANNOTATION_PREFIX
-    ));
-    let same_workload = identity.is_some() && holder.spec.allocation_identity.as_ref() == identity;
+    let identity = pod.allocation_identity();
+    let same_workload = identity.is_some() && holder.spec.allocation_identity == identity;
     if same_pod || leaving || same_workload {
         return Ok(());
     }
@@ -318,6 +315,14 @@ mod tests {
         );
         assert!(validate_pod_elastic_ips(&twin, &s).is_ok());
         assert!(validate_pod_elastic_ips(&new, &s).is_err());
+        // A KubeVirt virt-launcher Pod of the same VM, by its labels alone.
+        let mut launcher = new.clone();
+        launcher.labels = [
+            ("kubevirt.io".to_owned(), "virt-launcher".to_owned()),
+            ("vm.kubevirt.io/name".to_owned(), "web".to_owned()),
+        ]
+        .into();
+        assert!(validate_pod_elastic_ips(&launcher, &s).is_ok());
         // The holder's Pod is terminating.
         s.terminating_pods.push("shop/old".into());
         assert!(validate_pod_elastic_ips(&new, &s).is_ok());
