@@ -143,3 +143,35 @@ fn eip_16_spoofed_sources_and_non_ipv4_leave_nothing_on_any_wire() {
     assert_eq!(moved, vec![("EIP_NOT_IPV4", 2), ("SOURCE_GUARD", 1)]);
     s.assert_goldens("eip_16_drops");
 }
+
+/// ★ After a move the new holder's Node tells the wire at once: three rounds 1.1 s
+/// apart, each a broadcast request and a reply about the ElasticIP with its uplink's
+/// MAC (the frames `juneau node` sends when it starts answering for an address). The
+/// Node that still advertises the address when the announcement arrives (a move not yet
+/// synced there) does not answer it: it is not a question.
+#[test]
+fn eip_11_gratuitous_arp_rounds_after_a_move_are_a_request_and_a_reply_each() {
+    let mut s = scene();
+    let node = &s.cluster.nodes[1];
+    node.ns.run(|| {
+        let dev = std::ffi::CString::new(juneau::standalone::topology::UNDERLAY_DEV).unwrap();
+        // SAFETY: a C string we own.
+        let ifindex = unsafe { libc::if_nametoindex(dev.as_ptr()) };
+        assert_ne!(ifindex, 0, "the Node's uplink");
+        // .100, which node0 still advertises.
+        juneau::node::garp::announce(ifindex, mac(1), vec![eip(0).into()], 3);
+    });
+    std::thread::sleep(std::time::Duration::from_millis(2_800));
+    let seen = s.settle();
+    let round = juneau::node::garp::frames(mac(1), eip(0).into());
+    let wire = s.frames(&seen, "underlay-node1");
+    assert_eq!(wire.len(), 6, "three rounds of two");
+    for pair in wire.chunks(2) {
+        assert_eq!(pair, &round[..]);
+    }
+    assert!(
+        s.frames(&seen, "underlay-node0").is_empty(),
+        "node0 answered an announcement"
+    );
+    s.assert_goldens("eip_11_garp_rounds");
+}

@@ -309,6 +309,10 @@ fn eip_11_the_uplink_answers_arp_only_for_what_this_node_advertises() {
         assert_eq!(run.verdict, TC_ACT_OK, "{target:?}");
         assert_eq!(run.data, req);
     }
+    // Another Node announcing .100 (a gratuitous request) is not answered.
+    let announced = frames::arp_request([0x02, 0, 0, 0x99, 0, 2], eip(0), eip(0));
+    let run = b.uplink(&announced);
+    assert_eq!((run.verdict, run.data), (TC_ACT_OK, announced));
 }
 
 #[test]

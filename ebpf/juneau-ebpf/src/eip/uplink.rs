@@ -27,13 +27,15 @@ pub fn try_uplink(ctx: &TcContext) -> Result<i32, DropReason> {
 }
 
 /// Only this Node answers for what it advertises; requests for anything else are the
-/// stack's (its own addresses).
+/// stack's (its own addresses). A gratuitous request (sender = target: another Node
+/// announcing that it answers now) is an announcement, not a question: a Node that has
+/// not yet let the address go would otherwise answer it and pull the neighbours back.
 #[inline(always)]
 fn arp_request(ctx: &TcContext) -> Result<i32, DropReason> {
     let Ok(a) = arp::read(ctx) else {
         return Ok(TC_ACT_OK);
     };
-    if a.head != ARP_ETH_IP4 || a.op != 1 {
+    if a.head != ARP_ETH_IP4 || a.op != 1 || a.sender_ip == a.target_ip {
         return Ok(TC_ACT_OK);
     }
     // SAFETY: copied at once.
