@@ -1,7 +1,8 @@
 //! EIP-20 on a standalone cluster: an ElasticIP named by two Pods of one workload (the
-//! same allocation identity, as a VM's launcher Pods) is carried by one NIC; the other
-//! Pod waits in ContainerCreating (its ADD says why) and takes the address as soon as
-//! the holder is deleted, on another Node, and the external client's flow comes back.
+//! same allocation identity, as a VM's launcher Pods), both created at once and their
+//! ADDs run side by side, is carried by one NIC; the other Pod waits in
+//! ContainerCreating (its ADD says why) and takes the address as soon as the holder is
+//! deleted, on another Node, and the external client's flow comes back.
 //! With gratuitous ARP (★, the default) the router's cache moves to the new Node at
 //! once; without it (EIP-11, the reference) nothing unsolicited is sent and the router
 //! keeps the old Node, which carries the packets to the new holder.
@@ -99,21 +100,30 @@ fn handover(nodes: [&str; 2], node_args: &[&str]) -> (Run, u64) {
         ..Default::default()
     };
     let mut run = Run::start(&scenario(nodes), &opts, &mut |_| {}).expect("start");
-    run.add_pod(&launcher("launcher-1", nodes[0]))
+    // Both launchers at once, past the webhook together (the race of EIP-20), their
+    // ADDs run side by side as two kubelets would: the first admitted holds the
+    // address, the other's ADD gives up after the daemon's wait, with the reason, and
+    // its NIC names the holder.
+    run.admit_pod(&launcher("launcher-1", nodes[0]))
         .expect("the first launcher");
+    run.admit_pod(&launcher("launcher-2", nodes[1]))
+        .expect("the second launcher");
+    let (first, second) = std::thread::scope(|s| {
+        let one = s.spawn(|| run.retry_add("launcher-1"));
+        let two = s.spawn(|| run.retry_add("launcher-2"));
+        (one.join().unwrap(), two.join().unwrap())
+    });
+    first.expect("the first launcher holds the ElasticIP");
+    let waited = second
+        .expect_err("the second launcher's ADD waits for the ElasticIP")
+        .to_string();
+    assert!(waited.contains("not allocated yet"), "{waited}");
     client_ping(&run).expect("the client reaches the ElasticIP on the first Node");
     assert!(
         router_sees(&run).contains(NODE_A_MAC),
         "{}",
         router_sees(&run)
     );
-    // The second launcher waits: its ADD gives up after the daemon's wait, with the
-    // reason, and its NIC names the holder.
-    let waited = run
-        .add_pod(&launcher("launcher-2", nodes[1]))
-        .expect_err("the second launcher's ADD waits for the ElasticIP")
-        .to_string();
-    assert!(waited.contains("not allocated yet"), "{waited}");
     let nic = run.store.interfaces_of("default", "launcher-2");
     let st = nic[0].status.clone().unwrap();
     assert_eq!(st.phase, "Pending");

@@ -287,6 +287,14 @@ impl Run {
     /// keeps the Pod (its namespace stays, as a runtime keeps the sandbox to retry);
     /// [`Run::retry_add`] tries again.
     pub fn add_pod(&mut self, def: &PodDef) -> Result<String, StandaloneError> {
+        self.admit_pod(def)?;
+        cni("ADD", self.pods.last().expect("admitted"), "eth0")
+    }
+
+    /// Admits a Pod and makes its sandbox (namespace) without its CNI ADD, as the API
+    /// server and a kubelet do before the runtime calls the plugin; [`Run::retry_add`]
+    /// runs the ADD. Two Pods admitted back to back race for what they name (EIP-20).
+    pub fn admit_pod(&mut self, def: &PodDef) -> Result<(), StandaloneError> {
         self.store.create_pod(PodRecord {
             namespace: def.namespace.clone(),
             name: def.name.clone(),
@@ -300,7 +308,7 @@ impl Run {
             def: def.clone(),
             ns,
         });
-        cni("ADD", self.pods.last().expect("pushed"), "eth0")
+        Ok(())
     }
 
     /// CNI ADD again for a Pod whose ADD failed.
