@@ -436,7 +436,7 @@ fn eip_15_vpc_addresses_and_cluster_ips_are_not_reached_from_a_direct_nic() {
 /// is still the holder: an ifindex given to another direct NIC (the holder's Pod gone,
 /// the entry not yet rewritten) never receives the old ElasticIP's packets.
 #[test]
-fn eip_12_a_stale_holder_port_in_the_entry_is_checked_before_delivery() {
+fn eip_01_a_stale_holder_port_in_the_entry_is_checked_before_delivery() {
     let mut b = bed();
     let req = |to| frames::icmp_echo((ROUTER.0, OUTSIDE), (UPLINK_MAC, to), 63, 8, false);
     assert_eq!(b.uplink(&req(eip(1))).verdict, TC_ACT_REDIRECT);
@@ -482,7 +482,7 @@ fn with_ip_options(frame: &[u8]) -> Vec<u8> {
 /// router does), the frame untouched; a header with options is carried like any other,
 /// one hop taken and its checksum still valid.
 #[test]
-fn eip_09_eip_12_ttl_1_goes_to_the_stack_and_ip_options_are_carried() {
+fn eip_01_eip_09_ttl_1_goes_to_the_stack_and_ip_options_are_carried() {
     let b = bed();
     let last_hop = [
         // From outside to a local ElasticIP.
@@ -539,7 +539,7 @@ fn eip_09_eip_12_ttl_1_goes_to_the_stack_and_ip_options_are_carried() {
 /// the device for the holder's Node (not encapsulated in place), VXLAN to this Node
 /// left to the stack and its device.
 #[test]
-fn eip_12_with_the_datapath_encapsulation_off_the_uplink_still_serves_elastic_ips() {
+fn eip_01_with_the_datapath_encapsulation_off_the_uplink_still_serves_elastic_ips() {
     let mut b = bed();
     b.dp.set_own_encap(false).unwrap();
     let req = |to| frames::icmp_echo((ROUTER.0, OUTSIDE), (UPLINK_MAC, to), 63, 8, false);
