@@ -8,71 +8,17 @@
 //! keeps the old Node, which carries the packets to the new holder.
 use std::time::{Duration, Instant};
 
+#[path = "common/eip_handover.rs"]
+mod fixture;
+
+use fixture::{EIP, launcher};
 use juneau::{
-    scenario::{Layer, steps},
-    standalone::{Options, PodDef, Run, Scenario},
+    scenario::steps,
+    standalone::{Options, Run},
 };
 
-const EIP: &str = "10.99.0.110";
-
-fn scenario(nodes: [&str; 2]) -> Scenario {
-    let obj = |kind: &str, name: &str, spec: serde_json::Value| {
-        serde_json::json!({
-            "apiVersion": "juneau.loutres.me/v1alpha1",
-            "kind": kind,
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": spec,
-        })
-    };
-    Scenario {
-        description: "ElasticIP handover".into(),
-        layer: Layer::Stack,
-        proves: vec!["EIP-20".into()],
-        segments: Default::default(),
-        steps: Vec::new(),
-        nodes: nodes.iter().map(|n| n.to_string()).collect(),
-        objects: vec![
-            obj(
-                "AddressPool",
-                "ho-lan",
-                serde_json::json!({"advertiseMode": "arp", "addresses": ["10.99.0.110-10.99.0.119"]}),
-            ),
-            obj(
-                "ExternalNetwork",
-                "ho-ext",
-                serde_json::json!({"type": "arp", "addressPools": ["ho-lan"]}),
-            ),
-            obj(
-                "ElasticIP",
-                "vm-eip",
-                serde_json::json!({"externalNetwork": "ho-ext"}),
-            ),
-        ],
-        pods: Vec::new(),
-        outside: true,
-    }
-}
-
-fn launcher(name: &str, node: &str) -> PodDef {
-    PodDef {
-        name: name.into(),
-        namespace: "default".into(),
-        node: node.into(),
-        annotations: [
-            (
-                "juneau.loutres.me/elastic-ip".to_owned(),
-                "vm-eip".to_owned(),
-            ),
-            (
-                "juneau.loutres.me/allocation-identity".to_owned(),
-                "vmi.vm".to_owned(),
-            ),
-        ]
-        .into(),
-        segment: None,
-        addresses: Vec::new(),
-        bridge_hosts: Vec::new(),
-    }
+fn scenario(nodes: [&str; 2]) -> juneau::standalone::Scenario {
+    fixture::scenario("ElasticIP handover", &nodes)
 }
 
 fn client_ping(run: &Run) -> Result<String, String> {

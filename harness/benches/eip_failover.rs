@@ -21,16 +21,19 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
+#[path = "../../tests/common/eip_handover.rs"]
+mod fixture;
+
+use fixture::{EIP, launcher};
 use juneau::{
-    scenario::{CLIENT, Layer, UPSTREAM, steps},
+    scenario::{CLIENT, UPSTREAM, steps},
     standalone::{
-        Options, PodDef, Run, Scenario, sibling_binary,
+        Options, Run, Scenario, sibling_binary,
         topology::{UNDERLAY_DEV, node_mac},
     },
 };
 use juneau_harness::bench::{Measurement, median, write_part};
 
-const EIP: &str = "10.99.0.110";
 const NODES: [&str; 2] = ["efo-a", "efo-b"];
 /// Longest wait for the client to be served again after the loss.
 const CAP: Duration = Duration::from_secs(90);
@@ -39,59 +42,7 @@ const ROUNDS: usize = 3;
 const BUDGET: Duration = Duration::from_secs(140);
 
 fn scenario() -> Scenario {
-    let obj = |kind: &str, name: &str, spec: serde_json::Value| {
-        serde_json::json!({
-            "apiVersion": "juneau.loutres.me/v1alpha1",
-            "kind": kind,
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": spec,
-        })
-    };
-    Scenario {
-        description: "ElasticIP failover on a Node loss".into(),
-        layer: Layer::Stack,
-        proves: Vec::new(),
-        segments: Default::default(),
-        steps: Vec::new(),
-        nodes: NODES.iter().map(|n| n.to_string()).collect(),
-        objects: vec![
-            obj(
-                "AddressPool",
-                "fo-lan",
-                serde_json::json!({"advertiseMode": "arp", "addresses": ["10.99.0.110-10.99.0.119"]}),
-            ),
-            obj(
-                "ExternalNetwork",
-                "fo-ext",
-                serde_json::json!({"type": "arp", "addressPools": ["fo-lan"]}),
-            ),
-            obj(
-                "ElasticIP",
-                "vm-eip",
-                serde_json::json!({"externalNetwork": "fo-ext"}),
-            ),
-        ],
-        pods: Vec::new(),
-        outside: true,
-    }
-}
-
-fn launcher(name: &str, node: &str) -> PodDef {
-    PodDef {
-        name: name.into(),
-        namespace: "default".into(),
-        node: node.into(),
-        annotations: [
-            ("juneau.loutres.me/elastic-ip", "vm-eip"),
-            ("juneau.loutres.me/allocation-identity", "vmi.vm"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect(),
-        segment: None,
-        addresses: Vec::new(),
-        bridge_hosts: Vec::new(),
-    }
+    fixture::scenario("ElasticIP failover on a Node loss", &NODES)
 }
 
 fn unix_now() -> f64 {

@@ -152,60 +152,87 @@ pub fn dump_address_pools(dir: &Path, node: &str, f: &Filter) -> Result<Vec<Pool
         .collect())
 }
 
-fn dash(s: &str) -> &str {
-    if s.is_empty() { "-" } else { s }
+/// Columns as wide as their widest cell plus two spaces, the last one unpadded.
+fn table(head: &[&str], rows: Vec<Vec<String>>) -> String {
+    let width = |c: usize| {
+        rows.iter()
+            .map(|r| r[c].len())
+            .chain([head[c].len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..head.len()).map(width).collect();
+    let line = |cells: Vec<&str>| {
+        let mut out = String::new();
+        for (c, cell) in cells.iter().enumerate() {
+            if c + 1 == cells.len() {
+                out.push_str(cell);
+            } else {
+                let _ = write!(out, "{cell:<w$}  ", w = widths[c]);
+            }
+        }
+        out.push('\n');
+        out
+    };
+    let mut out = line(head.to_vec());
+    for r in &rows {
+        out.push_str(&line(r.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+fn dash(s: &str) -> String {
+    if s.is_empty() { "-".into() } else { s.into() }
 }
 
 /// The seed's `NODE SUBNET_ID IPADDR MAC`, then where the row comes from.
 pub fn arp_table(rows: &[ArpTableRow]) -> String {
-    let w = rows.iter().map(|r| r.node.len()).max().unwrap_or(0).max(8);
-    let mut out = format!(
-        "{:<w$}  {:<10} {:<15} {:<18} SOURCE\n",
-        "NODE", "SUBNET_ID", "IPADDR", "MAC"
-    );
-    for r in rows {
-        let _ = writeln!(
-            out,
-            "{:<w$}  {:<10} {:<15} {:<18} {}",
-            r.node, r.subnet_id, r.ipaddr, r.mac, r.source
-        );
-    }
-    out
+    table(
+        &["NODE", "SUBNET_ID", "IPADDR", "MAC", "SOURCE"],
+        rows.iter()
+            .map(|r| {
+                vec![
+                    r.node.clone(),
+                    r.subnet_id.to_string(),
+                    r.ipaddr.clone(),
+                    r.mac.clone(),
+                    r.source.clone(),
+                ]
+            })
+            .collect(),
+    )
 }
 
 pub fn fdb_table(rows: &[FdbViewRow]) -> String {
-    let w = rows.iter().map(|r| r.node.len()).max().unwrap_or(0).max(8);
-    let mut out = format!(
-        "{:<w$}  {:<10} {:<18} {:<8} VTEP_IP\n",
-        "NODE", "SUBNET_ID", "MAC", "IFINDEX"
-    );
-    for r in rows {
-        let _ = writeln!(
-            out,
-            "{:<w$}  {:<10} {:<18} {:<8} {}",
-            r.node,
-            r.subnet_id,
-            r.mac,
-            r.ifindex,
-            dash(&r.vtep_ip)
-        );
-    }
-    out
+    table(
+        &["NODE", "SUBNET_ID", "MAC", "IFINDEX", "VTEP_IP"],
+        rows.iter()
+            .map(|r| {
+                vec![
+                    r.node.clone(),
+                    r.subnet_id.to_string(),
+                    r.mac.clone(),
+                    r.ifindex.to_string(),
+                    dash(&r.vtep_ip),
+                ]
+            })
+            .collect(),
+    )
 }
 
 /// The seed's `NODE PREFIXLEN ADDR DELIVERY`.
 pub fn pool_table(rows: &[PoolRow]) -> String {
-    let w = rows.iter().map(|r| r.node.len()).max().unwrap_or(0).max(8);
-    let mut out = format!(
-        "{:<w$}  {:<10} {:<13} DELIVERY\n",
-        "NODE", "PREFIXLEN", "ADDR"
-    );
-    for r in rows {
-        let _ = writeln!(
-            out,
-            "{:<w$}  {:<10} {:<13} {}",
-            r.node, r.prefixlen, r.addr, r.delivery
-        );
-    }
-    out
+    table(
+        &["NODE", "PREFIXLEN", "ADDR", "DELIVERY"],
+        rows.iter()
+            .map(|r| {
+                vec![
+                    r.node.clone(),
+                    r.prefixlen.to_string(),
+                    r.addr.clone(),
+                    r.delivery.clone(),
+                ]
+            })
+            .collect(),
+    )
 }
