@@ -36,7 +36,11 @@ export KUBECONFIG=$work/kubeconfig
 kind get kubeconfig --name "$cluster" >"$KUBECONFIG"
 
 cd "$root"
-cargo build --release --bin juneau --bin juneau-cni --bin kubectl-juneau
+cargo build --release --bin juneau --bin kubectl-juneau
+# The plugin static (musl): a runtime executes it once per CNI call, with no glibc start-up.
+rustup target add x86_64-unknown-linux-musl
+cargo build --release -p juneau-cni --target x86_64-unknown-linux-musl
+cp target/x86_64-unknown-linux-musl/release/juneau-cni target/release/juneau-cni
 mkdir "$work/image"   # only the binaries as build context (target/release also holds deps/)
 cp target/release/juneau target/release/juneau-cni target/release/kubectl-juneau "$work/image/"
 docker build -f kind/Containerfile -t juneau:dev "$work/image"

@@ -8,7 +8,8 @@ pub mod api;
 pub mod child;
 pub mod cli;
 pub mod cluster;
-pub mod cni;
+/// The CNI protocol between the plugin and the daemon, in its own crate (`cni/`).
+pub use juneau_cni as cni;
 pub mod controller;
 pub mod netns;
 pub mod node;

@@ -218,7 +218,7 @@ fn l2_01_mx_01_pods_made_by_containerd_on_two_nodes_ping_each_other_and_del_remo
             Containerd::start(
                 &dir.join(format!("containerd-{node}")),
                 ns.path(),
-                Path::new(env!("CARGO_BIN_EXE_juneau-cni")),
+                &juneau::standalone::sibling_binary("juneau-cni"),
                 &serde_json::json!({
                     "cniVersion": "1.1.0", "name": "juneau",
                     "plugins": [{"type": "juneau-cni", "socket": daemon.socket}],

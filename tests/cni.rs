@@ -96,7 +96,7 @@ fn cni(
     env: &[(&str, &str)],
     conf: serde_json::Value,
 ) -> (bool, serde_json::Value) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_juneau-cni"));
+    let mut cmd = Command::new(juneau::standalone::sibling_binary("juneau-cni"));
     cmd.env_clear();
     for (k, v) in env {
         cmd.env(k, v);
@@ -394,7 +394,7 @@ fn mx_01_the_cni_socket_is_0600_whatever_the_umask_and_only_root_is_served() {
     let mode = std::fs::metadata(&b.socket).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "the socket must not inherit umask 0");
     let as_nobody = || {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_juneau-cni"))
+        let mut child = Command::new(juneau::standalone::sibling_binary("juneau-cni"))
             .env_clear()
             .env("CNI_COMMAND", "STATUS")
             .uid(65534)

@@ -274,11 +274,19 @@ fn cni_part(out: &mut Vec<Measurement>) {
         agent
     })
     .unwrap();
-    let plugin = std::env::current_exe()
+    // The static musl plugin when `cargo xtask bench` could build it, as a Node gets it
+    // (kind/e2e.sh); else the glibc one. The notes say which.
+    let deps = std::env::current_exe()
         .unwrap()
         .parent()
         .unwrap()
-        .join("../juneau-cni");
+        .to_owned();
+    let musl = deps.join("../../x86_64-unknown-linux-musl/release/juneau-cni");
+    let (plugin, which) = if musl.exists() {
+        (musl, "the static musl plugin")
+    } else {
+        (deps.join("../juneau-cni"), "the glibc plugin")
+    };
     let conf = serde_json::json!({"cniVersion": "1.1.0", "name": "juneau", "type": "juneau-cni", "socket": socket}).to_string();
     // One plugin run: ADD of Pod p<i> in `pod`.
     let add = |i: usize, pod: &Owned| -> f64 {
@@ -302,10 +310,10 @@ fn cni_part(out: &mut Vec<Measurement>) {
     drop(node);
 
     let ptp = ptp_baseline(n);
-    out.push(Measurement::new("cni_add_l2_median", "ms", med, ("goal", 20.0), "real juneau-cni binary -> daemon: veth, MTU, address, route, datapath port, NetworkEndpoint; median over 100 Pods"));
+    out.push(Measurement::new("cni_add_l2_median", "ms", med, ("goal", 20.0), &format!("real juneau-cni binary ({which}) -> daemon: veth, MTU, address, route, datapath port, NetworkEndpoint; median over 100 Pods")));
     out.push(Measurement::new("cni_add_l2_median_vs_ptp", "ms", med, ("debian_ptp_host_local_median", ptp.median), "the same median beside Debian's ptp plugin with host-local IPAM (veth, addresses, routes), 100 ADDs one after another in the same run"));
-    out.push(Measurement::new("cni_add_cpu_per_add", "ms", cpu, ("debian_ptp_host_local_cpu", ptp.cpu), "CPU time (user + system) per ADD one after another: the plugin process and the daemon's threads, against ptp's and host-local's processes; every glibc process costs about 0.6 ms here (cpuid traps to the hypervisor)"));
-    out.push(Measurement::new("cni_add_concurrent_100_p99", "ms", p99, ("goal", 100.0), "100 juneau-cni ADDs started at once against one daemon; each its own address and port (tested in tests/cni.rs); 99th percentile of the wall times"));
+    out.push(Measurement::new("cni_add_cpu_per_add", "ms", cpu, ("debian_ptp_host_local_cpu", ptp.cpu), &format!("CPU time (user + system) per ADD one after another: the plugin process ({which}) and the daemon's threads, against ptp's and host-local's processes; every glibc process costs about 0.6 ms here (cpuid traps to the hypervisor)")));
+    out.push(Measurement::new("cni_add_concurrent_100_p99", "ms", p99, ("goal", 100.0), &format!("100 juneau-cni ADDs ({which}) started at once against one daemon; each its own address and port (tested in tests/cni.rs); 99th percentile of the wall times")));
     out.push(Measurement::new(
         "cni_add_concurrent_100_p99_vs_ptp",
         "ms",

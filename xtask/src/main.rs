@@ -266,7 +266,15 @@ fn demo(args: &[String]) -> Result<()> {
             ])
             .args(&args[1..]));
     }
-    run(cargo().args(["build", "--quiet", "-p", "juneau", "--bins"]))?;
+    run(cargo().args([
+        "build",
+        "--quiet",
+        "-p",
+        "juneau",
+        "-p",
+        "juneau-cni",
+        "--bins",
+    ]))?;
     let scenario = args
         .first()
         .cloned()
@@ -288,6 +296,9 @@ fn lint() -> Result<()> {
 /// with one summary line over all test binaries, so the last line says what ran.
 fn test(args: &[String]) -> Result<()> {
     lint()?;
+    // The tests run the plugin beside `juneau` (`target/debug/juneau-cni`): another
+    // package's binary, which `cargo test` alone does not build.
+    run(cargo().args(["build", "--bins"]))?;
     let mut child = cargo()
         .args(["test", "--no-fail-fast"])
         .args(args)
@@ -331,6 +342,9 @@ fn test(args: &[String]) -> Result<()> {
 
 /// Runs every benchmark (each writes `bench/parts/<name>.json`), then merges them into
 /// `bench/results.json` and renders `docs/benchmarks.md` with a chart.
+/// The target of the static CNI plugin.
+const MUSL: &str = "x86_64-unknown-linux-musl";
+
 fn bench() -> Result<()> {
     // gnuplot draws the chart; Debian's CNI plugins are the CNI benchmark's baseline.
     for (probe, package) in [
@@ -346,8 +360,37 @@ fn bench() -> Result<()> {
     }
     let parts = root().join("bench/parts");
     let _ = std::fs::remove_dir_all(&parts);
-    // The CNI benchmark runs the release plugin binary.
-    run(cargo().args(["build", "--release", "--quiet", "-p", "juneau", "--bins"]))?;
+    // The CNI benchmark runs the release plugin binary, static for musl when that
+    // target can be had (no glibc start-up per call; the benchmark says which ran).
+    run(cargo().args([
+        "build",
+        "--release",
+        "--quiet",
+        "-p",
+        "juneau",
+        "-p",
+        "juneau-cni",
+        "--bins",
+    ]))?;
+    let musl = Command::new("rustup")
+        .args(["target", "add", MUSL])
+        .status()
+        .is_ok_and(|s| s.success())
+        && cargo()
+            .args([
+                "build",
+                "--release",
+                "--quiet",
+                "-p",
+                "juneau-cni",
+                "--target",
+                MUSL,
+            ])
+            .status()
+            .is_ok_and(|s| s.success());
+    if !musl {
+        eprintln!("xtask: no {MUSL} plugin; the CNI benchmark runs the glibc one");
+    }
     for b in [
         "l2_prog",
         "pps",

@@ -2,8 +2,8 @@
 //! request to the node daemon, and prints the daemon's result or error (CNI 1.1.0).
 use std::{io::Read, path::Path, process::ExitCode};
 
-use juneau::cni::{
-    self, CniError, code,
+use juneau_cni::{
+    self as cni, CniError, code,
     plugin::{self, Invocation},
 };
 

@@ -122,7 +122,7 @@ mod tests {
         let Invocation::Call { socket, request } = inv else {
             panic!("ADD must call the daemon")
         };
-        assert_eq!(socket, crate::cni::DEFAULT_SOCKET);
+        assert_eq!(socket, crate::DEFAULT_SOCKET);
         assert_eq!(request.args["K8S_POD_NAME"], "a=b");
         assert_eq!(request.args["K8S_POD_NAMESPACE"], "default");
     }
