@@ -200,25 +200,6 @@ fn l2_04_l2_07_l2_08_l2_10_l2_27_eip_04_the_registered_webhook_refuses_with_the_
         .status
         .success()
     );
-    let out = cp.kubectl(&[
-        "patch",
-        "elasticip",
-        "web-eip",
-        "-n",
-        "default",
-        "--type",
-        "merge",
-        "-p",
-        r#"{"spec":{"externalNetwork":"other"}}"#,
-    ]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && stderr.contains("spec.externalNetwork: is immutable"),
-        "{stderr}"
-    );
-    // Only spec changes are sent: with the webhook down, the controller's finalizer
-    // (a metadata update) still goes through, while a spec change fails closed.
-    drop(_webhook);
     let patch = |body: &str| {
         cp.kubectl(&[
             "patch",
@@ -232,6 +213,15 @@ fn l2_04_l2_07_l2_08_l2_10_l2_27_eip_04_the_registered_webhook_refuses_with_the_
             body,
         ])
     };
+    let out = patch(r#"{"spec":{"externalNetwork":"other"}}"#);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("spec.externalNetwork: is immutable"),
+        "{stderr}"
+    );
+    // Only spec changes are sent: with the webhook down, the controller's finalizer
+    // (a metadata update) still goes through, while a spec change fails closed.
+    drop(_webhook);
     let out =
         patch(r#"{"metadata":{"finalizers":["elasticip.juneau.loutres.me/allocation-claim"]}}"#);
     assert!(

@@ -120,6 +120,18 @@ impl Bed {
     }
 }
 
+/// A ping from the holder of .102 (on the Node 10.99.0.2) to .100, as that Node's
+/// datapath carries it: VXLAN to this Node with VNI = networkID.
+fn overlay_ping_to_port0() -> Vec<u8> {
+    frames::vxlan(
+        ([0x02, 0, 0, 0x99, 0, 2], UPLINK_MAC),
+        [10, 99, 0, 2],
+        [10, 99, 0, 1],
+        VNI,
+        &frames::icmp_echo(pod(7), (pod_mac(0), eip(0)), 63, 8, false),
+    )
+}
+
 fn pod(i: u8) -> ([u8; 6], [u8; 4]) {
     (pod_mac(i), eip(i))
 }
@@ -371,13 +383,7 @@ fn eip_12_ipv4_from_outside_reaches_the_holder_here_or_on_its_node_with_one_hop(
     );
     let run = b.uplink(&other);
     assert_eq!((run.verdict, run.data), (TC_ACT_OK, other));
-    let vx = frames::vxlan(
-        ([0x02, 0, 0, 0x99, 0, 2], UPLINK_MAC),
-        [10, 99, 0, 2],
-        [10, 99, 0, 1],
-        VNI,
-        &frames::icmp_echo(pod(7), (pod_mac(0), eip(0)), 63, 8, false),
-    );
+    let vx = overlay_ping_to_port0();
     let run = b.uplink(&vx);
     assert_eq!(
         run.verdict,
@@ -554,13 +560,7 @@ fn eip_01_with_the_datapath_encapsulation_off_the_uplink_still_serves_elastic_ip
         away.len(),
         "to the device, not encapsulated here"
     );
-    let vx = frames::vxlan(
-        ([0x02, 0, 0, 0x99, 0, 2], UPLINK_MAC),
-        [10, 99, 0, 2],
-        [10, 99, 0, 1],
-        VNI,
-        &frames::icmp_echo(pod(7), (pod_mac(0), eip(0)), 63, 8, false),
-    );
+    let vx = overlay_ping_to_port0();
     let run = b.uplink(&vx);
     assert_eq!(
         (run.verdict, &run.data),

@@ -266,15 +266,7 @@ fn demo(args: &[String]) -> Result<()> {
             ])
             .args(&args[1..]));
     }
-    run(cargo().args([
-        "build",
-        "--quiet",
-        "-p",
-        "juneau",
-        "-p",
-        "juneau-cni",
-        "--bins",
-    ]))?;
+    build_bins(false)?;
     let scenario = args
         .first()
         .cloned()
@@ -342,6 +334,17 @@ fn test(args: &[String]) -> Result<()> {
 
 /// Runs every benchmark (each writes `bench/parts/<name>.json`), then merges them into
 /// `bench/results.json` and renders `docs/benchmarks.md` with a chart.
+/// The binaries a standalone run executes: `juneau` and the `juneau-cni` plugin
+/// beside it (another package's).
+fn build_bins(release: bool) -> Result<()> {
+    let mut c = cargo();
+    c.arg("build");
+    if release {
+        c.arg("--release");
+    }
+    run(c.args(["--quiet", "-p", "juneau", "-p", "juneau-cni", "--bins"]))
+}
+
 /// The target of the static CNI plugin.
 const MUSL: &str = "x86_64-unknown-linux-musl";
 
@@ -362,16 +365,7 @@ fn bench() -> Result<()> {
     let _ = std::fs::remove_dir_all(&parts);
     // The CNI benchmark runs the release plugin binary, static for musl when that
     // target can be had (no glibc start-up per call; the benchmark says which ran).
-    run(cargo().args([
-        "build",
-        "--release",
-        "--quiet",
-        "-p",
-        "juneau",
-        "-p",
-        "juneau-cni",
-        "--bins",
-    ]))?;
+    build_bins(true)?;
     let musl = Command::new("rustup")
         .args(["target", "add", MUSL])
         .status()
