@@ -220,9 +220,21 @@ fn l2_01_l2_15_l2_21_l2_25_mx_01_add_check_del_and_del_again() {
         r#"[{"interface":"eth0","l2Network":"routed"},{"interface":"eth1","l2Network":"pure"}]"#,
     )]);
     let pod = Owned::create(&uniq("pod")).unwrap();
+    let default_v6 = |pod: &Owned| {
+        pod.exec(&["sysctl", "-n", "net.ipv6.conf.default.disable_ipv6"])
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    let pod_default_before = default_v6(&pod);
     let cid = "4b1d0c0ffee0123456789abcdef";
     let (ok, res) = run(&bed, "ADD", cid, &pod, "app");
     assert!(ok, "ADD failed: {res}");
+    assert_eq!(
+        default_v6(&pod),
+        pod_default_before,
+        "the NICs are made without IPv6, the Pod's own default is left as it was"
+    );
     assert_eq!(res["cniVersion"], "1.1.0");
     assert_eq!(
         res["ips"],

@@ -10,7 +10,7 @@ use rtnetlink::{
     packet_route::link::{InfoData, InfoVeth},
 };
 
-use super::netlink::{self, NetlinkError, Session, link_by_name, own_and_up, quiet, req};
+use super::netlink::{self, NetlinkError, Session, link_by_name, own_and_up, req};
 use crate::netns;
 
 /// The interface alias that marks a host-side veth as made by Juneau. The datapath is
@@ -99,12 +99,16 @@ pub fn host_name(container_id: &str, interface: &str) -> String {
 /// with `session` (opened in the Node's namespace with the Pod's). Returns the
 /// host-side ifindex. A pair whose host end cannot be marked as Juneau's is removed
 /// again: without its alias DEL and GC would never find it.
+///
+/// The Pod end is born without IPv6 (the Pod turns it on with its own sysctl); it is
+/// brought up by name (the kernel refuses to open a veth end before its pair is made).
 pub fn create_on(session: &Session, spec: &VethSpec) -> Result<u32, NetlinkError> {
     let pod_ns = File::open(&spec.pod_netns).map_err(|source| NetlinkError::OpenNetns {
         path: spec.pod_netns.clone(),
         source,
     })?;
     let handle = session.node();
+    let ipv6_off = session.pod_ipv6_off()?;
     let index = session.block_on(async {
         let mut peer = LinkMessageBuilder::<LinkUnspec>::new()
             .name(spec.pod_name.clone())
@@ -119,12 +123,14 @@ pub fn create_on(session: &Session, spec: &VethSpec) -> Result<u32, NetlinkError
         let host = host
             .set_info_data(InfoData::Veth(InfoVeth::Peer(peer.build())))
             .build();
-        handle
+        let created = handle
             .link()
             .add(host)
             .execute()
             .await
-            .map_err(req(format!("create veth {}", spec.host_name)))?;
+            .map_err(req(format!("create veth {}", spec.host_name)));
+        drop(ipv6_off);
+        created?;
         let index = link_by_name(handle, &spec.host_name).await?.header.index;
         if let Err(e) = own_and_up(handle, index, &spec.alias, &spec.host_name).await {
             if let Err(undo) = handle.link().del(index).execute().await {
@@ -134,15 +140,10 @@ pub fn create_on(session: &Session, spec: &VethSpec) -> Result<u32, NetlinkError
         }
         Ok(index)
     })?;
-    // The Pod end has no IPv6 at all until the Pod turns it on (its sysctl is the Pod
-    // namespace's: written from a thread inside it, where the walk through /proc/sys is
-    // short).
-    netns::run_in(&spec.pod_netns, || quiet(&spec.pod_name))??;
     let pod = session.pod();
     session.block_on(async {
-        let index = link_by_name(pod, &spec.pod_name).await?.header.index;
         pod.link()
-            .set(LinkUnspec::new_with_index(index).up().build())
+            .set(LinkUnspec::new_with_name(&spec.pod_name).up().build())
             .execute()
             .await
             .map_err(req(format!("set {} up", spec.pod_name)))
