@@ -90,6 +90,7 @@ impl Node {
             pod_mac: fixtures::pod_mac(i),
             mtu: (opts.mtu != 0).then_some(opts.mtu),
             alias: veth::OWNER_ALIAS.into(),
+            clsact: true,
         };
         let host_ifindex = veth::create(Some(self.ns.path()), &spec).expect("create veth");
         let dataplane = &mut self.dataplane;

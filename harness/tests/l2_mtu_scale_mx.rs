@@ -249,6 +249,7 @@ fn mx_03_a_port_filter_no_datapath_serves_is_detached_by_the_next_one() {
             pod: "gone".into(),
         }
         .render(),
+        clsact: false,
     };
     let (ifindex, left, gone) = node.run(|| {
         let ifindex = veth::create(None, &spec).unwrap();

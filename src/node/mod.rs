@@ -17,5 +17,6 @@ pub mod nic;
 pub mod server;
 pub mod veth;
 pub mod vxlan;
+mod workers;
 
 pub use dataplane::{Dataplane, DataplaneError};

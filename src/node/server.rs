@@ -1,6 +1,6 @@
 //! The daemon's CNI endpoint: a unix socket (0600, root only: SO_PEERCRED is checked
-//! before anything is read), one request per connection, each handled on its own
-//! thread. The listener thread is started inside the Node's namespace, so every
+//! before anything is read), one request per connection, each handled on a thread of
+//! its own ([`Workers`]: reused, made only when none is idle). The listener thread is started inside the Node's namespace, so every
 //! handler thread (which inherits it) plumbs that Node.
 use std::{
     io::Write,
@@ -9,7 +9,7 @@ use std::{
     sync::Arc,
 };
 
-use super::agent::Agent;
+use super::{agent::Agent, workers::Workers};
 use crate::cni::{CniError, Request, Response, code};
 
 fn serve(agent: &Agent, conn: UnixStream) {
@@ -54,17 +54,30 @@ pub fn listen(agent: Arc<Agent>, socket: &Path) -> std::io::Result<std::thread::
     Ok(spawn_accept(agent, listener, socket.to_owned()))
 }
 
+/// Handler threads made when the socket opens: a kubelet starting many Pods at once
+/// (a Node coming back) finds them waiting.
+const WARM_HANDLERS: usize = 16;
+
 fn spawn_accept(
     agent: Arc<Agent>,
     listener: UnixListener,
     path: PathBuf,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
+        let handlers = match Workers::new("juneau-cni-req", WARM_HANDLERS) {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::error!(error = %e, "CNI socket: no handler threads");
+                return;
+            }
+        };
         for conn in listener.incoming() {
             match conn {
                 Ok(conn) => {
                     let agent = agent.clone();
-                    std::thread::spawn(move || serve(&agent, conn));
+                    if let Err(e) = handlers.run(move || serve(&agent, conn)) {
+                        tracing::error!(error = %e, "CNI socket: request not served");
+                    }
                 }
                 Err(e) => tracing::warn!(socket = %path.display(), error = %e, "accept failed"),
             }

@@ -7,7 +7,7 @@ use std::{
 
 use rtnetlink::{
     LinkMessageBuilder, LinkUnspec, LinkVeth,
-    packet_route::link::{InfoData, InfoVeth},
+    packet_route::link::{InfoData, InfoVeth, LinkAttribute},
 };
 
 use super::netlink::{self, NetlinkError, Session, link_by_name, own_and_up, req};
@@ -30,6 +30,9 @@ pub struct VethSpec {
     /// The host end's alias: [`OWNER_ALIAS`], optionally followed by `:<container
     /// id>:<interface>` so that DEL finds what ADD made even after a daemon restart.
     pub alias: String,
+    /// Give the host end its clsact qdisc before it goes up (ports attached as tc
+    /// filters): see [`netlink::add_clsact`].
+    pub clsact: bool,
 }
 
 /// Prefix of every Pod NIC's host-side veth (as Cilium's `lxc` and Calico's `cali`):
@@ -110,12 +113,15 @@ pub fn create_on(session: &Session, spec: &VethSpec) -> Result<u32, NetlinkError
     let handle = session.node();
     let ipv6_off = session.pod_ipv6_off()?;
     let index = session.block_on(async {
-        let mut peer = LinkMessageBuilder::<LinkUnspec>::new()
-            .name(spec.pod_name.clone())
-            .address(spec.pod_mac.to_vec())
-            .setns_by_fd(pod_ns.as_raw_fd());
-        let mut host = LinkVeth::new(&spec.host_name, &spec.pod_name)
-            .address(spec.host_mac.to_vec());
+        let mut peer = one_queue(
+            LinkMessageBuilder::<LinkUnspec>::new()
+                .name(spec.pod_name.clone())
+                .address(spec.pod_mac.to_vec())
+                .setns_by_fd(pod_ns.as_raw_fd()),
+        );
+        let mut host = one_queue(
+            LinkVeth::new(&spec.host_name, &spec.pod_name).address(spec.host_mac.to_vec()),
+        );
         if let Some(mtu) = spec.mtu {
             peer = peer.mtu(mtu);
             host = host.mtu(mtu);
@@ -132,7 +138,15 @@ pub fn create_on(session: &Session, spec: &VethSpec) -> Result<u32, NetlinkError
         drop(ipv6_off);
         created?;
         let index = link_by_name(handle, &spec.host_name).await?.header.index;
-        if let Err(e) = own_and_up(handle, index, &spec.alias, &spec.host_name).await {
+        let ready = match spec.clsact {
+            true => netlink::add_clsact(handle, index).await,
+            false => Ok(()),
+        };
+        let owned = match ready {
+            Ok(()) => own_and_up(handle, index, &spec.alias, &spec.host_name).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = owned {
             if let Err(undo) = handle.link().del(index).execute().await {
                 tracing::warn!(link = spec.host_name, error = %undo, "cannot remove a veth left without its alias");
             }
@@ -149,6 +163,14 @@ pub fn create_on(session: &Session, spec: &VethSpec) -> Result<u32, NetlinkError
             .map_err(req(format!("set {} up", spec.pod_name)))
     })?;
     Ok(index)
+}
+
+/// One queue each way, asked for at creation: a veth otherwise gets one per CPU and is
+/// cut down to one right after registering, which waits for an expedited RCU grace
+/// period under RTNL for each end (and every other ADD waits with it).
+fn one_queue<T>(b: LinkMessageBuilder<T>) -> LinkMessageBuilder<T> {
+    b.append_extra_attribute(LinkAttribute::NumTxQueues(1))
+        .append_extra_attribute(LinkAttribute::NumRxQueues(1))
 }
 
 /// [`create_on`] with a session of its own; `node_netns` is where the host end lives

@@ -61,16 +61,26 @@ impl Dataplane {
         prog: &'static str,
         ifname: &str,
     ) -> Result<Attachment, DataplaneError> {
-        // A fresh veth has no clsact; an adopted or reused one has (EEXIST, fine: the
-        // attach below reports a real failure).
-        if let Err(e) = qdisc_add_clsact(ifname) {
-            tracing::trace!(ifname, error = %e, "clsact already present");
+        // A Pod NIC's veth gets its clsact before it goes up (`VethSpec::clsact`), so
+        // the filter goes straight on; another link gets the qdisc when the first try
+        // fails (an adopted or reused one has it already: EEXIST, fine, the second try
+        // reports a real failure).
+        let attach = |dp: &mut Self| {
+            dp.program_mut(prog).map(|p| {
+                p.attach_with_options(
+                    ifname,
+                    TcAttachType::Ingress,
+                    TcAttachOptions::Netlink(port_filter()),
+                )
+            })
+        };
+        let mut created = attach(self)?;
+        if created.is_err() {
+            if let Err(e) = qdisc_add_clsact(ifname) {
+                tracing::trace!(ifname, error = %e, "clsact already present");
+            }
+            created = attach(self)?;
         }
-        let created = self.program_mut(prog)?.attach_with_options(
-            ifname,
-            TcAttachType::Ingress,
-            TcAttachOptions::Netlink(port_filter()),
-        );
         match created {
             Ok(id) => self.keep_filter(prog, id),
             Err(created) => self.replace_filter(prog, ifname).map_err(|replaced| {

@@ -216,6 +216,11 @@ impl Dataplane {
         self.port_attach = how;
     }
 
+    /// True when ports get their program as a tc filter (their links want clsact).
+    pub fn ports_use_filters(&self) -> bool {
+        self.port_attach == PortAttach::Filter
+    }
+
     /// True when [`Dataplane::load`] took over a previous daemon's state.
     pub fn adopted(&self) -> bool {
         self.adopted

@@ -4,7 +4,10 @@
 use futures::{StreamExt, TryStreamExt};
 use rtnetlink::{
     Handle,
-    packet_core::{NLM_F_DUMP, NLM_F_REQUEST, NetlinkMessage, NetlinkPayload},
+    packet_core::{
+        NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REQUEST, NetlinkMessage,
+        NetlinkPayload,
+    },
     packet_route::{
         RouteNetlinkMessage,
         tc::{TcAttribute, TcHandle, TcMessage, TcOption},
@@ -28,6 +31,33 @@ pub struct BpfFilter {
     pub program_id: u32,
     /// The name cls_bpf records: `<object section or program name>`, as the loader gave it.
     pub name: String,
+}
+
+/// Adds the clsact qdisc to `ifindex` (one already there is fine). Added while the link
+/// is down, it costs no grace period: on a link that is up the kernel deactivates the
+/// device around the graft and waits for an expedited RCU grace period under RTNL.
+pub async fn add_clsact(handle: &Handle, ifindex: u32) -> Result<(), NetlinkError> {
+    let mut msg = TcMessage::with_index(ifindex as i32);
+    msg.header.parent = TcHandle::CLSACT;
+    msg.header.handle = TcHandle {
+        major: u16::MAX,
+        minor: 0,
+    };
+    msg.attributes.push(TcAttribute::Kind("clsact".into()));
+    let mut request = NetlinkMessage::from(RouteNetlinkMessage::NewQueueDiscipline(msg));
+    request.header.flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL;
+    let mut replies = handle.clone().request(request).map_err(req("add clsact"))?;
+    while let Some(reply) = replies.next().await {
+        if let NetlinkPayload::Error(e) = reply.payload
+            && let Some(code) = e.code
+        {
+            if code.get() == -libc::EEXIST {
+                return Ok(());
+            }
+            return Err(req("add clsact")(rtnetlink::Error::NetlinkError(e)));
+        }
+    }
+    Ok(())
 }
 
 /// The BPF filters of `ifindex` (both clsact hooks), in the namespace `handle` is bound

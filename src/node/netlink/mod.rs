@@ -17,7 +17,7 @@ use crate::netns::{self, NetnsError};
 mod filters;
 mod routes;
 mod session;
-pub use filters::{BpfFilter, bpf_filters};
+pub use filters::{BpfFilter, add_clsact, bpf_filters};
 pub use routes::{add_host_route_on, add_route_via_on, add_rule_on, mac_of};
 pub use session::Session;
 
