@@ -220,20 +220,26 @@ fn l2_01_l2_15_l2_21_l2_25_mx_01_add_check_del_and_del_again() {
         r#"[{"interface":"eth0","l2Network":"routed"},{"interface":"eth1","l2Network":"pure"}]"#,
     )]);
     let pod = Owned::create(&uniq("pod")).unwrap();
-    let default_v6 = |pod: &Owned| {
-        pod.exec(&["sysctl", "-n", "net.ipv6.conf.default.disable_ipv6"])
+    // As a runtime makes it: IPv6 on by default (the harness turns it off in its own
+    // namespaces).
+    pod.exec(&["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=0"])
+        .unwrap();
+    let v6_off = |pod: &Owned, key: &str| {
+        pod.exec(&["sysctl", "-n", &format!("net.ipv6.conf.{key}.disable_ipv6")])
             .unwrap()
             .trim()
             .to_owned()
     };
-    let pod_default_before = default_v6(&pod);
     let cid = "4b1d0c0ffee0123456789abcdef";
     let (ok, res) = run(&bed, "ADD", cid, &pod, "app");
     assert!(ok, "ADD failed: {res}");
+    for nic in ["eth0", "eth1"] {
+        assert_eq!(v6_off(&pod, nic), "1", "{nic} is made without IPv6");
+    }
     assert_eq!(
-        default_v6(&pod),
-        pod_default_before,
-        "the NICs are made without IPv6, the Pod's own default is left as it was"
+        v6_off(&pod, "default"),
+        "0",
+        "the Pod's own default is left as it was"
     );
     assert_eq!(res["cniVersion"], "1.1.0");
     assert_eq!(

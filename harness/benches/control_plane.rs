@@ -332,6 +332,13 @@ fn cni_part(out: &mut Vec<Measurement>) {
         .join(", ");
     out.push(Measurement::new("cni_add_concurrent_100_p99", "ms", p99, ("goal", 100.0), &format!("100 juneau-cni ADDs ({which}) started at once against one daemon; each its own address and port (tested in tests/cni.rs); 99th percentile of the wall times; median of {BURSTS} bursts, each followed by a DEL of every Pod (p99 of each, in order: {rounds} ms; the first also makes the daemon's handler threads)")));
     out.push(Measurement::new(
+        "cni_add_concurrent_100_first_burst_p99_vs_ptp",
+        "ms",
+        bursts.p99s[0],
+        ("debian_ptp_host_local_first_burst_p99", ptp.first_p99),
+        "the first burst alone, as a Node that just started serves it: the daemon makes the handler threads beyond the 16 it starts with then",
+    ));
+    out.push(Measurement::new(
         "cni_add_concurrent_100_p99_vs_ptp",
         "ms",
         p99,
@@ -359,9 +366,22 @@ fn cpu_ms() -> f64 {
     ms(libc::RUSAGE_SELF) + ms(libc::RUSAGE_CHILDREN)
 }
 
+/// Pod namespaces as a runtime makes them: IPv6 on (the harness turns it off in its
+/// own namespaces), so that the plugins do what they do in production.
 fn pod_namespaces(prefix: &str, n: usize) -> Vec<Owned> {
     (0..n)
-        .map(|i| Owned::create(&format!("{prefix}-{}-{i}", std::process::id())).unwrap())
+        .map(|i| {
+            let ns = Owned::create(&format!("{prefix}-{}-{i}", std::process::id())).unwrap();
+            for key in ["all", "default"] {
+                ns.exec(&[
+                    "sysctl",
+                    "-qw",
+                    &format!("net.ipv6.conf.{key}.disable_ipv6=0"),
+                ])
+                .unwrap();
+            }
+            ns
+        })
         .collect()
 }
 
@@ -446,6 +466,7 @@ fn all_at_once(range: std::ops::Range<usize>, add: impl Fn(usize) -> f64 + Sync)
 struct Baseline {
     median: f64,
     p99: f64,
+    first_p99: f64,
     cpu: f64,
 }
 
@@ -481,11 +502,13 @@ fn ptp_baseline(n: usize) -> Baseline {
     let c0 = cpu_ms();
     let mut times: Vec<f64> = (0..n).map(|i| add(i, &pods_ns[i])).collect();
     let cpu = (cpu_ms() - c0) / n as f64;
-    let p99 = bursts(n, |i| add(i, &pods_ns[i]), |i| del(i, &pods_ns[i])).p99;
+    let burst = bursts(n, |i| add(i, &pods_ns[i]), |i| del(i, &pods_ns[i]));
+    let (p99, first_p99) = (burst.p99, burst.p99s[0]);
     let _ = std::fs::remove_dir_all(&data);
     Baseline {
         median: median(&mut times),
         p99,
+        first_p99,
         cpu,
     }
 }

@@ -201,7 +201,7 @@ fn main() {
     };
     let cap = juneau_common::l2::FDB_ENTRIES;
     // Each learning run is paired with a floor run right after it, so both see the
-    // same moment of the machine (a single run's fixed cost moves between 89 and 114 ns
+    // same moment of the machine (a single run's fixed cost moved between 89 and 220 ns
     // from one stretch of runs to the next here).
     let single_floor = || ns_per(run_tc(&bed.ns, floor_prog, bed.ifindex(0), &unicast, 1));
     let (learn, floor1): (Vec<f64>, Vec<f64>) = (0..8_000u32)

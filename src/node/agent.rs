@@ -47,6 +47,9 @@ pub struct Agent {
     /// none), and the addresses it answers for now.
     pub garp_rounds: std::sync::atomic::AtomicU32,
     answering: Mutex<BTreeSet<Ipv4Addr>>,
+    /// How ports attach, read once from the datapath (set before the agent is made), so
+    /// that an ADD need not take the datapath's lock to know it.
+    port_filters: bool,
 }
 
 /// A host-side port link of this Node: (name, ifindex, what its alias says).
@@ -77,6 +80,7 @@ fn cluster_err(e: crate::cluster::ClusterError) -> CniError {
 impl Agent {
     pub fn new(node: &str, node_ip: Ipv4Addr, cluster: Arc<dyn Cluster>, dp: Dataplane) -> Self {
         Self {
+            port_filters: dp.ports_use_filters(),
             node: node.into(),
             node_ip,
             cluster,
@@ -196,6 +200,7 @@ impl Agent {
             node: &self.node,
             node_ip: self.node_ip,
             dataplane: &self.dataplane,
+            port_filters: self.port_filters,
         }
     }
 

@@ -1,6 +1,6 @@
 //! The daemon's CNI endpoint: a unix socket (0600, root only: SO_PEERCRED is checked
 //! before anything is read), one request per connection, each handled on a thread of
-//! its own ([`Workers`]: reused, made only when none is idle). The listener thread is started inside the Node's namespace, so every
+//! its own (`node::workers`: reused, made only when none is idle). The listener thread is started inside the Node's namespace, so every
 //! handler thread (which inherits it) plumbs that Node.
 use std::{
     io::Write,
@@ -50,8 +50,9 @@ fn serve(agent: &Agent, conn: UnixStream) {
 /// Binds `socket` (0600 whatever the umask) and serves until the process ends. Call
 /// from a thread inside the Node's namespace.
 pub fn listen(agent: Arc<Agent>, socket: &Path) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let handlers = Workers::new("juneau-cni-req", WARM_HANDLERS).map_err(std::io::Error::other)?;
     let listener = crate::unixsock::bind_private(socket)?;
-    Ok(spawn_accept(agent, listener, socket.to_owned()))
+    Ok(spawn_accept(agent, listener, socket.to_owned(), handlers))
 }
 
 /// Handler threads made when the socket opens: a kubelet starting many Pods at once
@@ -62,15 +63,9 @@ fn spawn_accept(
     agent: Arc<Agent>,
     listener: UnixListener,
     path: PathBuf,
+    handlers: Workers,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
-        let handlers = match Workers::new("juneau-cni-req", WARM_HANDLERS) {
-            Ok(h) => h,
-            Err(e) => {
-                tracing::error!(error = %e, "CNI socket: no handler threads");
-                return;
-            }
-        };
         for conn in listener.incoming() {
             match conn {
                 Ok(conn) => {

@@ -100,11 +100,13 @@ pub fn host_name(container_id: &str, interface: &str) -> String {
 
 /// Creates the pair, the Pod end directly inside the Pod namespace, both ends up,
 /// with `session` (opened in the Node's namespace with the Pod's). Returns the
-/// host-side ifindex. A pair whose host end cannot be marked as Juneau's is removed
-/// again: without its alias DEL and GC would never find it.
+/// host-side ifindex. A pair whose host end cannot be found, given its clsact or marked
+/// as Juneau's is removed again: without its alias DEL and GC would never find it.
 ///
-/// The Pod end is born without IPv6 (the Pod turns it on with its own sysctl); it is
-/// brought up by name (the kernel refuses to open a veth end before its pair is made).
+/// The Pod end has no IPv6 (the Pod turns it on with its own sysctl): born so
+/// ([`netlink::Ipv6Off`]), or on an older kernel by its own sysctl afterwards. It is
+/// brought up after the pair is made (the kernel refuses to open a veth end before its
+/// pair is tied), by name (no lookup).
 pub fn create_on(session: &Session, spec: &VethSpec) -> Result<u32, NetlinkError> {
     let pod_ns = File::open(&spec.pod_netns).map_err(|source| NetlinkError::OpenNetns {
         path: spec.pod_netns.clone(),
@@ -112,6 +114,7 @@ pub fn create_on(session: &Session, spec: &VethSpec) -> Result<u32, NetlinkError
     })?;
     let handle = session.node();
     let ipv6_off = session.pod_ipv6_off()?;
+    let born_quiet = ipv6_off.is_some();
     let index = session.block_on(async {
         let mut peer = one_queue(
             LinkMessageBuilder::<LinkUnspec>::new()
@@ -135,25 +138,28 @@ pub fn create_on(session: &Session, spec: &VethSpec) -> Result<u32, NetlinkError
             .execute()
             .await
             .map_err(req(format!("create veth {}", spec.host_name)));
-        drop(ipv6_off);
+        let restored = ipv6_off.map_or(Ok(()), netlink::Ipv6Off::restore);
         created?;
-        let index = link_by_name(handle, &spec.host_name).await?.header.index;
-        let ready = match spec.clsact {
-            true => netlink::add_clsact(handle, index).await,
-            false => Ok(()),
-        };
-        let owned = match ready {
-            Ok(()) => own_and_up(handle, index, &spec.alias, &spec.host_name).await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = owned {
-            if let Err(undo) = handle.link().del(index).execute().await {
-                tracing::warn!(link = spec.host_name, error = %undo, "cannot remove a veth left without its alias");
+        let ready = async {
+            restored?;
+            let index = link_by_name(handle, &spec.host_name).await?.header.index;
+            if spec.clsact {
+                netlink::add_clsact(handle, index).await?;
             }
-            return Err(e);
+            own_and_up(handle, index, &spec.alias, &spec.host_name).await?;
+            Ok::<u32, NetlinkError>(index)
         }
-        Ok(index)
+        .await;
+        if ready.is_err()
+            && let Err(undo) = netlink::delete_link_on(handle, &spec.host_name).await
+        {
+            tracing::warn!(link = spec.host_name, error = %undo, "cannot remove a veth whose set-up failed");
+        }
+        ready
     })?;
+    if !born_quiet {
+        netns::run_in(&spec.pod_netns, || netlink::quiet(&spec.pod_name))??;
+    }
     let pod = session.pod();
     session.block_on(async {
         pod.link()

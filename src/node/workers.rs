@@ -52,22 +52,22 @@ impl Workers {
             }),
         };
         for _ in 0..warm {
-            pool.grow()?;
+            pool.spawn(None)?;
         }
         Ok(pool)
     }
 
-    /// Runs `job` on an idle thread, or on a new one when none is idle.
+    /// Runs `job` on an idle thread, or on a new one when none is idle (the job is
+    /// handed to it directly, so callers racing for the last idle thread can never leave
+    /// a job queued with nobody to take it).
     pub fn run(&self, job: impl FnOnce() + Send + 'static) -> Result<(), WorkersError> {
-        // Claim an idle thread; without one, add a thread (it counts itself idle).
         let claimed = self
             .shared
             .idle
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
             .is_ok();
         if !claimed {
-            self.grow()?;
-            self.shared.idle.fetch_sub(1, Ordering::AcqRel);
+            return self.spawn(Some(Box::new(job)));
         }
         self.queue
             .lock()
@@ -76,15 +76,27 @@ impl Workers {
             .map_err(|_| WorkersError::Closed(self.name))
     }
 
-    fn grow(&self) -> Result<(), WorkersError> {
+    /// Adds a thread: idle from the start, or running `first` and then idle.
+    fn spawn(&self, first: Option<Job>) -> Result<(), WorkersError> {
         let shared = self.shared.clone();
-        shared.idle.fetch_add(1, Ordering::AcqRel);
+        let warm = first.is_none();
+        if warm {
+            shared.idle.fetch_add(1, Ordering::AcqRel);
+        }
         std::thread::Builder::new()
             .name(self.name.into())
-            .spawn(move || shared.serve())
+            .spawn(move || {
+                if let Some(job) = first {
+                    job();
+                    shared.idle.fetch_add(1, Ordering::AcqRel);
+                }
+                shared.serve()
+            })
             .map(drop)
             .map_err(|source| {
-                self.shared.idle.fetch_sub(1, Ordering::AcqRel);
+                if warm {
+                    self.shared.idle.fetch_sub(1, Ordering::AcqRel);
+                }
                 WorkersError::Spawn {
                     name: self.name,
                     source,

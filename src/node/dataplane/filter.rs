@@ -75,7 +75,8 @@ impl Dataplane {
             })
         };
         let mut created = attach(self)?;
-        if created.is_err() {
+        if let Err(first) = &created {
+            tracing::trace!(ifname, error = %first, "no port filter attached; adding clsact first");
             if let Err(e) = qdisc_add_clsact(ifname) {
                 tracing::trace!(ifname, error = %e, "clsact already present");
             }

@@ -15,9 +15,11 @@ use rtnetlink::{
 use crate::netns::{self, NetnsError};
 
 mod filters;
+mod ipv6_off;
 mod routes;
 mod session;
 pub use filters::{BpfFilter, add_clsact, bpf_filters};
+pub use ipv6_off::Ipv6Off;
 pub use routes::{add_host_route_on, add_route_via_on, add_rule_on, mac_of};
 pub use session::Session;
 
@@ -41,7 +43,7 @@ pub enum NetlinkError {
         "interface {name} was not created by Juneau (its alias is not \"{alias}\"); Juneau attaches only to its own interfaces"
     )]
     NotOwned { name: String, alias: &'static str },
-    #[error("cannot write sysctl {path}: {source}")]
+    #[error("cannot open, read or write sysctl {path}: {source}")]
     Sysctl {
         path: String,
         source: std::io::Error,
@@ -146,19 +148,22 @@ pub async fn own_and_up(
 
 /// Deletes `name` in `ns`; deleting what is already gone succeeds (idempotent).
 pub fn delete_link(ns: Option<&Path>, name: &str) -> Result<(), NetlinkError> {
-    with_netlink(ns, async |handle| {
-        let index = match link_by_name(&handle, name).await {
-            Ok(link) => link.header.index,
-            Err(NetlinkError::NoSuchLink(_)) => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        handle
-            .link()
-            .del(index)
-            .execute()
-            .await
-            .map_err(req(format!("delete {name}")))
-    })
+    with_netlink(ns, async |handle| delete_link_on(&handle, name).await)
+}
+
+/// [`delete_link`] through `handle`'s namespace.
+pub async fn delete_link_on(handle: &Handle, name: &str) -> Result<(), NetlinkError> {
+    let index = match link_by_name(handle, name).await {
+        Ok(link) => link.header.index,
+        Err(NetlinkError::NoSuchLink(_)) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    handle
+        .link()
+        .del(index)
+        .execute()
+        .await
+        .map_err(req(format!("delete {name}")))
 }
 
 /// Links of the calling thread's namespace whose alias starts with `prefix`:

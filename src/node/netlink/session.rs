@@ -6,81 +6,23 @@
 //! namespace (a netlink socket stays bound to the namespace it was created in); it is
 //! then driven from the caller's thread like the Node's. The caller must be a plain OS
 //! thread (never a tokio worker): the agent's handler threads are. The same thread opens
-//! the Pod namespace's default `disable_ipv6` sysctl (see [`Ipv6Off`]).
-use std::{fs::File, future::Future, io::ErrorKind, os::unix::fs::FileExt, path::Path};
+//! the Pod namespace's default `disable_ipv6` sysctl ([`Ipv6Off`]).
+use std::{fs::File, future::Future, path::Path};
 
 use rtnetlink::Handle;
 use tokio::{runtime::Runtime, task::JoinHandle};
 
-use super::NetlinkError;
+use super::{NetlinkError, ipv6_off::Ipv6Off};
 use crate::netns;
 
 pub struct Session {
     rt: Runtime,
     node: Handle,
     pod: Option<Handle>,
-    /// `net.ipv6.conf.default.disable_ipv6` of the Pod's namespace, opened inside it
-    /// (a /proc/sys/net file stays bound to the namespace it was opened in); `None`
-    /// when the kernel has no IPv6.
+    /// `net.ipv6.conf.default.disable_ipv6` of the Pod's namespace, opened inside it;
+    /// `None` when the kernel has no IPv6 or its write would take RTNL ([`Ipv6Off`]).
     pod_ipv6_default: Option<File>,
     connections: Vec<JoinHandle<()>>,
-}
-
-const IPV6_DEFAULT: &str = "/proc/sys/net/ipv6/conf/default/disable_ipv6";
-
-/// The Pod namespace's default IPv6 switched off while a NIC is created there, so that
-/// the NIC is born without IPv6 (the kernel copies the namespace's defaults into a new
-/// interface). Writing an interface's own `disable_ipv6` instead takes RTNL by
-/// `rtnl_trylock`, and the write is restarted from user space until it gets it: with a
-/// hundred ADDs at once that spinning was a sixth of the Node's CPU. The default is an
-/// RTNL-free write. The previous value is put back when this is dropped, so the Pod's
-/// own later interfaces keep the kernel's default.
-pub struct Ipv6Off<'a> {
-    file: &'a File,
-    restore: Option<u8>,
-}
-
-impl<'a> Ipv6Off<'a> {
-    fn begin(file: &'a File) -> Result<Ipv6Off<'a>, NetlinkError> {
-        let err = |source| NetlinkError::Sysctl {
-            path: IPV6_DEFAULT.into(),
-            source,
-        };
-        let mut old = [0u8; 1];
-        file.read_at(&mut old, 0).map_err(err)?;
-        if old[0] == b'1' {
-            return Ok(Ipv6Off {
-                file,
-                restore: None,
-            });
-        }
-        file.write_at(b"1", 0).map_err(err)?;
-        Ok(Ipv6Off {
-            file,
-            restore: Some(old[0]),
-        })
-    }
-}
-
-impl Drop for Ipv6Off<'_> {
-    fn drop(&mut self) {
-        if let Some(old) = self.restore
-            && let Err(error) = self.file.write_at(&[old], 0)
-        {
-            tracing::warn!(%error, "cannot restore the Pod namespace's default disable_ipv6");
-        }
-    }
-}
-
-fn open_ipv6_default() -> Result<Option<File>, NetlinkError> {
-    match File::options().read(true).write(true).open(IPV6_DEFAULT) {
-        Ok(f) => Ok(Some(f)),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(NetlinkError::Sysctl {
-            path: IPV6_DEFAULT.into(),
-            source,
-        }),
-    }
 }
 
 fn connect(
@@ -106,7 +48,7 @@ impl Session {
             Some(path) => {
                 let h = rt.handle().clone();
                 let ((pod, conn), ipv6) = netns::run_in(path, move || {
-                    Ok::<_, NetlinkError>((connect(&h)?, open_ipv6_default()?))
+                    Ok::<_, NetlinkError>((connect(&h)?, Ipv6Off::open()?))
                 })??;
                 connections.push(rt.spawn(conn));
                 (Some(pod), ipv6)
@@ -121,8 +63,9 @@ impl Session {
         })
     }
 
-    /// Switches the Pod namespace's default IPv6 off until the guard is dropped (a
-    /// no-op guard without IPv6 or without a Pod namespace).
+    /// Switches the Pod namespace's default IPv6 off until the guard is restored;
+    /// `None` when NICs must be quieted one by one (no Pod namespace, no IPv6, or an
+    /// older kernel).
     pub fn pod_ipv6_off(&self) -> Result<Option<Ipv6Off<'_>>, NetlinkError> {
         self.pod_ipv6_default
             .as_ref()

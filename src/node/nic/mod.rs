@@ -32,6 +32,8 @@ pub struct NicContext<'a> {
     pub node: &'a str,
     pub node_ip: Ipv4Addr,
     pub dataplane: &'a Mutex<Dataplane>,
+    /// Ports get their program as a tc filter (their veths get clsact while down).
+    pub port_filters: bool,
 }
 
 /// What a setup made, in order, so that a failed ADD undoes exactly that.

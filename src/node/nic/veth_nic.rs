@@ -57,11 +57,7 @@ pub fn setup(
         pod_mac: mac,
         mtu: (status.mtu != 0).then_some(status.mtu),
         alias: alias.render(),
-        clsact: ctx
-            .dataplane
-            .lock()
-            .expect("dataplane lock")
-            .ports_use_filters(),
+        clsact: ctx.port_filters,
     };
     let ifindex = veth::create_on(nl, &spec)
         .map_err(|e| io(format!("cannot create the veth pair for {iface}"))(e.to_string()))?;
