@@ -343,7 +343,14 @@ fn cni_part(out: &mut Vec<Measurement>) {
         "ms",
         p99,
         ("debian_ptp_host_local_p99", ptp.p99),
-        "the same p99 beside 100 ptp + host-local ADDs started at once in the same run (median of as many bursts)",
+        &format!(
+            "the same p99 beside 100 ptp + host-local ADDs started at once in the same run (median of as many bursts; ptp's, in order: {} ms)",
+            ptp.p99s
+                .iter()
+                .map(|v| format!("{v:.0}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     ));
     out.push(Measurement::new(
         "cni_add_concurrent_100_median",
@@ -467,6 +474,7 @@ struct Baseline {
     median: f64,
     p99: f64,
     first_p99: f64,
+    p99s: Vec<f64>,
     cpu: f64,
 }
 
@@ -503,12 +511,13 @@ fn ptp_baseline(n: usize) -> Baseline {
     let mut times: Vec<f64> = (0..n).map(|i| add(i, &pods_ns[i])).collect();
     let cpu = (cpu_ms() - c0) / n as f64;
     let burst = bursts(n, |i| add(i, &pods_ns[i]), |i| del(i, &pods_ns[i]));
-    let (p99, first_p99) = (burst.p99, burst.p99s[0]);
+    let (p99, first_p99, p99s) = (burst.p99, burst.p99s[0], burst.p99s);
     let _ = std::fs::remove_dir_all(&data);
     Baseline {
         median: median(&mut times),
         p99,
         first_p99,
+        p99s,
         cpu,
     }
 }
