@@ -23,7 +23,9 @@
 //!    (one lookup, destination MAC := the uplink's, `bpf_redirect(ul0, BPF_F_INGRESS)`)
 //!    and Juneau's own `underlay_ingress` -> `eip_uplink` delivers it. That first program
 //!    does less than any real Pod-egress program (no source guard, no lookup), so the
-//!    baseline is on the generous side.
+//!    baseline is on the generous side. Beside it, `pps_eip_same_node_vs_bare_redirect_peer`:
+//!    the ceiling of an in-place delivery here, one bare `bpf_redirect_peer`
+//!    (`floor_redirect_peer`) from a plain Pod's veth into another Pod.
 //!
 //! Juneau's ports are attached as the daemon attaches them by default (tc filters).
 use std::{collections::BTreeMap, net::Ipv4Addr};
@@ -178,6 +180,34 @@ fn turnaround_sender(node: &Node) -> Netns {
     pod
 }
 
+/// The ceiling of an in-place delivery: two plain Pods, the first's veth handing every
+/// frame to the second by one bare `bpf_redirect_peer` (a floor object of its own: its
+/// ifindexes would collide with the other beds' in one map). Returns (sender, receiver,
+/// what keeps the bed up).
+fn redirect_peer_bed() -> (Netns, Netns, Box<dyn std::any::Any>) {
+    let (node, mut pods) = plain_pods(2);
+    let b = pods.pop().unwrap();
+    let a = pods.pop().unwrap();
+    gro_on(&node, "h0");
+    let mut floor = aya::EbpfLoader::new()
+        .load(juneau::baseline::FLOOR_OBJECT)
+        .expect("load the floor object");
+    let (h0, h1) = node.run(|| (if_index("h0"), if_index("h1")));
+    aya::maps::HashMap::<_, u32, u32>::try_from(floor.map_mut("jn_floor_fwd").unwrap())
+        .unwrap()
+        .insert(h0, h1, 0)
+        .unwrap();
+    let prog: &mut SchedClassifier = floor
+        .program_mut("floor_redirect_peer")
+        .unwrap()
+        .try_into()
+        .unwrap();
+    prog.load().unwrap();
+    node.run(|| prog.attach("h0", TcAttachType::Ingress))
+        .unwrap();
+    (a, b, Box::new((floor, node)))
+}
+
 fn main() {
     let quick = std::env::var_os("JUNEAU_BENCH_QUICK").is_some();
     let (count, rounds): (u32, usize) = if quick { (200_000, 3) } else { (1_000_000, 7) };
@@ -186,6 +216,7 @@ fn main() {
     let (k_node, k_pod, k_upstream, h0) = plain_bed();
     let (c_node, c_pod, c_upstream, _) = plain_bed();
     let bl_pod = turnaround_sender(&node);
+    let (peer_a, peer_b, _peer_bed) = redirect_peer_bed();
     let (pod0, pod1) = (&node.pods[0].ns, &node.pods[1].ns);
     // The floor object: every receiver drops at its eth0's ingress (after the rx
     // counter); the ceiling bed's h0 forwards by one bare bpf_redirect to its uplink.
@@ -210,7 +241,7 @@ fn main() {
     for (name, at) in [
         (
             "floor_drop",
-            vec![&upstream, &k_upstream, &c_upstream, pod1],
+            vec![&upstream, &k_upstream, &c_upstream, pod1, &peer_b],
         ),
         ("floor_redirect", vec![&c_node]),
         ("floor_to_ingress", vec![&node.ns]),
@@ -234,18 +265,24 @@ fn main() {
     let out_c = frames::udp(src, (ROUTER_MAC, OUTSIDE), &pad);
     let in_place = frames::udp(src, (gw, eip(1)), &pad);
     let via_uplink = frames::udp((pod_mac(2), eip(2)), (gw, eip(1)), &pad);
-    let paths: [(&str, &Netns, &Netns, &[u8]); 5] = [
+    let paths: [(&str, &Netns, &Netns, &[u8]); 6] = [
         ("juneau to outside", pod0, &upstream, &out_j),
         ("ip_forward to outside", &k_pod, &k_upstream, &out_k),
         ("bare bpf_redirect to outside", &c_pod, &c_upstream, &out_c),
         ("juneau in place", pod0, pod1, &in_place),
         ("via uplink ingress", &bl_pod, pod1, &via_uplink),
+        (
+            "bare bpf_redirect_peer in place",
+            &peer_a,
+            &peer_b,
+            &in_place,
+        ),
     ];
     let mut blast = |i: usize| {
         let (_, tx, rx, frame) = paths[i];
         generator.blast_fresh(tx, "eth0", rx, frame, count) * 1e6
     };
-    // `JN_EIP_PPS_ONLY=<0..4>` blasts one path only and prints, to profile it alone
+    // `JN_EIP_PPS_ONLY=<0..5>` blasts one path only and prints, to profile it alone
     // (`perf record -C 1`).
     if let Ok(only) = std::env::var("JN_EIP_PPS_ONLY") {
         let i = only.parse::<usize>().expect("a path index");
@@ -255,7 +292,7 @@ fn main() {
         return;
     }
     let (fwd_j, fwd_k) = (forwarded(&node.ns), forwarded(&k_node));
-    let mut r: [Vec<f64>; 5] = Default::default();
+    let mut r: [Vec<f64>; 6] = Default::default();
     for round in 0..rounds {
         // Each round starts with another path: no path always runs first.
         for i in (0..paths.len()).map(|j| (j + round) % paths.len()) {
@@ -315,6 +352,16 @@ fn main() {
                 ("redirect_to_uplink_ingress", m[4] / 1e6),
                 &format!(
                     "goal >= 1.3x; ElasticIP to ElasticIP on one Node delivered in place (port_ingress -> eip_port -> bpf_redirect_peer) vs the reference's way on the same Node, datapath and receiver: the floor object's floor_to_ingress on the sender's veth (one lookup, destination MAC := the uplink's, bpf_redirect(uplink, BPF_F_INGRESS)), then underlay_ingress -> eip_uplink delivers (bpf_redirect_peer); that first program does less than the reference's Pod-egress program (no source guard, no lookup), so the baseline is generous; {how}"
+                ),
+            ),
+            Measurement::new(
+                "pps_eip_same_node_vs_bare_redirect_peer",
+                "Mpps",
+                m[3] / 1e6,
+                ("bare_bpf_redirect_peer", m[5] / 1e6),
+                &format!(
+                    "the ceiling of an in-place delivery here: one bpf_redirect_peer by ingress ifindex from a plain Pod's veth into another Pod (floor_redirect_peer), nothing looked up or rewritten; that ceiling is {:.2}x the turnaround baseline; {how}",
+                    m[5] / m[4]
                 ),
             ),
         ],
