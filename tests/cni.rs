@@ -222,8 +222,14 @@ fn l2_01_l2_15_l2_21_l2_25_mx_01_add_check_del_and_del_again() {
     let pod = Owned::create(&uniq("pod")).unwrap();
     // As a runtime makes it: IPv6 on by default (the harness turns it off in its own
     // namespaces).
-    pod.exec(&["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=0"])
+    for key in ["all", "default"] {
+        pod.exec(&[
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{key}.disable_ipv6=0"),
+        ])
         .unwrap();
+    }
     let v6_off = |pod: &Owned, key: &str| {
         pod.exec(&["sysctl", "-n", &format!("net.ipv6.conf.{key}.disable_ipv6")])
             .unwrap()

@@ -100,8 +100,9 @@ pub fn host_name(container_id: &str, interface: &str) -> String {
 
 /// Creates the pair, the Pod end directly inside the Pod namespace, both ends up,
 /// with `session` (opened in the Node's namespace with the Pod's). Returns the
-/// host-side ifindex. A pair whose host end cannot be found, given its clsact or marked
-/// as Juneau's is removed again: without its alias DEL and GC would never find it.
+/// host-side ifindex. A pair that any later step fails for is removed again, so a failed
+/// ADD leaves nothing (and a half-made pair without its alias would be invisible to DEL
+/// and GC).
 ///
 /// The Pod end has no IPv6 (the Pod turns it on with its own sysctl): born so
 /// ([`netlink::Ipv6Off`]), or on an older kernel by its own sysctl afterwards. It is
@@ -139,6 +140,9 @@ pub fn create_on(session: &Session, spec: &VethSpec) -> Result<u32, NetlinkError
             .await
             .map_err(req(format!("create veth {}", spec.host_name)));
         let restored = ipv6_off.map_or(Ok(()), netlink::Ipv6Off::restore);
+        if let (Err(_), Err(e)) = (&created, &restored) {
+            tracing::warn!(error = %e, "cannot restore the Pod namespace's default disable_ipv6");
+        }
         created?;
         let ready = async {
             restored?;
@@ -147,6 +151,16 @@ pub fn create_on(session: &Session, spec: &VethSpec) -> Result<u32, NetlinkError
                 netlink::add_clsact(handle, index).await?;
             }
             own_and_up(handle, index, &spec.alias, &spec.host_name).await?;
+            if !born_quiet {
+                netns::run_in(&spec.pod_netns, || netlink::quiet(&spec.pod_name))??;
+            }
+            session
+                .pod()
+                .link()
+                .set(LinkUnspec::new_with_name(&spec.pod_name).up().build())
+                .execute()
+                .await
+                .map_err(req(format!("set {} up", spec.pod_name)))?;
             Ok::<u32, NetlinkError>(index)
         }
         .await;
@@ -156,17 +170,6 @@ pub fn create_on(session: &Session, spec: &VethSpec) -> Result<u32, NetlinkError
             tracing::warn!(link = spec.host_name, error = %undo, "cannot remove a veth whose set-up failed");
         }
         ready
-    })?;
-    if !born_quiet {
-        netns::run_in(&spec.pod_netns, || netlink::quiet(&spec.pod_name))??;
-    }
-    let pod = session.pod();
-    session.block_on(async {
-        pod.link()
-            .set(LinkUnspec::new_with_name(&spec.pod_name).up().build())
-            .execute()
-            .await
-            .map_err(req(format!("set {} up", spec.pod_name)))
     })?;
     Ok(index)
 }

@@ -9,6 +9,9 @@
 //! RTNL since Linux 6.9 ("ipv6: addrconf_disable_ipv6() optimizations"); on an older
 //! kernel it spins the same way, twice, so there [`Ipv6Off::supported`] is false and the
 //! caller writes the interface's own sysctl as before.
+//!
+//! Two ADDs into one Pod namespace at the same moment could see each other's temporary
+//! value; a runtime sets up one sandbox's network once, and its NICs one after another.
 use std::{fs::File, io::ErrorKind, os::unix::fs::FileExt};
 
 use super::NetlinkError;
@@ -108,6 +111,7 @@ mod tests {
         for (release, want) in [
             ("6.18.0-1-cloud-amd64", true),
             ("6.9.0", true),
+            ("6.10.0", true),
             ("7.0.1", true),
             ("6.8.12-arch1", false),
             ("6.1.0-28-amd64", false),

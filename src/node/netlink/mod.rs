@@ -104,8 +104,12 @@ pub fn sysctl(path: &str, value: &str) -> Result<(), NetlinkError> {
 }
 
 /// An interface of the datapath carries no IPv6 of its own: no autoconfiguration,
-/// router solicitations or MLD reports leaking into a segment.
+/// router solicitations or MLD reports leaking into a segment. A kernel without IPv6
+/// (no such sysctl) has nothing to quiet.
 pub fn quiet(ifname: &str) -> Result<(), NetlinkError> {
+    if !Path::new("/proc/sys/net/ipv6").exists() {
+        return Ok(());
+    }
     sysctl(
         &format!("/proc/sys/net/ipv6/conf/{ifname}/disable_ipv6"),
         "1",

@@ -64,8 +64,8 @@ impl Session {
     }
 
     /// Switches the Pod namespace's default IPv6 off until the guard is restored;
-    /// `None` when NICs must be quieted one by one (no Pod namespace, no IPv6, or an
-    /// older kernel).
+    /// `None` when NICs are quieted one by one instead (no Pod namespace, an older
+    /// kernel, or no IPv6 at all, where there is nothing to quiet).
     pub fn pod_ipv6_off(&self) -> Result<Option<Ipv6Off<'_>>, NetlinkError> {
         self.pod_ipv6_default
             .as_ref()
