@@ -38,7 +38,7 @@ use juneau::node::{
 use juneau_common::eip::gateway_mac;
 use juneau_harness::{
     Netns, Node,
-    bench::{LiveFrames, Measurement, gro_on, median, plain_pods, write_part},
+    bench::{LiveFrames, Measurement, gro_on, median, plain_pods, redirect_peer_bed, write_part},
     frames::{self, fixtures::pod_mac},
 };
 
@@ -178,34 +178,6 @@ fn turnaround_sender(node: &Node) -> Netns {
     ip(&node.ns, "link set bl0 up");
     gro_on(&node.ns, "bl0");
     pod
-}
-
-/// The ceiling of an in-place delivery: two plain Pods, the first's veth handing every
-/// frame to the second by one bare `bpf_redirect_peer` (a floor object of its own: its
-/// ifindexes would collide with the other beds' in one map). Returns (sender, receiver,
-/// what keeps the bed up).
-fn redirect_peer_bed() -> (Netns, Netns, Box<dyn std::any::Any>) {
-    let (node, mut pods) = plain_pods(2);
-    let b = pods.pop().unwrap();
-    let a = pods.pop().unwrap();
-    gro_on(&node, "h0");
-    let mut floor = aya::EbpfLoader::new()
-        .load(juneau::baseline::FLOOR_OBJECT)
-        .expect("load the floor object");
-    let (h0, h1) = node.run(|| (if_index("h0"), if_index("h1")));
-    aya::maps::HashMap::<_, u32, u32>::try_from(floor.map_mut("jn_floor_fwd").unwrap())
-        .unwrap()
-        .insert(h0, h1, 0)
-        .unwrap();
-    let prog: &mut SchedClassifier = floor
-        .program_mut("floor_redirect_peer")
-        .unwrap()
-        .try_into()
-        .unwrap();
-    prog.load().unwrap();
-    node.run(|| prog.attach("h0", TcAttachType::Ingress))
-        .unwrap();
-    (a, b, Box::new((floor, node)))
 }
 
 fn main() {

@@ -13,7 +13,9 @@ use std::net::Ipv4Addr;
 use juneau::node::{dataplane::PortSpec, gateway::RouterState};
 use juneau_harness::{
     Netns, Node,
-    bench::{LiveFrames, Measurement, gro_on, iperf, median, plain_pods, write_part},
+    bench::{
+        LiveFrames, Measurement, gro_on, iperf, median, plain_pods, redirect_peer_bed, write_part,
+    },
     capture::inject,
     frames::{self, BROADCAST, fixtures::*},
     node::{Cluster, PodOptions, node_ip},
@@ -159,45 +161,11 @@ fn kernel_bed() -> (Netns, Netns, Box<dyn std::any::Any>, [u8; 6]) {
     (a, b, Box::new(node), h0_mac)
 }
 
-/// The ceiling of the path on this machine: one `bpf_redirect_peer` from the sender's
-/// veth into the receiver, nothing looked up or rewritten.
-fn ceiling_bed(_g: &mut LiveFrames) -> (Netns, Netns, Box<dyn std::any::Any>) {
-    let (node, mut pods) = plain_pods(2);
-    let b = pods.pop().unwrap();
-    let a = pods.pop().unwrap();
-    gro_on(&node, "h0");
-    let mut floor = aya::EbpfLoader::new()
-        .load(juneau::baseline::FLOOR_OBJECT)
-        .expect("load the floor object");
-    let ifindex = |name: &str| {
-        node.run(|| {
-            let c = std::ffi::CString::new(name).unwrap();
-            // SAFETY: a C string we own.
-            unsafe { libc::if_nametoindex(c.as_ptr()) }
-        })
-    };
-    let (h0, h1) = (ifindex("h0"), ifindex("h1"));
-    {
-        let mut fwd: aya::maps::HashMap<_, u32, u32> =
-            aya::maps::HashMap::try_from(floor.map_mut("jn_floor_fwd").unwrap()).unwrap();
-        fwd.insert(h0, h1, 0).unwrap();
-    }
-    let prog: &mut aya::programs::SchedClassifier = floor
-        .program_mut("floor_redirect_peer")
-        .unwrap()
-        .try_into()
-        .unwrap();
-    prog.load().unwrap();
-    node.run(|| prog.attach("h0", aya::programs::TcAttachType::Ingress))
-        .unwrap();
-    (a, b, Box::new((floor, node)))
-}
-
 fn packet_rate(out: &mut Vec<Measurement>) {
     let mut generator = LiveFrames::load();
     let (ja, jb, _jkeep) = juneau_bed();
     let (ka, kb, _kkeep, h0) = kernel_bed();
-    let (pa, pb, _pkeep) = ceiling_bed(&mut generator);
+    let (pa, pb, _pkeep) = redirect_peer_bed();
     for (a, b) in [(&ja, &jb), (&ka, &kb), (&pa, &pb)] {
         a.ip(&["addr", "add", "10.0.1.10/24", "dev", "eth0"]);
         b.ip(&["addr", "add", "10.0.2.11/24", "dev", "eth0"]);

@@ -4,29 +4,16 @@
 //! of this path). The kernel has no pktgen: an XDP live-frames test run in the sender
 //! Pod transmits the frames (XDP_TX on its eth0); delivery is counted by the receiving
 //! Pod's eth0 rx counter, never by the generator.
-use aya::{
-    EbpfLoader,
-    maps::HashMap,
-    programs::{SchedClassifier, TcAttachType},
-};
 use juneau::node::dataplane::PortAttach;
 use juneau_harness::{
     Netns, Node,
-    bench::{LiveFrames, Measurement, gro_on, median, plain_pods, write_part},
+    bench::{LiveFrames, Measurement, gro_on, median, plain_pods, redirect_peer_bed, write_part},
     capture::inject,
     frames::{self, BROADCAST, fixtures::*},
 };
 
 const FRAMES: u32 = 1_000_000;
 const ROUNDS: usize = 5;
-
-fn ifindex(ns: &Netns, name: &str) -> u32 {
-    ns.run(|| {
-        let c = std::ffi::CString::new(name).unwrap();
-        // SAFETY: a C string we own.
-        unsafe { libc::if_nametoindex(c.as_ptr()) }
-    })
-}
 
 /// Two Pods and whatever joins them; `sender`/`receiver` are the Pod namespaces.
 struct Bed {
@@ -86,29 +73,11 @@ fn bridge_bed() -> Bed {
 }
 
 fn peer_bed() -> Bed {
-    let (node, a, b) = plain_pair();
-    gro_on(&node, "h0");
-    let mut floor = EbpfLoader::new()
-        .load(juneau::baseline::FLOOR_OBJECT)
-        .unwrap();
-    let (h0, h1) = (ifindex(&node, "h0"), ifindex(&node, "h1"));
-    {
-        let mut fwd: HashMap<_, u32, u32> =
-            HashMap::try_from(floor.map_mut("jn_floor_fwd").unwrap()).unwrap();
-        fwd.insert(h0, h1, 0).unwrap();
-    }
-    let prog: &mut SchedClassifier = floor
-        .program_mut("floor_redirect_peer")
-        .unwrap()
-        .try_into()
-        .unwrap();
-    prog.load().unwrap();
-    node.run(|| prog.attach("h0", TcAttachType::Ingress))
-        .unwrap();
+    let (sender, receiver, keep) = redirect_peer_bed();
     Bed {
-        sender: a,
-        receiver: b,
-        _keep: Box::new((floor, node)),
+        sender,
+        receiver,
+        _keep: keep,
     }
 }
 

@@ -93,6 +93,40 @@ pub fn plain_pods(n: usize) -> (crate::Netns, Vec<crate::Netns>) {
     (node, pods)
 }
 
+/// The ceiling of a Pod-to-Pod path on this machine: two plain Pods (`plain_pods(2)`),
+/// the first's veth `h0` handing every frame to the second by one bare
+/// `bpf_redirect_peer` (`floor_redirect_peer`), nothing looked up or rewritten. Each bed
+/// loads a floor object of its own (ifindexes of different beds would collide in one
+/// map). Returns (sender, receiver, what keeps the bed up).
+pub fn redirect_peer_bed() -> (crate::Netns, crate::Netns, Box<dyn std::any::Any>) {
+    let (node, mut pods) = plain_pods(2);
+    let b = pods.pop().unwrap();
+    let a = pods.pop().unwrap();
+    gro_on(&node, "h0");
+    let mut floor = aya::EbpfLoader::new()
+        .load(juneau::baseline::FLOOR_OBJECT)
+        .expect("load the floor object");
+    let ifindex = |name: &str| {
+        let c = std::ffi::CString::new(name).unwrap();
+        // SAFETY: a C string we own.
+        unsafe { libc::if_nametoindex(c.as_ptr()) }
+    };
+    let (h0, h1) = node.run(|| (ifindex("h0"), ifindex("h1")));
+    aya::maps::HashMap::<_, u32, u32>::try_from(floor.map_mut("jn_floor_fwd").unwrap())
+        .unwrap()
+        .insert(h0, h1, 0)
+        .unwrap();
+    let prog: &mut aya::programs::SchedClassifier = floor
+        .program_mut("floor_redirect_peer")
+        .unwrap()
+        .try_into()
+        .unwrap();
+    prog.load().unwrap();
+    node.run(|| prog.attach("h0", aya::programs::TcAttachType::Ingress))
+        .unwrap();
+    (a, b, Box::new((floor, node)))
+}
+
 /// The kernel has no pktgen: an XDP live-frames test run transmits `count` copies of
 /// `frame` out of `ifname` in the `sender` namespace (the `xdp_tx` program of
 /// [`juneau::baseline::FLOOR_OBJECT`], XDP_TX). The interface's peer needs GRO on, or

@@ -1,7 +1,8 @@
 //! The daemon's CNI endpoint: a unix socket (0600, root only: SO_PEERCRED is checked
 //! before anything is read), one request per connection, each handled on a thread of
-//! its own (`node::workers`: reused, made only when none is idle). The listener thread is started inside the Node's namespace, so every
-//! handler thread (which inherits it) plumbs that Node.
+//! its own (`node::workers`: reused, made only when none is idle). The listener and
+//! the handler threads are started inside the Node's namespace, so every handler
+//! thread (which inherits it) plumbs that Node.
 use std::{
     io::Write,
     os::unix::net::{UnixListener, UnixStream},

@@ -145,7 +145,13 @@ mod tests {
             })
             .unwrap();
         }
-        let first: Vec<_> = (0..4).map(|_| rx.recv().unwrap()).collect();
+        // Run one at a time, they would wait at the barrier forever: fail instead.
+        let first: Vec<_> = (0..4)
+            .map(|_| {
+                rx.recv_timeout(std::time::Duration::from_secs(10))
+                    .expect("the four jobs did not run at once")
+            })
+            .collect();
         let threads: std::collections::BTreeSet<_> =
             first.iter().map(|(_, t)| format!("{t:?}")).collect();
         assert_eq!(threads.len(), 4, "four jobs at once on four threads");

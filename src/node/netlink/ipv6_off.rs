@@ -12,7 +12,7 @@
 //!
 //! Two ADDs into one Pod namespace at the same moment could see each other's temporary
 //! value; a runtime sets up one sandbox's network once, and its NICs one after another.
-use std::{fs::File, io::ErrorKind, os::unix::fs::FileExt};
+use std::{fs::File, io::ErrorKind, os::unix::fs::FileExt, sync::OnceLock};
 
 use super::NetlinkError;
 
@@ -47,9 +47,12 @@ impl<'a> Ipv6Off<'a> {
         }
     }
 
-    /// True on Linux 6.9 and later.
+    /// True on Linux 6.9 and later (read once: the kernel does not change under us).
     pub fn supported() -> bool {
-        std::fs::read_to_string("/proc/sys/kernel/osrelease").is_ok_and(|r| at_least_6_9(&r))
+        static SUPPORTED: OnceLock<bool> = OnceLock::new();
+        *SUPPORTED.get_or_init(|| {
+            std::fs::read_to_string("/proc/sys/kernel/osrelease").is_ok_and(|r| at_least_6_9(&r))
+        })
     }
 
     pub fn begin(file: &'a File) -> Result<Ipv6Off<'a>, NetlinkError> {
@@ -72,6 +75,11 @@ impl<'a> Ipv6Off<'a> {
     /// Puts the previous value back; a failure fails the NIC (the Pod's later interfaces
     /// would silently have no IPv6).
     pub fn restore(mut self) -> Result<(), NetlinkError> {
+        self.put_back()
+    }
+
+    /// Writes the previous value back once (a no-op afterwards, or when it was on).
+    fn put_back(&mut self) -> Result<(), NetlinkError> {
         match self.previous.take() {
             Some(previous) => self
                 .file
@@ -85,9 +93,7 @@ impl<'a> Ipv6Off<'a> {
 
 impl Drop for Ipv6Off<'_> {
     fn drop(&mut self) {
-        if let Some(previous) = self.previous.take()
-            && let Err(error) = self.file.write_at(&previous, 0)
-        {
+        if let Err(error) = self.put_back() {
             tracing::warn!(%error, "cannot restore the Pod namespace's default disable_ipv6");
         }
     }
