@@ -5,6 +5,8 @@
 //! - `floor_redirect_peer`: the same with `bpf_redirect_peer`, the physical limit of
 //!   delivering into a Pod from its sender's veth;
 //! - `floor_to_ingress`: the same into another device's ingress, with that device's MAC;
+//! - `floor_learn`: a learning switch reduced to the kernel's hash table (source
+//!   looked up and inserted, destination looked up, `bpf_redirect`);
 //! - `xdp_tx`: the traffic generator (XDP live-frames test runs transmit every frame it
 //!   returns `XDP_TX` for); the benchmarked paths never rewrite frames, so it need not
 //!   rewrite headers on the recycled pages;
@@ -24,6 +26,7 @@ use aya_ebpf::{
     macros::{btf_map, classifier, xdp},
     programs::{TcContext, XdpContext},
 };
+use juneau_common::{FdbEntry, FdbKey, l2::FDB_ENTRIES};
 
 #[btf_map]
 static jn_floor_fwd: HashMap<u32, u32, 65536> = HashMap::new();
@@ -83,6 +86,45 @@ pub fn floor_to_ingress(ctx: TcContext) -> i32 {
     unsafe { core::ptr::write_unaligned(data as *mut [u8; 6], to.mac) };
     // SAFETY: plain helper call.
     unsafe { bpf_redirect(to.ifindex, BPF_F_INGRESS as u64) as i32 }
+}
+
+/// `floor_learn`'s table: the shape of one segment's learning table (`jn_l2_fdb`'s
+/// inner maps), preallocated like them.
+#[btf_map]
+static jn_floor_fdb: HashMap<FdbKey, FdbEntry, { FDB_ENTRIES as usize }> = HashMap::new();
+
+/// The least a learning switch can do with the kernel's hash table, the ceiling of
+/// `l2_learn_new_mac_vs_floor`: look the source up, insert it when missing (no clock,
+/// no move or refresh rules, no learning cache), look the destination up, redirect to
+/// its port. Unknown destinations are dropped.
+#[classifier]
+pub fn floor_learn(ctx: TcContext) -> i32 {
+    let (data, end) = (ctx.data(), ctx.data_end());
+    if data + 14 > end {
+        return TC_ACT_SHOT;
+    }
+    let (mut dst, mut src) = (FdbKey::default(), FdbKey::default());
+    // SAFETY: bytes 0..12 are inside the frame (checked above).
+    unsafe {
+        dst.mac = core::ptr::read_unaligned(data as *const [u8; 6]);
+        src.mac = core::ptr::read_unaligned((data + 6) as *const [u8; 6]);
+    }
+    // SAFETY: the context pointer is valid for the program's run.
+    let ifindex = unsafe { (*ctx.skb.skb).ingress_ifindex };
+    if jn_floor_fdb.get_ptr(&src).is_none() {
+        let entry = FdbEntry {
+            ifindex,
+            ..FdbEntry::default()
+        };
+        if jn_floor_fdb.insert(&src, &entry, 0).is_err() {
+            return TC_ACT_SHOT;
+        }
+    }
+    match jn_floor_fdb.get_ptr(&dst) {
+        // SAFETY: plain helper call; the value is copied at once.
+        Some(out) => unsafe { bpf_redirect((*out).ifindex, 0) as i32 },
+        None => TC_ACT_SHOT,
+    }
 }
 
 /// Drops everything: a receiver that takes frames off the wire and does nothing else,
