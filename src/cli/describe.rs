@@ -8,7 +8,7 @@ use super::CliError;
 use crate::{
     admission::validate::Snapshot,
     api::{ElasticIP, NetworkInterface},
-    store::World,
+    cluster::World,
 };
 
 #[derive(Debug, Serialize, PartialEq)]

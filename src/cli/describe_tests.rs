@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use super::{describe, trace};
-use crate::store::World;
+use crate::cluster::World;
 
 fn meta(name: &str) -> serde_json::Value {
     json!({"name": name, "namespace": "default"})

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::CliError;
-use crate::{cluster::Cluster, store::World};
+use crate::cluster::{Cluster, World};
 
 /// The field manager named on the (read-only) client.
 const MANAGER: &str = "kubectl-juneau";

@@ -11,7 +11,7 @@ use super::CliError;
 use crate::{
     admission::validate::Snapshot,
     api::{NetworkEndpoint, NetworkInterface},
-    store::World,
+    cluster::World,
 };
 
 /// The refusal of EIP-21, word for word.

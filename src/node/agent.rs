@@ -65,7 +65,7 @@ fn port_links(prefix: &str) -> Result<Vec<PortLink>, CniError> {
 }
 
 /// The NetworkInterface a port serves.
-fn nic_of<'a>(world: &'a crate::store::World, alias: &PortAlias) -> Option<&'a NetworkInterface> {
+fn nic_of<'a>(world: &'a crate::cluster::World, alias: &PortAlias) -> Option<&'a NetworkInterface> {
     world.objects.interfaces.iter().find(|n| {
         n.metadata.namespace.as_deref() == Some(&alias.namespace)
             && n.spec.pod_ref.name == alias.pod
@@ -440,7 +440,7 @@ impl Agent {
     }
 
     /// Every direct ElasticIP's holder, and the addresses this Node advertises.
-    fn sync_elastic_ips(&self, world: &crate::store::World) {
+    fn sync_elastic_ips(&self, world: &crate::cluster::World) {
         let holders = super::elasticip::holders(world);
         let mut dp = self.dataplane.lock().expect("dataplane lock");
         match dp.set_elastic_ips(&holders) {
@@ -489,7 +489,7 @@ impl Agent {
         }
     }
 
-    fn sync_router_with(&self, world: &crate::store::World) {
+    fn sync_router_with(&self, world: &crate::cluster::World) {
         // Listeners first: the router's sync rewrites their lists with what it knows.
         let nodes = gateway::listen_nodes(world, &self.node);
         if let Err(e) = self
@@ -530,7 +530,7 @@ impl Agent {
     /// A Node is listed for a segment while any endpoint of the segment lives there.
     fn sync_remotes(
         &self,
-        world: &crate::store::World,
+        world: &crate::cluster::World,
     ) -> Result<usize, crate::cluster::ClusterError> {
         let vni_of = |l2: &str| {
             world

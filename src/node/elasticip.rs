@@ -9,7 +9,7 @@
 use std::{collections::BTreeMap, net::Ipv4Addr};
 
 use super::dataplane::Holder;
-use crate::store::World;
+use crate::cluster::World;
 
 pub fn holders(world: &World) -> BTreeMap<Ipv4Addr, Holder> {
     let mut out = BTreeMap::new();

@@ -14,7 +14,7 @@ use juneau_common::gw::{ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_NO_NEXT_HOP, ROUT
 
 use crate::{
     api::{L2Network, NetworkEndpoint, RouteTable, Subnet, routetable::Route},
-    store::World,
+    cluster::World,
 };
 
 /// One gateway segment.

@@ -19,7 +19,7 @@ use kube::{
 };
 use serde::{Serialize, de::DeserializeOwned};
 
-use super::World;
+use crate::cluster::World;
 
 mod external;
 mod lease;
@@ -30,8 +30,8 @@ use crate::{
         ExternalNetwork, L2Network, NetworkACL, NetworkEndpoint, NetworkInterface, PodRecord,
         RouteTable, SecurityGroup, Subnet, TransitGateway, Vpc, VpcPeering,
     },
+    cluster::Desired,
     cluster::{Cluster, ClusterError},
-    controller::Desired,
 };
 
 /// Field manager of what the controller writes.

@@ -9,8 +9,6 @@ use std::{
     time::Duration,
 };
 
-use serde::{Deserialize, Serialize};
-
 pub mod k8s;
 pub mod remote;
 
@@ -22,18 +20,8 @@ use crate::{
         NetworkACL, NetworkEndpoint, NetworkInterface, RouteTable, SecurityGroup, Subnet,
         TransitGateway, Vpc, VpcPeering,
     },
+    cluster::{Desired, World},
 };
-
-/// Everything the store holds.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct World {
-    pub objects: Snapshot,
-    pub endpoints: Vec<NetworkEndpoint>,
-    pub pods: Vec<PodRecord>,
-    /// Pods admitted so far: the embedded store's creation order (EIP-20's oldest).
-    #[serde(default)]
-    pub pods_admitted: u64,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -306,10 +294,7 @@ impl crate::cluster::Cluster for Store {
         Ok(())
     }
 
-    fn apply(
-        &self,
-        desired: &crate::controller::Desired,
-    ) -> Result<bool, crate::cluster::ClusterError> {
+    fn apply(&self, desired: &Desired) -> Result<bool, crate::cluster::ClusterError> {
         Ok(self.write_if(|w| {
             let name = |l: &L2Network| l.metadata.name.clone().unwrap_or_default();
             let mut changed = false;
@@ -362,7 +347,7 @@ impl crate::cluster::Cluster for Store {
 }
 
 /// The ElasticIP side of a pass: statuses, and the ARPAdvertisements as wanted.
-fn apply_external(s: &mut Snapshot, desired: &crate::controller::Desired) -> bool {
+fn apply_external(s: &mut Snapshot, desired: &Desired) -> bool {
     use crate::controller::elasticip::key;
     let mut changed = false;
     for n in &mut s.external_networks {

@@ -11,11 +11,12 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
-use super::{Store, World};
+use super::Store;
+use crate::cluster::World;
 use crate::{
     api::NetworkEndpoint,
+    cluster::Desired,
     cluster::{Cluster, ClusterError},
-    controller::Desired,
 };
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -10,8 +10,9 @@ use crate::{
         externalnetwork::ExternalNetworkSpec,
         networkinterface::{NicRoute, NicRule},
     },
-    controller::{Config, Desired, reconcile},
-    store::World,
+    cluster::Desired,
+    cluster::World,
+    controller::{Config, reconcile},
 };
 
 fn world(range: &str) -> World {

@@ -13,8 +13,9 @@ use crate::{
         ARPAdvertisement, ElasticIP, ElasticIPAttachment, ExternalNetwork, elasticip::FINALIZER,
     },
     cluster::ClusterError,
-    controller::{Desired, elasticip::key},
-    store::World,
+    cluster::Desired,
+    cluster::World,
+    controller::elasticip::key,
 };
 
 impl KubeCluster {

@@ -111,16 +111,16 @@ pub fn floor_learn(ctx: TcContext) -> i32 {
     }
     // SAFETY: the context pointer is valid for the program's run.
     let ifindex = unsafe { (*ctx.skb.skb).ingress_ifindex };
-    if jn_floor_fdb.get_ptr(&src).is_none() {
+    if jn_floor_fdb.get_ptr(src).is_none() {
         let entry = FdbEntry {
             ifindex,
             ..FdbEntry::default()
         };
-        if jn_floor_fdb.insert(&src, &entry, 0).is_err() {
+        if jn_floor_fdb.insert(src, entry, 0).is_err() {
             return TC_ACT_SHOT;
         }
     }
-    match jn_floor_fdb.get_ptr(&dst) {
+    match jn_floor_fdb.get_ptr(dst) {
         // SAFETY: plain helper call; the value is copied at once.
         Some(out) => unsafe { bpf_redirect((*out).ifindex, 0) as i32 },
         None => TC_ACT_SHOT,

@@ -7,11 +7,13 @@
 //! socket, and [`crate::store::k8s::KubeCluster`] implements it over the Kubernetes API.
 use std::time::Duration;
 
-use crate::{
-    api::{NetworkEndpoint, NetworkInterface},
-    controller::Desired,
-    store::World,
-};
+mod desired;
+mod world;
+
+pub use desired::Desired;
+pub use world::World;
+
+use crate::api::{NetworkEndpoint, NetworkInterface};
 
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum ClusterError {

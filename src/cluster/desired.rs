@@ -1,0 +1,43 @@
+//! What the controller writes through the [`super::Cluster`] interface: the statuses and
+//! objects its reconcilers computed, as one value that every backend applies whole.
+use std::collections::BTreeMap;
+
+use crate::api::{
+    ARPAdvertisement, NetworkInterface, RouteTable, Subnet, Vpc, elasticip::ElasticIPStatus,
+    elasticipattachment::ElasticIPAttachmentStatus, externalnetwork::ExternalNetworkStatus,
+    l2network::L2NetworkStatus, subnet::SubnetStatus,
+};
+
+/// What the objects should look like.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Desired {
+    pub l2_status: BTreeMap<String, L2NetworkStatus>,
+    #[serde(default)]
+    pub subnet_status: BTreeMap<String, SubnetStatus>,
+    /// The default Vpc and Subnet, when they are to be made.
+    #[serde(default)]
+    pub default_vpc: Option<Vpc>,
+    #[serde(default)]
+    pub default_subnet: Option<Subnet>,
+    pub route_tables: Vec<RouteTable>,
+    pub interfaces: Vec<NetworkInterface>,
+    #[serde(default)]
+    pub external_network_status: BTreeMap<String, ExternalNetworkStatus>,
+    /// By `namespace/name`.
+    #[serde(default)]
+    pub elastic_ip_status: BTreeMap<String, ElasticIPStatus>,
+    /// By `namespace/name`.
+    #[serde(default)]
+    pub attachment_status: BTreeMap<String, ElasticIPAttachmentStatus>,
+    /// Every ARPAdvertisement of a directly held ElasticIP (`eip-<ns>-<name>`).
+    #[serde(default)]
+    pub arp_advertisements: Vec<ARPAdvertisement>,
+    /// Pods whose NICs wait for a direct NIC's network (logged, not written).
+    #[serde(skip)]
+    pub waiting: Vec<(String, String)>,
+    /// ElasticIPs (`namespace/name`) to hold with the finalizer, and to let go (EIP-19).
+    #[serde(default)]
+    pub eip_finalize: Vec<String>,
+    #[serde(default)]
+    pub eip_release: Vec<String>,
+}
