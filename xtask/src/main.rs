@@ -281,7 +281,22 @@ fn lint() -> Result<()> {
         .context("formatting differs: run `cargo fmt --all`")?;
     run(cargo().args(["clippy", "--all-targets", "--", "-D", "warnings"]))?;
     // Not a default member (libFuzzer's build): checked on its own.
-    run(cargo().args(["clippy", "-p", "juneau-fuzz", "--", "-D", "warnings"]))
+    run(cargo().args(["clippy", "-p", "juneau-fuzz", "--", "-D", "warnings"]))?;
+    // Nor is the eBPF crate: checked for its own target, as aya-build compiles it
+    // (`-Z build-std` on stable, as `build.rs` does).
+    run(cargo()
+        .current_dir(root().join("ebpf/juneau-ebpf"))
+        .env("RUSTC_BOOTSTRAP", "1")
+        .args([
+            "clippy",
+            "--target",
+            "bpfel-unknown-none",
+            "-Z",
+            "build-std=core",
+            "--",
+            "-D",
+            "warnings",
+        ]))
 }
 
 /// Every test: lint, unit tests, BPF_PROG_TEST_RUN tests, netns golden tests. Ends

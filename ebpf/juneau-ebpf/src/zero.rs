@@ -8,7 +8,7 @@ use core::mem::{MaybeUninit, align_of, size_of};
 /// Zeroes `v`; `T` is 4-aligned and a multiple of 4 bytes (checked at compile time).
 #[inline(always)]
 pub fn in_place<T>(v: &mut MaybeUninit<T>) {
-    const { assert!(align_of::<T>() >= 4 && size_of::<T>() % 4 == 0) };
+    const { assert!(align_of::<T>() >= 4 && size_of::<T>().is_multiple_of(4)) };
     let words = v.as_mut_ptr() as *mut u32;
     for i in 0..size_of::<T>() / 4 {
         // SAFETY: inside `v`, which is 4-aligned and a multiple of 4 bytes.

@@ -46,13 +46,13 @@ pub fn to_holder(ctx: &TcContext, entry: &EipEntry, ttl: u8) -> Result<i32, Drop
     }
     // SAFETY: copied at once.
     let slot = unsafe { maps::jn_l2_vni.get(entry.vni) }.copied();
-    if let Some(fdb) = slot.and_then(|s| maps::jn_l2_fdb.get(s)) {
-        if let Some(found) = fdb.get_ptr(&dst) {
-            // SAFETY: copied out at once.
-            let found: FdbEntry = unsafe { *found };
-            if found.vtep == 0 && found.ifindex != 0 {
-                return Ok(deliver(found.ifindex, found.flags));
-            }
+    if let Some(fdb) = slot.and_then(|s| maps::jn_l2_fdb.get(s))
+        && let Some(found) = fdb.get_ptr(dst)
+    {
+        // SAFETY: copied out at once.
+        let found: FdbEntry = unsafe { *found };
+        if found.vtep == 0 && found.ifindex != 0 {
+            return Ok(deliver(found.ifindex, found.flags));
         }
     }
     if entry.vtep != 0 && entry.vtep != overlay::local_vtep() {

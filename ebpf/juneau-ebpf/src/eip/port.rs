@@ -89,7 +89,7 @@ fn from_nic_ipv4(
         return Err(DropReason::NotRoutable);
     }
     // SAFETY: copied at once.
-    let direct: Option<EipEntry> = unsafe { maps::jn_eip_direct.get(&ip.daddr) }.copied();
+    let direct: Option<EipEntry> = unsafe { maps::jn_eip_direct.get(ip.daddr) }.copied();
     match direct {
         // Another direct ElasticIP: turned around here (EIP-13, EIP-14).
         Some(entry) => carry::to_holder(ctx, &entry, ip.ttl),

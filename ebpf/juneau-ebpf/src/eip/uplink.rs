@@ -39,7 +39,7 @@ fn arp_request(ctx: &TcContext) -> Result<i32, DropReason> {
         return Ok(TC_ACT_OK);
     }
     // SAFETY: copied at once.
-    let Some(answer): Option<ExtArp> = (unsafe { maps::jn_ext_arp.get(&a.target_ip) }).copied()
+    let Some(answer): Option<ExtArp> = (unsafe { maps::jn_ext_arp.get(a.target_ip) }).copied()
     else {
         return Ok(TC_ACT_OK);
     };
@@ -62,7 +62,7 @@ fn ipv4(ctx: &TcContext) -> Result<i32, DropReason> {
         return Ok(TC_ACT_OK);
     };
     // SAFETY: copied at once.
-    let direct: Option<EipEntry> = unsafe { maps::jn_eip_direct.get(&ip.daddr) }.copied();
+    let direct: Option<EipEntry> = unsafe { maps::jn_eip_direct.get(ip.daddr) }.copied();
     match direct {
         Some(entry) => carry::to_holder(ctx, &entry, ip.ttl),
         None => Ok(TC_ACT_OK),

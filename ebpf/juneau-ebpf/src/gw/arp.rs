@@ -76,10 +76,10 @@ pub fn answer(
             super::snoop::learn(port.vni, seg, ip, &mac, here);
             // And the routers of the Nodes that have no port of the segment, which no
             // flood reaches.
-            if let Some(addrs) = eth::addrs(ctx) {
-                if eth::is_group(&addrs.dst) {
-                    super::listen::copies(ctx, port.segment, port.vni);
-                }
+            if let Some(addrs) = eth::addrs(ctx)
+                && eth::is_group(&addrs.dst)
+            {
+                super::listen::copies(ctx, port.segment, port.vni);
             }
         }
     }
@@ -136,7 +136,7 @@ pub fn answer_routed(
         };
         // Only what Juneau handed out: a Subnet has no hosts of its own making.
         // SAFETY: copied at once.
-        match unsafe { maps::jn_gw_nbr.get(&key) } {
+        match unsafe { maps::jn_gw_nbr.get(key) } {
             Some(n) if target_ip != port.own_ip => eth::bits(&n.mac),
             _ => return Err(DropReason::NoNeighbour),
         }

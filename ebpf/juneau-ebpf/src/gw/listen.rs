@@ -49,10 +49,10 @@ extern "C" fn one(index: u32, ctx: *mut c_void) -> i64 {
     }
     // SAFETY: `list` points into an array map value; `i` is bounds-checked.
     let vtep = unsafe { (*state.list).vteps[i] };
-    if vtep != 0 {
-        if let Err(reason) = overlay::send_skb(state.skb, state.vni, vtep, true) {
-            drop::count(reason);
-        }
+    if vtep != 0
+        && let Err(reason) = overlay::send_skb(state.skb, state.vni, vtep, true)
+    {
+        drop::count(reason);
     }
     0
 }

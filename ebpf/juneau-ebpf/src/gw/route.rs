@@ -126,8 +126,8 @@ pub fn ipv4(
     };
     // Seeded first (what Juneau handed out), then learned from ARP.
     // SAFETY: copied at once (the daemon or the datapath may replace the entry).
-    let found = unsafe { maps::jn_gw_nbr.get(&key) }
-        .or_else(|| unsafe { maps::jn_gw_snoop.get(&key) })
+    let found = unsafe { maps::jn_gw_nbr.get(key) }
+        .or_else(|| unsafe { maps::jn_gw_snoop.get(key) })
         .copied();
     let Some(nbr): Option<NbrEntry> = found else {
         return icmp::error(ctx, ifindex, port, seg, &ip, IcmpError::HostUnreachable);
@@ -204,18 +204,17 @@ fn forward(
     // place of the MAC (a Pod here, or where it was last heard).
     // SAFETY: copied at once.
     let slot = unsafe { maps::jn_l2_vni.get(route.vni) }.copied();
-    if let Some(slot) = slot {
-        if let Some(fdb) = maps::jn_l2_fdb.get(slot) {
-            if let Some(entry) = fdb.get_ptr(&dst) {
-                // SAFETY: copied out at once.
-                let entry: FdbEntry = unsafe { *entry };
-                if entry.vtep != 0 {
-                    return overlay::unicast(ctx, route.vni, entry.vtep, &addrs);
-                }
-                if entry.ifindex != 0 {
-                    return Ok(deliver(entry.ifindex, entry.flags));
-                }
-            }
+    if let Some(slot) = slot
+        && let Some(fdb) = maps::jn_l2_fdb.get(slot)
+        && let Some(entry) = fdb.get_ptr(dst)
+    {
+        // SAFETY: copied out at once.
+        let entry: FdbEntry = unsafe { *entry };
+        if entry.vtep != 0 {
+            return overlay::unicast(ctx, route.vni, entry.vtep, &addrs);
+        }
+        if entry.ifindex != 0 {
+            return Ok(deliver(entry.ifindex, entry.flags));
         }
     }
     // Not heard yet: the neighbour's Node, from the endpoint Juneau wrote (L2-18: the

@@ -42,21 +42,22 @@ pub fn learn(vni: u32, seg: &GwSegment, ip: u32, mac: &FdbKey, vtep: u32) {
     }
     let key = NbrKey { vni, ip };
     // SAFETY: only tested for presence.
-    if unsafe { maps::jn_gw_nbr.get(&key) }.is_some() {
+    if unsafe { maps::jn_gw_nbr.get(key) }.is_some() {
         return;
     }
     // SAFETY: copied at once.
-    if let Some(old) = unsafe { maps::jn_gw_snoop.get(&key) }.copied() {
-        if eth::bits(&old.mac) == eth::bits(mac) && old.vtep == vtep {
-            return;
-        }
+    if let Some(old) = unsafe { maps::jn_gw_snoop.get(key) }.copied()
+        && eth::bits(&old.mac) == eth::bits(mac)
+        && old.vtep == vtep
+    {
+        return;
     }
     let entry = NbrEntry {
         mac: *mac,
         vtep,
         flags: NBR_SNOOPED,
     };
-    if maps::jn_gw_snoop.insert(&key, &entry, 0).is_ok() {
+    if maps::jn_gw_snoop.insert(key, entry, 0).is_ok() {
         super::count(GwStat::Snooped);
     }
 }

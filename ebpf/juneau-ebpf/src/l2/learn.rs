@@ -85,11 +85,11 @@ fn learn(fdb: &Fdb, src: &FdbKey, ifindex: u32, vtep: u32, flags: u32, now: u64)
             }
             return true;
         }
-        if old_ifindex != 0 {
-            if let Some(old_port) = maps::jn_l2_port.get_ptr_mut(old_ifindex) {
-                // SAFETY: array value; only the cache timestamp is written.
-                unsafe { (*old_port).cache_jiffies = 0 };
-            }
+        if old_ifindex != 0
+            && let Some(old_port) = maps::jn_l2_port.get_ptr_mut(old_ifindex)
+        {
+            // SAFETY: array value; only the cache timestamp is written.
+            unsafe { (*old_port).cache_jiffies = 0 };
         }
     }
     let entry = FdbEntry {

@@ -107,21 +107,21 @@ fn forward(
     from_overlay: bool,
 ) -> Result<i32, DropReason> {
     let dst = &addrs.dst;
-    if !eth::is_group(dst) {
-        if let Some(entry) = fdb.get_ptr(dst) {
-            // SAFETY: copied out at once; a deleted entry may be reused after this point.
-            let entry: FdbEntry = unsafe { *entry };
-            if entry.vtep != 0 {
-                if !from_overlay {
-                    return overlay::unicast(ctx, vni, entry.vtep, addrs);
-                }
-                // Learned on another Node but arrived from the overlay: flood locally
-                // instead of relaying (no second overlay crossing).
-            } else if entry.ifindex == ingress {
-                return Err(DropReason::Hairpin);
-            } else if entry.ifindex != 0 {
-                return Ok(deliver(entry.ifindex, entry.flags));
+    if !eth::is_group(dst)
+        && let Some(entry) = fdb.get_ptr(dst)
+    {
+        // SAFETY: copied out at once; a deleted entry may be reused after this point.
+        let entry: FdbEntry = unsafe { *entry };
+        if entry.vtep != 0 {
+            if !from_overlay {
+                return overlay::unicast(ctx, vni, entry.vtep, addrs);
             }
+            // Learned on another Node but arrived from the overlay: flood locally
+            // instead of relaying (no second overlay crossing).
+        } else if entry.ifindex == ingress {
+            return Err(DropReason::Hairpin);
+        } else if entry.ifindex != 0 {
+            return Ok(deliver(entry.ifindex, entry.flags));
         }
     }
     flood::flood(ctx, segment, vni, ingress, !from_overlay)

@@ -89,10 +89,11 @@ pub fn from_underlay(ctx: &TcContext) -> Result<i32, DropReason> {
     let local_vtep = node.map_or(0, |n| n.local_vtep);
     // ARP and IPv4 other than VXLAN: ElasticIPs' (which pass the rest to the stack).
     // SAFETY: the context pointer is valid for the program's run.
-    if unsafe { (*ctx.skb.skb).vlan_present } == 0 && !vxlan_like(ctx, local_vtep) {
-        if let Some(gw::ETH_P_ARP | ETH_P_IP) = eth::ethertype(ctx) {
-            return eip::enter_uplink(ctx);
-        }
+    if unsafe { (*ctx.skb.skb).vlan_present } == 0
+        && !vxlan_like(ctx, local_vtep)
+        && let Some(gw::ETH_P_ARP | ETH_P_IP) = eth::ethertype(ctx)
+    {
+        return eip::enter_uplink(ctx);
     }
     let (start, end) = (ctx.data(), ctx.data_end());
     // SAFETY: the context pointer is valid for the program's run.
@@ -167,7 +168,7 @@ pub fn from_underlay(ctx: &TcContext) -> Result<i32, DropReason> {
     let Some(fdb) = maps::jn_l2_fdb.get(segment) else {
         return Ok(TC_ACT_OK);
     };
-    let entry: FdbEntry = match fdb.get_ptr(&dst) {
+    let entry: FdbEntry = match fdb.get_ptr(dst) {
         // SAFETY: copied out at once; a deleted entry may be reused after this point.
         Some(entry) => unsafe { *entry },
         None => return Ok(TC_ACT_OK),

@@ -97,10 +97,10 @@ pub fn unicast(
     vtep: u32,
     addrs: &crate::eth::Addrs,
 ) -> Result<i32, DropReason> {
-    if let Some(node) = maps::jn_node.get(0) {
-        if let Some(verdict) = encap::send(ctx, node, vni, vtep, &addrs.dst, &addrs.src)? {
-            return Ok(verdict);
-        }
+    if let Some(node) = maps::jn_node.get(0)
+        && let Some(verdict) = encap::send(ctx, node, vni, vtep, &addrs.dst, &addrs.src)?
+    {
+        return Ok(verdict);
     }
     send(ctx, vni, vtep, false)
 }
