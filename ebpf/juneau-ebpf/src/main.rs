@@ -5,11 +5,13 @@
 #![no_std]
 #![no_main]
 
+mod arp;
 mod deliver;
 mod drop;
 mod eip;
 mod eth;
 mod gw;
+mod ipv4;
 mod l2;
 mod maps;
 mod overlay;

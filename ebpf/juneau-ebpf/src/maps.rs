@@ -31,10 +31,10 @@ pub static jn_l2_vni: HashMap<u32, u32, { MAX_SEGMENTS as usize }> = HashMap::ne
 
 /// One learning table per segment slot (written by the datapath only: L2-29).
 #[btf_map]
-pub static jn_l2_fdb: ArrayOfMaps<
-    HashMap<FdbKey, FdbEntry, { FDB_ENTRIES as usize }>,
-    { MAX_SEGMENTS as usize },
-> = ArrayOfMaps::new();
+pub static jn_l2_fdb: ArrayOfMaps<Fdb, { MAX_SEGMENTS as usize }> = ArrayOfMaps::new();
+
+/// One segment's learning table (an inner map of `jn_l2_fdb`).
+pub type Fdb = HashMap<FdbKey, FdbEntry, { FDB_ENTRIES as usize }>;
 
 /// Local ports of each segment slot, for broadcast / multicast / unknown unicast.
 #[btf_map]

@@ -12,8 +12,7 @@ use juneau_common::{
 use crate::{
     deliver::deliver,
     eth::{self, ETH_HLEN, store},
-    gw::route,
-    maps, overlay,
+    ipv4, maps, overlay,
 };
 
 #[inline(always)]
@@ -30,7 +29,7 @@ pub fn to_holder(ctx: &TcContext, entry: &EipEntry, ttl: u8) -> Result<i32, Drop
     let dst = entry.pod_mac;
     // SAFETY: inside [start, start + ETH_HLEN + 20), checked above.
     unsafe {
-        route::decrement_ttl(start);
+        ipv4::decrement_ttl(start);
         store::<u64>(start, eth::bits(&dst));
         store::<u32>(start + 6, eth::bits(&src) as u32);
         store::<u16>(start + 10, (eth::bits(&src) >> 32) as u16);

@@ -17,7 +17,7 @@ use juneau_common::DropReason;
 
 use crate::{
     eth::{ETH_HLEN, store},
-    gw::route::{self, Ipv4},
+    ipv4::{self, Ipv4},
 };
 
 const AF_INET: u8 = 2;
@@ -55,7 +55,7 @@ pub fn to_outside(ctx: &TcContext, ingress: u32, ip: &Ipv4) -> Result<i32, DropR
     }
     // SAFETY: inside [start, start + ETH_HLEN + 20), checked above; TTL above 1.
     unsafe {
-        route::decrement_ttl(start);
+        ipv4::decrement_ttl(start);
         // Each MAC is stored as a 16-bit and a 32-bit word (bytes 0-1, 2-5), not byte
         // by byte.
         let (d, s) = (&p.dmac, &p.smac);

@@ -7,14 +7,9 @@ use juneau_common::{
 
 use super::carry;
 use crate::{
+    arp::{self, ARP_ETH_IP4, ETH_P_ARP},
     deliver::deliver,
-    eth,
-    gw::{
-        ETH_P_ARP,
-        arp::{self, ARP_ETH_IP4},
-        route,
-    },
-    maps,
+    eth, ipv4, maps,
 };
 
 #[inline(always)]
@@ -76,13 +71,13 @@ fn from_nic_ipv4(
     port: &PortConfig,
     addrs: &eth::Addrs,
 ) -> Result<i32, DropReason> {
-    let ip = route::read_ipv4(ctx)?;
+    let ip = ipv4::read(ctx)?;
     if ip.saddr != port.own_ip {
         return Err(DropReason::SourceGuard);
     }
     // Unicast to somewhere only: no broadcast or multicast reaches the Node's own
     // listeners, and 169.254/16 (the gateway included) is nobody's.
-    if route::martian(ip.daddr)
+    if ipv4::martian(ip.daddr)
         || ip.daddr as u16 == u16::from_ne_bytes([169, 254])
         || eth::is_group(&addrs.dst)
     {

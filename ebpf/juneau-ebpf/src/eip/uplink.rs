@@ -4,18 +4,13 @@ use aya_ebpf::{bindings::TC_ACT_OK, helpers::bpf_redirect, programs::TcContext};
 use juneau_common::{DropReason, EipEntry, ExtArp};
 
 use super::carry;
+use crate::{
+    arp::{self, ARP_ETH_IP4, ETH_P_ARP},
+    eth, ipv4, maps,
+};
 
 /// `skb->pkt_type` of a frame to one of this host's own MACs.
 const PACKET_HOST: u32 = 0;
-use crate::{
-    eth,
-    gw::{
-        ETH_P_ARP,
-        arp::{self, ARP_ETH_IP4},
-        route,
-    },
-    maps,
-};
 
 #[inline(always)]
 pub fn try_uplink(ctx: &TcContext) -> Result<i32, DropReason> {
@@ -58,7 +53,7 @@ fn ipv4(ctx: &TcContext) -> Result<i32, DropReason> {
     if unsafe { (*ctx.skb.skb).pkt_type } != PACKET_HOST {
         return Ok(TC_ACT_OK);
     }
-    let Ok(ip) = route::read_ipv4(ctx) else {
+    let Ok(ip) = ipv4::read(ctx) else {
         return Ok(TC_ACT_OK);
     };
     // SAFETY: copied at once.

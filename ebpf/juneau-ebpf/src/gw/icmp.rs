@@ -14,10 +14,10 @@ use juneau_common::{
     gw::{GwStat, ICMP_ERRORS_PER_SEC},
 };
 
-use super::route::Ipv4;
 use crate::{
     deliver::deliver,
     eth::{self, ETH_HLEN, load, store},
+    ipv4::{Ipv4, csum_replace},
     maps,
 };
 
@@ -45,17 +45,6 @@ pub enum IcmpError {
     /// No neighbour for the address: destination host unreachable (what a router
     /// whose ARP went unanswered says; this one never asks, L2-18).
     HostUnreachable,
-}
-
-/// RFC 1624 incremental update of a 16-bit ones' complement checksum for one 16-bit
-/// word changing from `old` to `new`. The words may be in either byte order, as long
-/// as all three are in the same one (ones' complement sums commute with byte swaps).
-#[inline(always)]
-pub fn csum_replace(csum: u16, old: u16, new: u16) -> u16 {
-    let mut sum = (!csum) as u32 + (!old) as u32 + new as u32;
-    sum = (sum & 0xffff) + (sum >> 16);
-    sum = (sum & 0xffff) + (sum >> 16);
-    !(sum as u16)
 }
 
 /// The checksum of `N` 16-bit words read raw from the packet at `at` (in memory order).

@@ -20,9 +20,7 @@ use juneau_common::{
     gw::{GW_PROG_ROUTE, GwStat, PORT_GATEWAY, PORT_ROUTED},
 };
 
-use crate::{eth, maps};
-
-pub const ETH_P_ARP: u16 = 0x0806;
+use crate::{arp::ETH_P_ARP, eth, maps};
 
 /// On a gateway port, before switching: a frame for the router leaves by the tail call
 /// (the call does not return); `Ok(())` lets the switch forward the frame.

@@ -12,70 +12,15 @@ use juneau_common::{
 use super::icmp::{self, IcmpError};
 use crate::{
     deliver::deliver,
-    eth::{self, ETH_HLEN, load, store},
+    eth::{self, load, store},
+    ipv4::{self, Ipv4, martian},
     l2::flood,
     maps, overlay,
 };
 
-const IP_END: usize = ETH_HLEN + 20;
 const IPPROTO_ICMP: u8 = 1;
 /// The DF bit of the fragment word, as loaded raw (network order in memory).
 const DF_RAW: u16 = 0x0040;
-
-/// What the router read of an IPv4 header.
-pub struct Ipv4 {
-    pub saddr: u32,
-    pub daddr: u32,
-    pub ttl: u8,
-    pub proto: u8,
-    pub tot_len: u32,
-    /// Fragment word, raw.
-    pub frag: u16,
-}
-
-/// Addresses no router forwards from or to: 0/8, loopback, multicast and the limited
-/// broadcast (first octet 0, 127, or 224 and above). Network order in memory: the
-/// first octet is the low byte.
-#[inline(always)]
-pub fn martian(addr: u32) -> bool {
-    let first = addr as u8;
-    first == 0 || first == 127 || first >= 224
-}
-
-#[inline(always)]
-pub fn read_ipv4(ctx: &TcContext) -> Result<Ipv4, DropReason> {
-    let (start, end) = (ctx.data(), ctx.data_end());
-    if start + IP_END > end {
-        return Err(DropReason::BadIpHeader);
-    }
-    // SAFETY: inside [start, start + IP_END), checked above.
-    let (ver_ihl, tot_len, frag, ttl, proto, saddr, daddr) = unsafe {
-        (
-            load::<u8>(start + ETH_HLEN),
-            u16::from_be(load::<u16>(start + ETH_HLEN + 2)) as u32,
-            load::<u16>(start + ETH_HLEN + 6),
-            load::<u8>(start + ETH_HLEN + 8),
-            load::<u8>(start + ETH_HLEN + 9),
-            load::<u32>(start + ETH_HLEN + 12),
-            load::<u32>(start + ETH_HLEN + 16),
-        )
-    };
-    if ver_ihl >> 4 != 4
-        || ver_ihl & 0xf < 5
-        || tot_len < 20
-        || tot_len > ctx.len() - ETH_HLEN as u32
-    {
-        return Err(DropReason::BadIpHeader);
-    }
-    Ok(Ipv4 {
-        saddr,
-        daddr,
-        ttl,
-        proto,
-        tot_len,
-        frag,
-    })
-}
 
 #[inline(always)]
 pub fn ipv4(
@@ -84,7 +29,7 @@ pub fn ipv4(
     port: &PortConfig,
     seg: &GwSegment,
 ) -> Result<i32, DropReason> {
-    let ip = read_ipv4(ctx)?;
+    let ip = ipv4::read(ctx)?;
     let routed_port = port.flags & PORT_ROUTED != 0;
     if routed_port && ip.saddr != port.own_ip {
         return Err(DropReason::SourceGuard);
@@ -150,25 +95,6 @@ pub fn ipv4(
     forward(ctx, &route, &nbr, hop)
 }
 
-/// TTL - 1 of the IPv4 header after the Ethernet one at `start`, its checksum updated
-/// incrementally.
-///
-/// # Safety
-/// `[start, start + ETH_HLEN + 20)` must be inside the packet, and the TTL above 1.
-#[inline(always)]
-pub unsafe fn decrement_ttl(start: usize) {
-    // SAFETY: the caller's bounds.
-    unsafe {
-        let word = load::<u16>(start + ETH_HLEN + 8);
-        // The TTL is the first byte of the word in memory (its low byte here); it is
-        // above 1, so no borrow reaches the protocol byte.
-        let new = word - 1;
-        let csum = load::<u16>(start + ETH_HLEN + 10);
-        store::<u16>(start + ETH_HLEN + 8, new);
-        store::<u16>(start + ETH_HLEN + 10, icmp::csum_replace(csum, word, new));
-    }
-}
-
 /// One hop: TTL - 1 (checksum updated), the destination segment's gateway as source,
 /// the neighbour as destination, then switched in the destination segment. Without
 /// `hop` (within a Subnet) only the destination MAC is written.
@@ -180,14 +106,14 @@ fn forward(
     hop: bool,
 ) -> Result<i32, DropReason> {
     let (start, end) = (ctx.data(), ctx.data_end());
-    if start + IP_END > end {
+    if start + ipv4::IP_END > end {
         return Err(DropReason::BadIpHeader);
     }
     let dst = nbr.mac;
-    // SAFETY: inside [start, start + IP_END), checked above.
+    // SAFETY: inside [start, start + ipv4::IP_END), checked above.
     let src = unsafe {
         let src = if hop {
-            decrement_ttl(start);
+            ipv4::decrement_ttl(start);
             juneau_common::FdbKey::new(route.gw_mac)
         } else {
             eth::from_bits(load::<u32>(start + 6) as u64 | (load::<u16>(start + 10) as u64) << 32)

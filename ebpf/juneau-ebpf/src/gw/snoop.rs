@@ -10,14 +10,18 @@ use juneau_common::{
     gw::{GwStat, NBR_SNOOPED},
 };
 
-use super::route::martian;
-use crate::{eth, maps};
+use crate::{
+    arp::{self, ARP_ETH_IP4},
+    eth,
+    ipv4::martian,
+    maps,
+};
 
 /// The sender of an IPv4-over-Ethernet ARP packet, if the frame is one.
 #[inline(always)]
 pub fn sender(ctx: &TcContext) -> Option<(u32, FdbKey)> {
-    let arp = super::arp::read(ctx).ok()?;
-    (arp.head == super::arp::ARP_ETH_IP4).then(|| (arp.sender_ip, eth::from_bits(arp.sender_mac)))
+    let arp = arp::read(ctx).ok()?;
+    (arp.head == ARP_ETH_IP4).then(|| (arp.sender_ip, eth::from_bits(arp.sender_mac)))
 }
 
 /// Binds `ip` to `mac` behind `vtep` (0 or this Node's: here) on segment `vni`.

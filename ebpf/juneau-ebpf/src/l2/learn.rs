@@ -8,8 +8,10 @@ use juneau_common::{
     l2::{LEARN_CACHE_JIFFIES, LEARN_REFRESH_NS},
 };
 
-use super::Fdb;
-use crate::{drop, eth, maps};
+use crate::{
+    drop, eth,
+    maps::{self, Fdb},
+};
 
 /// A source no frame may teach: group (broadcast, multicast) and all-zero addresses.
 #[inline(always)]

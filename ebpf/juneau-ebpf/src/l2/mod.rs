@@ -2,19 +2,18 @@
 //! L2-28). Nothing above the Ethernet header is read (but the EtherType of an oversize
 //! frame), so every protocol passes.
 pub mod flood;
+pub mod forward;
 pub mod learn;
 
-use aya_ebpf::{btf_maps::HashMap, programs::TcContext};
+use aya_ebpf::programs::TcContext;
 use juneau_common::{
-    DropReason, FdbEntry, FdbKey, PortConfig,
+    DropReason,
     eip::PORT_EIP,
     gw::{PORT_GATEWAY, PORT_ROUTED},
-    l2::{FDB_ENTRIES, PORT_ACTIVE},
+    l2::PORT_ACTIVE,
 };
 
-use crate::{deliver::deliver, eth, gw, maps, overlay};
-
-pub type Fdb = HashMap<FdbKey, FdbEntry, { FDB_ENTRIES as usize }>;
+use crate::{arp::ETH_P_ARP, eth, gw, maps, overlay};
 
 /// Frames sent by a workload into its port.
 #[inline(always)]
@@ -53,22 +52,7 @@ pub fn from_port(ctx: &TcContext) -> Result<i32, DropReason> {
     if port.flags & PORT_GATEWAY != 0 {
         gw::enter(ctx, port, &addrs)?;
     }
-    forward(ctx, fdb, segment, vni, ifindex, &addrs, false)
-}
-
-/// A frame from a local port switched as without a gateway (for the router, which
-/// takes every ARP packet of a gateway port first and gives back those not for it).
-#[inline(always)]
-pub fn switch_from_port(
-    ctx: &TcContext,
-    port: &PortConfig,
-    ifindex: u32,
-) -> Result<i32, DropReason> {
-    let addrs = eth::addrs(ctx).ok_or(DropReason::ShortFrame)?;
-    let fdb = maps::jn_l2_fdb
-        .get(port.segment)
-        .ok_or(DropReason::NoSegment)?;
-    forward(ctx, fdb, port.segment, port.vni, ifindex, &addrs, false)
+    forward::forward(ctx, fdb, segment, vni, ifindex, &addrs, false)
 }
 
 /// Frames of a segment arriving from another Node. Split horizon: they go to local
@@ -76,7 +60,7 @@ pub fn switch_from_port(
 #[inline(always)]
 pub fn from_overlay(ctx: &TcContext) -> Result<i32, DropReason> {
     let (vni, vtep) = overlay::tunnel_source(ctx)?;
-    let arp = eth::ethertype(ctx) == Some(gw::ETH_P_ARP);
+    let arp = eth::ethertype(ctx) == Some(ETH_P_ARP);
     // SAFETY: the value is copied at once.
     let Some(segment) = unsafe { maps::jn_l2_vni.get(vni) }.copied() else {
         // No port here: only the router may want it (an ARP copy of `gw::listen`).
@@ -92,37 +76,5 @@ pub fn from_overlay(ctx: &TcContext) -> Result<i32, DropReason> {
     if arp {
         gw::snoop::from_overlay(ctx, vni, vtep);
     }
-    forward(ctx, fdb, segment, vni, 0, &addrs, true)
-}
-
-/// Known unicast to its one port (or Node); anything else flooded.
-#[inline(always)]
-fn forward(
-    ctx: &TcContext,
-    fdb: &Fdb,
-    segment: u32,
-    vni: u32,
-    ingress: u32,
-    addrs: &eth::Addrs,
-    from_overlay: bool,
-) -> Result<i32, DropReason> {
-    let dst = &addrs.dst;
-    if !eth::is_group(dst)
-        && let Some(entry) = fdb.get_ptr(dst)
-    {
-        // SAFETY: copied out at once; a deleted entry may be reused after this point.
-        let entry: FdbEntry = unsafe { *entry };
-        if entry.vtep != 0 {
-            if !from_overlay {
-                return overlay::unicast(ctx, vni, entry.vtep, addrs);
-            }
-            // Learned on another Node but arrived from the overlay: flood locally
-            // instead of relaying (no second overlay crossing).
-        } else if entry.ifindex == ingress {
-            return Err(DropReason::Hairpin);
-        } else if entry.ifindex != 0 {
-            return Ok(deliver(entry.ifindex, entry.flags));
-        }
-    }
-    flood::flood(ctx, segment, vni, ingress, !from_overlay)
+    forward::forward(ctx, fdb, segment, vni, 0, &addrs, true)
 }

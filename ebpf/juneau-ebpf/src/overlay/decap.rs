@@ -21,10 +21,10 @@ use juneau_common::{
 };
 
 use crate::{
+    arp::ETH_P_ARP,
     deliver::deliver,
     eip,
     eth::{self, ETH_HLEN, ETH_P_IP, IPPROTO_UDP, load, store},
-    gw,
     l2::learn,
     maps,
 };
@@ -91,7 +91,7 @@ pub fn from_underlay(ctx: &TcContext) -> Result<i32, DropReason> {
     // SAFETY: the context pointer is valid for the program's run.
     if unsafe { (*ctx.skb.skb).vlan_present } == 0
         && !vxlan_like(ctx, local_vtep)
-        && let Some(gw::ETH_P_ARP | ETH_P_IP) = eth::ethertype(ctx)
+        && let Some(ETH_P_ARP | ETH_P_IP) = eth::ethertype(ctx)
     {
         return eip::enter_uplink(ctx);
     }
