@@ -1,0 +1,151 @@
+//! The node agent: what the daemon does for the CNI plugin (ADD, DEL, CHECK, GC,
+//! STATUS), for the other Nodes (remote VTEP lists from NetworkEndpoints), and when it
+//! starts (reconciling what it adopted with the cluster).
+//!
+//! Every call runs on a thread inside the Node's network namespace. ADD is all or
+//! nothing: what it made is undone when a later step fails. DEL is idempotent and finds
+//! its work by the host veths' aliases, so it needs nothing remembered.
+//!
+//! The CNI commands are in `cni.rs`, the cluster-to-datapath sync in `sync.rs`, the
+//! start-up reconcile in `reconcile.rs`; this file holds the agent and its dispatch.
+mod cni;
+mod reconcile;
+mod sync;
+
+use std::{
+    collections::BTreeSet,
+    net::Ipv4Addr,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+pub use reconcile::ReconcileReport;
+
+use super::{Dataplane, coalesce::Coalesced, metrics::Metrics, netlink, nic, veth::PortAlias};
+use crate::{
+    api::NetworkInterface,
+    cluster::{Cluster, ClusterError, World},
+    cni::{CniError, CniResult, Request, code},
+};
+
+/// How long ADD waits for the controller to allocate a Pod's NICs.
+const NIC_WAIT: Duration = Duration::from_secs(10);
+
+pub struct Agent {
+    pub node: String,
+    pub node_ip: Ipv4Addr,
+    pub cluster: Arc<dyn Cluster>,
+    pub dataplane: Mutex<Dataplane>,
+    pub metrics: Metrics,
+    /// One sync at a time, from reading the cluster to writing the maps, so that an
+    /// older read (a CNI thread) never overwrites a newer one (the sweep); callers
+    /// meanwhile are served by the next one.
+    syncs: Coalesced<ClusterError>,
+    /// Objects the router left out, each logged once.
+    router_skips: Mutex<BTreeSet<String>>,
+    /// Rounds of gratuitous ARP for an ElasticIP this Node starts answering for (0:
+    /// none), and the addresses it answers for now.
+    pub garp_rounds: std::sync::atomic::AtomicU32,
+    answering: Mutex<BTreeSet<Ipv4Addr>>,
+    /// How ports attach, read once from the datapath (set before the agent is made), so
+    /// that an ADD need not take the datapath's lock to know it.
+    port_filters: bool,
+}
+
+/// A host-side port link of this Node: (name, ifindex, what its alias says).
+type PortLink = (String, u32, PortAlias);
+
+/// Juneau's Pod NIC links in the calling thread's namespace.
+fn port_links(prefix: &str) -> Result<Vec<PortLink>, CniError> {
+    Ok(netlink::links_with_alias(prefix)
+        .map_err(|e| nic::io("cannot list the Node's links")(e.to_string()))?
+        .into_iter()
+        .filter_map(|(name, ifindex, alias)| Some((name, ifindex, PortAlias::parse(&alias)?)))
+        .collect())
+}
+
+/// The NetworkInterface a port serves.
+fn nic_of<'a>(world: &'a World, alias: &PortAlias) -> Option<&'a NetworkInterface> {
+    world.objects.interfaces.iter().find(|n| {
+        n.metadata.namespace.as_deref() == Some(&alias.namespace)
+            && n.spec.pod_ref.name == alias.pod
+            && n.spec.interface == alias.interface
+    })
+}
+
+fn cluster_err(e: ClusterError) -> CniError {
+    CniError::new(code::TRY_AGAIN_LATER, "cannot read the cluster").details(e.to_string())
+}
+
+impl Agent {
+    pub fn new(node: &str, node_ip: Ipv4Addr, cluster: Arc<dyn Cluster>, dp: Dataplane) -> Self {
+        Self {
+            port_filters: dp.ports_use_filters(),
+            node: node.into(),
+            node_ip,
+            cluster,
+            dataplane: Mutex::new(dp),
+            metrics: Metrics::default(),
+            syncs: Coalesced::default(),
+            router_skips: Mutex::new(BTreeSet::new()),
+            garp_rounds: super::garp::DEFAULT_ROUNDS.into(),
+            answering: Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    pub fn handle(&self, req: &Request) -> Result<Option<CniResult>, CniError> {
+        let start = Instant::now();
+        let out = match req.command.as_str() {
+            "ADD" => self.add(req).map(Some),
+            "DEL" => self.del(req).map(|()| None),
+            "CHECK" => self.check(req).map(|()| None),
+            "GC" => self.gc(req).map(|()| None),
+            "STATUS" => Ok(None),
+            other => Err(CniError::new(
+                code::INVALID_ENV,
+                format!("unknown CNI_COMMAND {other:?}"),
+            )),
+        };
+        let took = start.elapsed();
+        self.metrics.observe_cni(&req.command, out.is_ok(), took);
+        let pod = Self::pod_of(req)
+            .map(|(ns, p)| format!("{ns}/{p}"))
+            .unwrap_or_default();
+        match &out {
+            Ok(_) => tracing::info!(
+                command = %req.command,
+                pod,
+                container = %short(&req.container_id),
+                ms = took.as_secs_f64() * 1e3,
+                "CNI request served"
+            ),
+            Err(e) => tracing::warn!(
+                command = %req.command,
+                pod,
+                container = %short(&req.container_id),
+                ms = took.as_secs_f64() * 1e3,
+                error = %e.msg,
+                details = %e.details,
+                "CNI request failed"
+            ),
+        }
+        out
+    }
+
+    fn pod_of(req: &Request) -> Result<(String, String), CniError> {
+        match (
+            req.args.get("K8S_POD_NAMESPACE"),
+            req.args.get("K8S_POD_NAME"),
+        ) {
+            (Some(ns), Some(name)) => Ok((ns.clone(), name.clone())),
+            _ => Err(CniError::new(
+                code::INVALID_ENV,
+                "CNI_ARGS must carry K8S_POD_NAMESPACE and K8S_POD_NAME",
+            )),
+        }
+    }
+}
+
+fn short(id: &str) -> &str {
+    &id[..id.len().min(12)]
+}
