@@ -47,8 +47,10 @@ pub static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DI
 
 /// Measurement baselines, loaded by benchmarks and tests beside the datapath.
 pub mod baseline {
-    /// A one-lookup `bpf_redirect` program (`floor_redirect`, map `jn_floor_fwd`): the
-    /// floor every datapath path is compared with.
+    /// The floor object (`ebpf/juneau-ebpf/src/bin/floor.rs`): the one-lookup
+    /// `bpf_redirect` every datapath path is compared with (`floor_redirect`, map
+    /// `jn_floor_fwd`), the bare programs that give each path its ceiling, and the
+    /// packet generators of the rate benchmarks.
     pub static FLOOR_OBJECT: &[u8] =
         aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/juneau-floor"));
 }

@@ -253,7 +253,7 @@ fn main() {
         "ns",
         mean(&learn),
         ("floor_redirect_single_run", mean(&floor1)),
-        "8,000 runs of repeat 1, each a new source MAC learned into a segment table with room, to a known destination, each followed by a single run of the floor; means",
+        "8,000 runs of repeat 1, each a new source MAC learned into a segment table with room, to a known destination; each taking turns with floor_learn on the same source, the pair followed by a single run of the floor (before session 11: ours and the floor alone); means",
     ));
     out.push(Measurement::new(
         "l2_bare_learn_vs_floor",

@@ -41,3 +41,13 @@ pub struct Desired {
     #[serde(default)]
     pub eip_release: Vec<String>,
 }
+
+/// How [`Desired`] and the backends name a namespaced object (ElasticIPs and their
+/// attachments): `namespace/name`, `default` when the namespace is unset.
+pub fn key<K: kube::Resource>(o: &K) -> String {
+    format!(
+        "{}/{}",
+        o.meta().namespace.as_deref().unwrap_or("default"),
+        o.meta().name.as_deref().unwrap_or("")
+    )
+}

@@ -10,7 +10,7 @@ use std::time::Duration;
 mod desired;
 mod world;
 
-pub use desired::Desired;
+pub use desired::{Desired, key};
 pub use world::World;
 
 use crate::api::{NetworkEndpoint, NetworkInterface};

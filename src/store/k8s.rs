@@ -19,8 +19,6 @@ use kube::{
 };
 use serde::{Serialize, de::DeserializeOwned};
 
-use crate::cluster::World;
-
 mod external;
 mod lease;
 use crate::{
@@ -30,8 +28,7 @@ use crate::{
         ExternalNetwork, L2Network, NetworkACL, NetworkEndpoint, NetworkInterface, PodRecord,
         RouteTable, SecurityGroup, Subnet, TransitGateway, Vpc, VpcPeering,
     },
-    cluster::Desired,
-    cluster::{Cluster, ClusterError},
+    cluster::{Cluster, ClusterError, Desired, World},
 };
 
 /// Field manager of what the controller writes.

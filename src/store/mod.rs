@@ -159,11 +159,8 @@ impl Store {
             }
             macro_rules! add_namespaced {
                 ($list:ident, $o:expr, $kind:literal) => {{
-                    let k = crate::controller::elasticip::key(&$o);
-                    if s.$list
-                        .iter()
-                        .any(|x| crate::controller::elasticip::key(x) == k)
-                    {
+                    let k = crate::cluster::key(&$o);
+                    if s.$list.iter().any(|x| crate::cluster::key(x) == k) {
                         return Err(StoreError::Exists {
                             kind: $kind,
                             name: k,
@@ -348,7 +345,7 @@ impl crate::cluster::Cluster for Store {
 
 /// The ElasticIP side of a pass: statuses, and the ARPAdvertisements as wanted.
 fn apply_external(s: &mut Snapshot, desired: &Desired) -> bool {
-    use crate::controller::elasticip::key;
+    use crate::cluster::key;
     let mut changed = false;
     for n in &mut s.external_networks {
         let want = desired

@@ -12,11 +12,9 @@ use std::{
 use serde::{Deserialize, Serialize};
 
 use super::Store;
-use crate::cluster::World;
 use crate::{
     api::NetworkEndpoint,
-    cluster::Desired,
-    cluster::{Cluster, ClusterError},
+    cluster::{Cluster, ClusterError, Desired, World},
 };
 
 #[derive(Debug, Serialize, Deserialize)]

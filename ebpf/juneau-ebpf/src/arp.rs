@@ -12,7 +12,7 @@ pub const ARP_END: usize = ETH_HLEN + 28;
 /// htype 1, ptype 0x0800, hlen 6, plen 4, as the first 6 bytes read in memory order.
 pub const ARP_ETH_IP4: u64 = 0x0406_0008_0100;
 
-/// The fields of an ARP packet the router reads; addresses raw, as in the packet.
+/// The fields of an ARP packet the datapath reads; addresses raw, as in the packet.
 pub struct Arp {
     /// The first 6 bytes (hardware and protocol types and lengths), as one word.
     pub head: u64,

@@ -9,7 +9,7 @@ use crate::eth::{ETH_HLEN, load, store};
 /// Ethernet + a 20-byte IPv4 header (options are not read).
 pub const IP_END: usize = ETH_HLEN + 20;
 
-/// What the router read of an IPv4 header.
+/// What the datapath reads of an IPv4 header.
 pub struct Ipv4 {
     pub saddr: u32,
     pub daddr: u32,

@@ -21,14 +21,7 @@ use crate::{
 
 pub use address::allocate;
 
-/// `namespace/name` of a namespaced object (`default` when unset).
-pub fn key<K: kube::Resource>(o: &K) -> String {
-    format!(
-        "{}/{}",
-        o.meta().namespace.as_deref().unwrap_or("default"),
-        o.meta().name.as_deref().unwrap_or("")
-    )
-}
+use crate::cluster::key;
 
 /// The gateway every direct NIC routes by: no host, answered by the Node-side veth
 /// (EIP-08).

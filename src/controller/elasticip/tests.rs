@@ -10,8 +10,7 @@ use crate::{
         externalnetwork::ExternalNetworkSpec,
         networkinterface::{NicRoute, NicRule},
     },
-    cluster::Desired,
-    cluster::World,
+    cluster::{Desired, World},
     controller::{Config, reconcile},
 };
 

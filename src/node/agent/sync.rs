@@ -17,7 +17,7 @@ impl Agent {
     /// Returns once a sync that read the cluster after this call has been written
     /// (before a CNI ADD configures ports, so that a port of a gateway segment enters
     /// the router from its first frame; after every request; on every change). Callers
-    /// meanwhile share one sync ([`Coalesced`]).
+    /// meanwhile share one sync (`node::coalesce`).
     pub fn sync_from_cluster(&self) -> Result<(), ClusterError> {
         self.syncs.run(|| {
             let (world, _) = self.cluster.read()?;

@@ -12,10 +12,7 @@ use crate::{
     api::{
         ARPAdvertisement, ElasticIP, ElasticIPAttachment, ExternalNetwork, elasticip::FINALIZER,
     },
-    cluster::ClusterError,
-    cluster::Desired,
-    cluster::World,
-    controller::elasticip::key,
+    cluster::{ClusterError, Desired, World, key},
 };
 
 impl KubeCluster {
