@@ -68,7 +68,7 @@ pub fn attachments(netns: &Path) -> Result<Vec<AttachmentRow>, CliError> {
             .into_iter()
             .map(|(_, i, a)| (i, a))
             .collect();
-        let links = netlink::all_links();
+        let links = netlink::all_links().map_err(|e| e.to_string())?;
         let filters = netlink::with_netlink(None, async |h| {
             let mut all = Vec::new();
             for (_, ifindex) in &links {

@@ -35,6 +35,10 @@ pub struct Desired {
     /// Pods whose NICs wait for a direct NIC's network (logged, not written).
     #[serde(skip)]
     pub waiting: Vec<(String, String)>,
+    /// Pods whose annotations do not parse, and why (logged, not written): their NICs
+    /// are kept as they are.
+    #[serde(skip)]
+    pub unreadable_pods: Vec<(String, String)>,
     /// ElasticIPs (`namespace/name`) to hold with the finalizer, and to let go (EIP-19).
     #[serde(default)]
     pub eip_finalize: Vec<String>,

@@ -74,6 +74,7 @@ pub fn reconcile(world: &World, cfg: &Config) -> Desired {
         attachment_status: eips.attachment_status,
         arp_advertisements: eips.arp_advertisements,
         waiting: eips.waiting,
+        unreadable_pods: pod::unreadable(&world.pods),
         eip_finalize: eips.finalize,
         eip_release: eips.release,
     }
@@ -85,6 +86,9 @@ pub fn run_once(cluster: &dyn Cluster, cfg: &Config) -> Result<bool, ClusterErro
     let desired = reconcile(&world, cfg);
     for (pod, reason) in &desired.waiting {
         tracing::info!(%pod, %reason, "waiting for the network of a Pod NIC");
+    }
+    for (pod, reason) in &desired.unreadable_pods {
+        tracing::warn!(%pod, %reason, "Pod annotations do not parse; its NICs are kept as they are, none is added");
     }
     cluster.apply(&desired)
 }

@@ -104,6 +104,20 @@ pub fn reconcile_all(pods: &[PodRecord], snap: &Snapshot) -> Vec<NetworkInterfac
     let mut pools = Pools::new(snap);
     for pod in pods {
         let Ok(nets) = annotations::parse(&pod.annotations) else {
+            // Annotations edited into something unreadable after the Pod was admitted
+            // (the webhook checks creation; it may also have been bypassed): the NICs
+            // it runs with stay as they are, addresses included, rather than being
+            // deleted under it and their addresses handed to other Pods
+            // ([`unreadable`] says why).
+            out.extend(
+                snap.interfaces
+                    .iter()
+                    .filter(|n| {
+                        n.metadata.namespace.as_deref() == Some(pod.namespace.as_str())
+                            && n.spec.pod_ref.name == pod.name
+                    })
+                    .cloned(),
+            );
             continue;
         };
         for req in nets.nics {
@@ -152,6 +166,17 @@ pub fn reconcile_all(pods: &[PodRecord], snap: &Snapshot) -> Vec<NetworkInterfac
         }
     }
     out
+}
+
+/// The Pods whose annotations do not parse (`namespace/name`, why): they get no new
+/// NIC, and the ones they have are kept unchanged.
+pub fn unreadable(pods: &[PodRecord]) -> Vec<(String, String)> {
+    pods.iter()
+        .filter_map(|p| {
+            let e = annotations::parse(&p.annotations).err()?;
+            Some((format!("{}/{}", p.namespace, p.name), e.to_string()))
+        })
+        .collect()
 }
 
 fn l2network(name: &str, snap: &Snapshot) -> Result<Segment, Waiting> {
@@ -395,6 +420,51 @@ mod tests {
         };
         assert_eq!(addr("a.eth1"), "10.7.0.2/24", "kept");
         assert_eq!(addr("b.eth1"), "10.7.0.3/24");
+    }
+
+    #[test]
+    fn l2_24_a_pod_whose_annotations_stop_parsing_keeps_its_nics_and_addresses() {
+        let mut s = snap();
+        let first = reconcile_all(
+            &[pod("a", r#"[{"interface":"eth1","l2Network":"routed"}]"#)],
+            &s,
+        );
+        s.interfaces = first.clone();
+        // `a`'s annotation edited into something that is no JSON list, then a new Pod.
+        let pods = [
+            pod("b", r#"[{"interface":"eth1","l2Network":"routed"}]"#),
+            pod("a", r#"{"interface":"eth1"}"#),
+        ];
+        let next = reconcile_all(&pods, &s);
+        let of_a = |v: &[NetworkInterface]| -> Vec<NetworkInterface> {
+            v.iter()
+                .filter(|n| n.spec.pod_ref.name == "a")
+                .cloned()
+                .collect()
+        };
+        assert_eq!(
+            of_a(&next),
+            of_a(&first),
+            "a's NICs kept exactly as they were"
+        );
+        let a1 = of_a(&next)
+            .into_iter()
+            .find(|n| n.spec.interface == "eth1")
+            .unwrap();
+        assert_eq!(a1.status.unwrap().address, "10.7.0.2/24");
+        let b = next
+            .iter()
+            .find(|n| n.metadata.name.as_deref() == Some("b.eth1"))
+            .unwrap();
+        assert_eq!(
+            b.status.as_ref().unwrap().address,
+            "10.7.0.3/24",
+            "not a's address"
+        );
+        let why = unreadable(&pods);
+        assert_eq!(why.len(), 1, "{why:?}");
+        assert_eq!(why[0].0, "team/a");
+        assert!(why[0].1.contains("networks is not a JSON list"), "{why:?}");
     }
 
     #[test]

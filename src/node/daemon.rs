@@ -191,7 +191,7 @@ fn glob(pattern: &[u8], name: &[u8]) -> bool {
 /// The one interface `pattern` names (MX-02: the daemon attaches to nothing else that
 /// it did not make).
 pub fn resolve_underlay(pattern: &str) -> Result<String, DaemonError> {
-    let found: Vec<String> = netlink::all_links()
+    let found: Vec<String> = netlink::all_links()?
         .into_iter()
         .map(|(n, _)| n)
         .filter(|n| glob(pattern.as_bytes(), n.as_bytes()))

@@ -45,7 +45,7 @@ impl Dataplane {
             self.segments.adopt(vni, slot, &ports, vteps)?;
             self.fdbs.insert(slot, table);
         }
-        let present = netlink::all_ifindexes();
+        let present = netlink::all_ifindexes()?;
         let layout = self.pins.clone().expect("adopt runs with a pin folder");
         for file in layout.links() {
             let Some(prog) = prog_names::ALL.iter().find(|p| **p == file.prog).copied() else {

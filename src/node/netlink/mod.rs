@@ -39,6 +39,8 @@ pub enum NetlinkError {
     },
     #[error("no interface named {0}")]
     NoSuchLink(String),
+    #[error("cannot list the interfaces of this namespace: {0}")]
+    ListLinks(std::io::Error),
     #[error(
         "interface {name} was not created by Juneau (its alias is not \"{alias}\"); Juneau attaches only to its own interfaces"
     )]
@@ -88,7 +90,10 @@ pub async fn link_by_name(handle: &Handle, name: &str) -> Result<LinkMessage, Ne
     let mut links = handle.link().get().match_name(name.to_owned()).execute();
     match links.try_next().await {
         Ok(Some(link)) => Ok(link),
-        Ok(None) | Err(rtnetlink::Error::NetlinkError(_)) => {
+        Ok(None) => Err(NetlinkError::NoSuchLink(name.to_owned())),
+        // Only "no such device" means missing: any other refusal (EPERM, ENOBUFS) must
+        // not let a DEL or a rollback report a veth removed that is still there.
+        Err(rtnetlink::Error::NetlinkError(m)) if m.raw_code() == -libc::ENODEV => {
             Err(NetlinkError::NoSuchLink(name.to_owned()))
         }
         Err(e) => Err(req(format!("get link {name}"))(e)),
@@ -260,15 +265,17 @@ pub fn addresses(ns: &Path, ifname: &str) -> Result<Vec<String>, NetlinkError> {
     })
 }
 
-/// Every interface of the calling thread's namespace: (name, ifindex).
-pub fn all_links() -> Vec<(String, u32)> {
+/// Every interface of the calling thread's namespace: (name, ifindex). A failed
+/// listing is an error, never an empty namespace (a restart would take every pinned
+/// port for gone).
+pub fn all_links() -> Result<Vec<(String, u32)>, NetlinkError> {
     let mut out = Vec::new();
     // SAFETY: if_nameindex returns an array ended by a zero entry, freed below; the
     // names are NUL-terminated C strings inside it.
     unsafe {
         let list = libc::if_nameindex();
         if list.is_null() {
-            return out;
+            return Err(NetlinkError::ListLinks(std::io::Error::last_os_error()));
         }
         let mut p = list;
         while (*p).if_index != 0 {
@@ -280,7 +287,7 @@ pub fn all_links() -> Vec<(String, u32)> {
         }
         libc::if_freenameindex(list);
     }
-    out
+    Ok(out)
 }
 
 /// The MTU and IPv4 addresses (a.b.c.d/len) of `name` in the calling thread's
@@ -317,8 +324,8 @@ pub fn mtu_and_ipv4(name: &str) -> Result<(u32, Vec<ipnet::Ipv4Net>), NetlinkErr
 }
 
 /// Every interface index of the calling thread's namespace.
-pub fn all_ifindexes() -> std::collections::BTreeSet<u32> {
-    all_links().into_iter().map(|(_, i)| i).collect()
+pub fn all_ifindexes() -> Result<std::collections::BTreeSet<u32>, NetlinkError> {
+    Ok(all_links()?.into_iter().map(|(_, i)| i).collect())
 }
 
 /// The index of `name` in the calling thread's namespace.
