@@ -64,6 +64,12 @@ fn handover(nodes: [&str; 2], node_args: &[&str]) -> (Run, u64) {
         .expect_err("the second launcher's ADD waits for the ElasticIP")
         .to_string();
     assert!(waited.contains("not allocated yet"), "{waited}");
+    // The reason travels with the error: which NIC waits, for what, and for whom.
+    assert!(
+        waited.contains("launcher-2.eth0: WaitingForElasticIP")
+            && waited.contains("launcher-1.eth0"),
+        "{waited}"
+    );
     client_ping(&run).expect("the client reaches the ElasticIP on the first Node");
     assert!(
         router_sees(&run).contains(NODE_A_MAC),

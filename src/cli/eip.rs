@@ -76,7 +76,9 @@ pub fn dump_elastic_ips(
         HashMap::try_from(Map::HashMap(open(dir, name)?)).map_err(|e| CliError::Map(name, e))?;
     let mut found: Vec<(Ipv4Addr, EipEntry)> = map
         .iter()
-        .filter_map(Result::ok)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CliError::Map(name, e))?
+        .into_iter()
         .map(|(k, e)| (key_ip(k), e))
         .filter(|(a, e)| filter.admits_addr(*a) && filter.admits_network_id(e.vni))
         .collect();
@@ -101,7 +103,9 @@ pub fn dump_arp_answers(dir: &Path, filter: &Filter) -> Result<Vec<ArpAnswerRow>
         HashMap::try_from(Map::HashMap(open(dir, name)?)).map_err(|e| CliError::Map(name, e))?;
     let mut found: Vec<(Ipv4Addr, ExtArp)> = map
         .iter()
-        .filter_map(Result::ok)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CliError::Map(name, e))?
+        .into_iter()
         .map(|(k, v)| (key_ip(k), v))
         .filter(|(a, _)| filter.admits_addr(*a))
         .collect();

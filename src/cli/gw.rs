@@ -55,7 +55,10 @@ fn segments_of(dir: &Path) -> Result<Vec<(u32, GwSegment)>, CliError> {
     let segs: HashMap<_, u32, GwSegment> =
         HashMap::try_from(Map::HashMap(open(dir, map_names::GW_SEG)?))
             .map_err(|e| CliError::Map(map_names::GW_SEG, e))?;
-    let mut out: Vec<(u32, GwSegment)> = segs.iter().filter_map(Result::ok).collect();
+    let mut out: Vec<(u32, GwSegment)> = segs
+        .iter()
+        .collect::<Result<_, _>>()
+        .map_err(|e| CliError::Map(map_names::GW_SEG, e))?;
     out.sort_by_key(|(vni, _)| *vni);
     Ok(out)
 }
@@ -89,8 +92,10 @@ pub fn dump_gw_routes(dir: &Path) -> Result<Vec<RouteRow>, CliError> {
             .map_err(|e| CliError::Map(map_names::GW_RT, e))?;
         let trie: LpmTrie<_, [u8; 4], RouteEntry> = LpmTrie::try_from(Map::LpmTrie(inner))
             .map_err(|e| CliError::Map(map_names::GW_RT, e))?;
-        let mut routes: Vec<(Key<[u8; 4]>, RouteEntry)> =
-            trie.iter().filter_map(Result::ok).collect();
+        let mut routes: Vec<(Key<[u8; 4]>, RouteEntry)> = trie
+            .iter()
+            .collect::<Result<_, _>>()
+            .map_err(|e| CliError::Map(map_names::GW_RT, e))?;
         routes.sort_by_key(|(k, _)| (k.data(), k.prefix_len()));
         rows.extend(routes.into_iter().map(|(k, r)| {
             RouteRow {
@@ -121,7 +126,10 @@ pub fn dump_gw_neighbours(dir: &Path) -> Result<Vec<NeighbourRow>, CliError> {
         let map: HashMap<_, NbrKey, NbrEntry> = Map::from_map_data(open(dir, name)?)
             .and_then(HashMap::try_from)
             .map_err(|e| CliError::Map(name, e))?;
-        let mut found: Vec<(NbrKey, NbrEntry)> = map.iter().filter_map(Result::ok).collect();
+        let mut found: Vec<(NbrKey, NbrEntry)> = map
+            .iter()
+            .collect::<Result<_, _>>()
+            .map_err(|e| CliError::Map(name, e))?;
         found.sort_by_key(|(k, _)| (k.vni, u32::from_be(k.ip)));
         rows.extend(found.into_iter().map(|(k, n)| {
             NeighbourRow {

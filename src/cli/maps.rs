@@ -37,7 +37,9 @@ pub fn dump_fdb(dir: &Path, vni: u32) -> Result<Vec<FdbRow>, CliError> {
     let now = crate::node::dataplane::monotonic_coarse_ns();
     let mut rows: Vec<FdbRow> = table
         .iter()
-        .filter_map(|r| r.ok())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CliError::Map(map_names::L2_FDB, e))?
+        .into_iter()
         .map(|(k, e)| FdbRow {
             mac: crate::format_mac(&k.mac),
             ifindex: e.ifindex,

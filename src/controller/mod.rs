@@ -93,6 +93,17 @@ pub fn run_once(cluster: &dyn Cluster, cfg: &Config) -> Result<bool, ClusterErro
     cluster.apply(&desired)
 }
 
+/// Waits for the cluster to move past `seen`. A store that cannot be watched (a remote
+/// store whose socket went) is logged and waited out for `timeout`, so that the loop
+/// neither spins nor goes quiet.
+fn wait_for_change(cluster: &dyn Cluster, seen: u64, timeout: std::time::Duration) -> u64 {
+    cluster.wait(seen, timeout).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "cannot watch the cluster; reading it again after a pause");
+        std::thread::sleep(timeout);
+        seen
+    })
+}
+
 /// Reconciles until `stop` is set: a pass after every change of the cluster (the
 /// standalone run's controller loop).
 pub fn run_loop(cluster: &dyn Cluster, cfg: &Config, stop: &std::sync::atomic::AtomicBool) {
@@ -103,9 +114,7 @@ pub fn run_loop(cluster: &dyn Cluster, cfg: &Config, stop: &std::sync::atomic::A
             Ok(false) => {}
             Err(e) => tracing::warn!(error = %e, "controller pass failed; retrying"),
         }
-        seen = cluster
-            .wait(seen, std::time::Duration::from_millis(500))
-            .unwrap_or(seen);
+        seen = wait_for_change(cluster, seen, std::time::Duration::from_millis(500));
     }
 }
 
@@ -143,7 +152,7 @@ pub fn run_elected(
                 Err(e) => tracing::warn!(error = %e, "controller pass failed; retrying"),
             }
         }
-        seen = cluster.wait(seen, renew).unwrap_or(seen);
+        seen = wait_for_change(cluster, seen, renew);
     }
 }
 

@@ -348,8 +348,12 @@ fn lock(cfg: &DaemonConfig) -> Result<nix::fcntl::Flock<std::fs::File>, DaemonEr
         .write(true)
         .open(&path)
         .map_err(io(format!("cannot open {}", path.display())))?;
-    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
-        .map_err(|_| DaemonError::Locked(path))
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(
+        |(_, errno)| match errno {
+            nix::errno::Errno::EWOULDBLOCK => DaemonError::Locked(path.clone()),
+            other => io(format!("cannot lock {}", path.display()))(other.into()),
+        },
+    )
 }
 
 /// Pins of other layout versions: the programs of this version are attached and

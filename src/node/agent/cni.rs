@@ -53,7 +53,8 @@ impl Agent {
                 return Err(CniError::new(
                     code::TRY_AGAIN_LATER,
                     format!(
-                        "the NICs of Pod {ns}/{pod} are not allocated yet; the kubelet will retry"
+                        "the NICs of Pod {ns}/{pod} are not allocated yet ({}); the kubelet will retry",
+                        waiting_for(ns, &nics)
                     ),
                 ));
             }
@@ -295,5 +296,25 @@ impl Agent {
                     .details(errors.join("; ")),
             )
         }
+    }
+}
+
+/// What the first NIC that is not allocated waits for, as its condition says (or that
+/// the Pod has no NIC at all: its annotations were not read by the controller).
+fn waiting_for(ns: &str, nics: &[NetworkInterface]) -> String {
+    let Some(nic) = nics
+        .iter()
+        .find(|n| n.status.as_ref().is_none_or(|s| s.phase != "Allocated"))
+    else {
+        return "the controller has made no NetworkInterface for it: check its juneau.loutres.me annotations and the controller's log".into();
+    };
+    let name = nic.metadata.name.as_deref().unwrap_or("");
+    match nic
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.status != "True"))
+    {
+        Some(c) => format!("NetworkInterface {ns}/{name}: {}: {}", c.reason, c.message),
+        None => format!("NetworkInterface {ns}/{name} has no status yet"),
     }
 }

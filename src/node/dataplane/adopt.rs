@@ -23,7 +23,9 @@ impl Dataplane {
         let vnis: Vec<(u32, u32)> = {
             let map: BpfHashMap<_, u32, u32> = BpfHashMap::try_from(self.map(map_names::L2_VNI)?)
                 .map_err(map_err(map_names::L2_VNI))?;
-            map.iter().filter_map(Result::ok).collect()
+            map.iter()
+                .collect::<Result<_, _>>()
+                .map_err(map_err(map_names::L2_VNI))?
         };
         for (vni, slot) in vnis {
             let flood: FloodList = Array::try_from(self.map(map_names::L2_FLOOD)?)

@@ -18,7 +18,10 @@ fn sync<V: aya::Pod + PartialEq>(
     name: &'static str,
     want: &BTreeMap<u32, V>,
 ) -> Result<usize, DataplaneError> {
-    let have: BTreeMap<u32, V> = map.iter().filter_map(Result::ok).collect();
+    let have: BTreeMap<u32, V> = map
+        .iter()
+        .collect::<Result<_, _>>()
+        .map_err(map_err(name))?;
     let mut changed = 0;
     for (k, v) in want {
         if have.get(k) != Some(v) {
@@ -128,7 +131,9 @@ impl Dataplane {
             BpfHashMap::try_from(self.map(name)?).map_err(map_err(name))?;
         Ok(map
             .iter()
-            .filter_map(Result::ok)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(map_err(name))?
+            .into_iter()
             .map(|(k, e)| {
                 (
                     Ipv4Addr::from(k.to_ne_bytes()),
@@ -149,7 +154,9 @@ impl Dataplane {
             BpfHashMap::try_from(self.map(name)?).map_err(map_err(name))?;
         Ok(map
             .iter()
-            .filter_map(Result::ok)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(map_err(name))?
+            .into_iter()
             .map(|(k, v)| (Ipv4Addr::from(k.to_ne_bytes()), v.mac.mac))
             .collect())
     }

@@ -131,10 +131,21 @@ impl Dataplane {
     /// no filter behind it (one would hold an old program and its maps, and run again
     /// if the link went).
     pub(super) fn drop_filter(ifname: &str) {
-        if let Ok(link) = existing(ifname)
-            && link.detach().is_ok()
-        {
-            tracing::debug!(ifname, "detached the filter a TCX port replaces");
+        let link = match existing(ifname) {
+            Ok(link) => link,
+            Err(e) => {
+                tracing::warn!(ifname, error = %e, "cannot look for a port filter to drop");
+                return;
+            }
+        };
+        match link.detach() {
+            Ok(()) => tracing::debug!(ifname, "detached the filter a TCX port replaces"),
+            // No filter there (ENOENT), or no clsact at all (EINVAL): nothing to drop.
+            Err(aya::programs::ProgramError::NetlinkError(e))
+                if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::EINVAL)) => {}
+            Err(e) => {
+                tracing::warn!(ifname, error = %e, "cannot drop the port filter a TCX port replaces; it stays behind the TCX link");
+            }
         }
     }
 

@@ -143,11 +143,17 @@ impl Dataplane {
         let segs: BpfHashMap<_, u32, GwSegment> =
             BpfHashMap::try_from(self.map(map_names::GW_SEG)?)
                 .map_err(map_err(map_names::GW_SEG))?;
-        let found: Vec<(u32, GwSegment)> = segs.iter().filter_map(Result::ok).collect();
+        let found: Vec<(u32, GwSegment)> = segs
+            .iter()
+            .collect::<Result<_, _>>()
+            .map_err(map_err(map_names::GW_SEG))?;
         let nbrs: BpfHashMap<_, NbrKey, NbrEntry> =
             BpfHashMap::try_from(self.map(map_names::GW_NBR)?)
                 .map_err(map_err(map_names::GW_NBR))?;
-        let neighbours: Vec<(NbrKey, NbrEntry)> = nbrs.iter().filter_map(Result::ok).collect();
+        let neighbours: Vec<(NbrKey, NbrEntry)> = nbrs
+            .iter()
+            .collect::<Result<_, _>>()
+            .map_err(map_err(map_names::GW_NBR))?;
         for (vni, seg) in found {
             self.router.stale_slots.insert(seg.table);
             self.router.segments.insert(vni, seg);
@@ -276,7 +282,9 @@ impl Dataplane {
             hash_mut(&mut self.ebpf, map_names::GW_SNOOP)?;
         let keys: Vec<NbrKey> = map
             .keys()
-            .filter_map(Result::ok)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(map_err(map_names::GW_SNOOP))?
+            .into_iter()
             .filter(|k| stale(k))
             .collect();
         let mut removed = 0;

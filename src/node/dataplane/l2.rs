@@ -260,7 +260,9 @@ impl Dataplane {
         let mut map = open_fdb(table)?;
         let keys: Vec<FdbKey> = map
             .iter()
-            .filter_map(|r| r.ok())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(map_err(map_names::L2_FDB))?
+            .into_iter()
             .filter(|(_, e)| stale(e))
             .map(|(k, _)| k)
             .collect();

@@ -162,11 +162,21 @@ pub fn check(
         ));
     };
     let port = ctx.dataplane.lock().expect("dataplane lock").port(ifindex);
-    if !port.is_ok_and(|p| p.flags & juneau_common::l2::PORT_ACTIVE != 0) {
-        return Err(CniError::new(
-            code::IO_FAILURE,
-            format!("{iface}: {host} is not an active datapath port"),
-        ));
+    match port {
+        Ok(p) if p.flags & juneau_common::l2::PORT_ACTIVE != 0 => {}
+        Ok(_) => {
+            return Err(CniError::new(
+                code::IO_FAILURE,
+                format!("{iface}: {host} is not an active datapath port"),
+            ));
+        }
+        Err(e) => {
+            return Err(CniError::new(
+                code::IO_FAILURE,
+                format!("{iface}: cannot read the datapath port of {host}"),
+            )
+            .details(e.to_string()));
+        }
     }
     let status = nic.status.clone().unwrap_or_default();
     if status.mtu != 0 {
