@@ -24,11 +24,20 @@ pub fn invocation(env: &dyn Fn(&str) -> String, stdin: &str) -> Result<Invocatio
         return Ok(Invocation::Version(v.to_string()));
     }
     let config: NetConf = serde_json::from_str(stdin).map_err(|e| {
-        CniError::new(
-            code::DECODE_FAILURE,
-            "the network configuration is not valid JSON",
-        )
-        .details(e.to_string())
+        if e.is_data() {
+            // Well-formed JSON with a field missing or of the wrong type: the
+            // configuration is wrong, not its encoding.
+            CniError::new(
+                code::INVALID_CONFIG,
+                format!("the network configuration: {e}; fix the file in /etc/cni/net.d"),
+            )
+        } else {
+            CniError::new(
+                code::DECODE_FAILURE,
+                "the network configuration is not valid JSON",
+            )
+            .details(e.to_string())
+        }
     })?;
     if !SUPPORTED_VERSIONS.contains(&config.cni_version.as_str()) {
         return Err(CniError::new(
@@ -152,5 +161,12 @@ mod tests {
         assert_eq!(e.code, code::INCOMPATIBLE_VERSION);
         let e = with(&[("CNI_COMMAND", "DEL")], "{").unwrap_err();
         assert_eq!(e.code, code::DECODE_FAILURE);
+        let e = with(
+            &[("CNI_COMMAND", "DEL")],
+            r#"{"name":"j","type":"juneau-cni"}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.code, code::INVALID_CONFIG);
+        assert!(e.msg.contains("missing field `cniVersion`"), "{}", e.msg);
     }
 }

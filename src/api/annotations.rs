@@ -78,6 +78,14 @@ pub enum AnnotationError {
         "annotation {ANNOTATION_PREFIX}dns-inject-skip must be \"true\" or \"false\", not {0:?}"
     )]
     DnsInjectSkip(String),
+    #[error(
+        "annotation {ANNOTATION_PREFIX}{at}: address {value:?} is not an IPv4 address (write a.b.c.d, inside the network's spec.cidr)"
+    )]
+    Address { at: String, value: String },
+    #[error(
+        "annotation {ANNOTATION_PREFIX}security-groups holds {0} groups, at most 2 are allowed"
+    )]
+    TooManyGroupsKey(usize),
 }
 
 #[derive(Deserialize)]
@@ -110,6 +118,26 @@ fn get<'a>(annotations: &'a BTreeMap<String, String>, key: &str) -> Option<&'a S
 }
 
 /// Parses a Pod's annotations. A Pod with none gets eth0 on the default Subnet.
+/// A requested address: `a.b.c.d`, or `a.b.c.d/len` as the NIC's status writes it
+/// (the controller reads the address before the slash). Anything else used to be
+/// dropped quietly for the next free address.
+fn check_address(value: &str, at: impl FnOnce() -> String) -> Result<(), AnnotationError> {
+    let ok = match value.split_once('/') {
+        Some((ip, len)) => {
+            ip.parse::<std::net::Ipv4Addr>().is_ok() && len.parse::<u8>().is_ok_and(|l| l <= 32)
+        }
+        None => value.parse::<std::net::Ipv4Addr>().is_ok(),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(AnnotationError::Address {
+            at: at(),
+            value: value.to_owned(),
+        })
+    }
+}
+
 pub fn parse(annotations: &BTreeMap<String, String>) -> Result<PodNetworks, AnnotationError> {
     let dns_inject_skip = match get(annotations, "dns-inject-skip").map(String::as_str) {
         None | Some("false") => false,
@@ -183,6 +211,9 @@ pub fn parse(annotations: &BTreeMap<String, String>) -> Result<PodNetworks, Anno
                 count,
             });
         }
+        if let Some(value) = &e.address {
+            check_address(value, || format!("networks entry {index} ({interface})"))?;
+        }
         nics.push(NicRequest {
             interface,
             target,
@@ -210,6 +241,21 @@ pub fn parse(annotations: &BTreeMap<String, String>) -> Result<PodNetworks, Anno
                 security_groups: Vec::new(),
             }
         } else {
+            let address = get(annotations, "address").cloned();
+            if let Some(value) = &address {
+                check_address(value, || "address".to_owned())?;
+            }
+            let security_groups: Vec<String> = get(annotations, "security-groups")
+                .map(|s| {
+                    s.split(',')
+                        .map(|g| g.trim().to_owned())
+                        .filter(|g| !g.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default();
+            if security_groups.len() > 2 {
+                return Err(AnnotationError::TooManyGroupsKey(security_groups.len()));
+            }
             NicRequest {
                 interface: "eth0".into(),
                 target: Target::Subnet(
@@ -217,15 +263,8 @@ pub fn parse(annotations: &BTreeMap<String, String>) -> Result<PodNetworks, Anno
                         .cloned()
                         .unwrap_or_else(|| super::DEFAULT_VPC.into()),
                 ),
-                address: get(annotations, "address").cloned(),
-                security_groups: get(annotations, "security-groups")
-                    .map(|s| {
-                        s.split(',')
-                            .map(|g| g.trim().to_owned())
-                            .filter(|g| !g.is_empty())
-                            .collect()
-                    })
-                    .unwrap_or_default(),
+                address,
+                security_groups,
             }
         };
         nics.insert(0, eth0);
@@ -337,5 +376,37 @@ mod tests {
             "{e}"
         );
         assert!(parse(&ann(&[("dns-inject-skip", "yes")])).is_err());
+    }
+
+    #[test]
+    fn l2_24_a_bad_address_or_too_many_groups_is_named_not_dropped() {
+        for bad in ["10.1.0.300", "banana", "10.1.0.9/33", ""] {
+            let e = parse(&ann(&[("address", bad)])).unwrap_err();
+            assert_eq!(
+                e,
+                AnnotationError::Address {
+                    at: "address".into(),
+                    value: bad.into()
+                }
+            );
+            assert!(
+                e.to_string()
+                    .contains("is not an IPv4 address (write a.b.c.d"),
+                "{e}"
+            );
+        }
+        let entry = r#"[{"interface":"eth1","l2Network":"lab","address":"10.0.0.256"}]"#;
+        let e = parse(&ann(&[("networks", entry)])).unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                "annotation juneau.loutres.me/networks entry 0 (eth1): address \"10.0.0.256\""
+            ),
+            "{e}"
+        );
+        for good in ["10.1.0.9", "10.1.0.9/24"] {
+            assert!(parse(&ann(&[("address", good)])).is_ok(), "{good}");
+        }
+        let e = parse(&ann(&[("security-groups", "a,b,c")])).unwrap_err();
+        assert_eq!(e, AnnotationError::TooManyGroupsKey(3));
     }
 }

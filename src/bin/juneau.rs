@@ -50,7 +50,7 @@ struct NodeArgs {
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
     /// Seconds without a frame after which a learned MAC expires (L2-30) [default: 300].
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     fdb_aging: Option<u64>,
     /// Address of `/metrics` and `/healthz`, or `off` [default: 0.0.0.0:9464].
     #[arg(long)]
@@ -164,7 +164,7 @@ enum Cmd {
         #[arg(long)]
         once: bool,
         /// Seconds after which a learned MAC without frames expires (L2-30).
-        #[arg(long, default_value_t = 300)]
+        #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
         fdb_aging: u64,
         /// Only remove what runs killed before they could tear down left behind
         /// (their namespaces, sockets and pins, by name), then exit.
@@ -197,8 +197,9 @@ enum Cmd {
     /// Run every reconciler (L2Network VNIs and status, Pod NICs and IPAM, RouteTables)
     /// against the Kubernetes API until SIGTERM: a pass after every change (watched).
     Controller {
-        /// MTU of L2Networks that do not set one (1500 underlay less 50 of VXLAN).
-        #[arg(long, default_value_t = 1450)]
+        /// MTU of L2Networks that do not set one (1500 underlay less 50 of VXLAN); the
+        /// range of spec.mtu.
+        #[arg(long, default_value_t = 1450, value_parser = clap::value_parser!(u32).range(576..=9000))]
         default_l2_mtu: u32,
         /// CIDR of the default Subnet, made with the default Vpc when absent (a Pod
         /// without Juneau annotations gets eth0 there); `none` makes neither.
@@ -213,7 +214,7 @@ enum Cmd {
         lease_namespace: String,
         /// Seconds a leader's Lease lasts without renewal before another replica takes
         /// over (renewed every third of it).
-        #[arg(long, default_value_t = 15)]
+        #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(3..))]
         lease_duration: u64,
         /// This replica's identity in the Lease [default: the host name and PID].
         #[arg(long, env = "POD_NAME")]
@@ -372,7 +373,7 @@ fn main() -> ExitCode {
                     .unwrap_or_else(|_| "unknown".into());
                 format!("{host}-{}", std::process::id())
             });
-            let duration = std::time::Duration::from_secs(lease_duration.max(1));
+            let duration = std::time::Duration::from_secs(lease_duration);
             tracing::info!(identity, lease = %format!("{lease_namespace}/juneau-controller"), "starting");
             // SIGTERM ends the process where it is: every pass is idempotent, so what a
             // pass left unwritten the next leader writes.
@@ -380,5 +381,53 @@ fn main() -> ExitCode {
                 cluster.hold_lease(&lease_namespace, "juneau-controller", &identity, duration)
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::Cli;
+
+    /// A flag out of range is refused by name with its range, before anything runs.
+    #[test]
+    fn l2_21_l2_30_flags_out_of_range_are_refused_with_their_range() {
+        for (args, flag, range) in [
+            (
+                &["juneau", "controller", "--default-l2-mtu", "70000"][..],
+                "--default-l2-mtu",
+                "576..=9000",
+            ),
+            (
+                &["juneau", "controller", "--lease-duration", "0"][..],
+                "--lease-duration",
+                "3..",
+            ),
+            (
+                &[
+                    "juneau",
+                    "standalone",
+                    "--scenario",
+                    "s.yaml",
+                    "--fdb-aging",
+                    "0",
+                ][..],
+                "--fdb-aging",
+                "1..",
+            ),
+            (
+                &["juneau", "node", "--node-name", "n", "--fdb-aging", "0"][..],
+                "--fdb-aging",
+                "1..",
+            ),
+        ] {
+            let e = Cli::try_parse_from(args)
+                .err()
+                .expect("refused")
+                .to_string();
+            assert!(e.contains(flag) && e.contains(range), "{e}");
+        }
+        assert!(Cli::try_parse_from(["juneau", "controller", "--default-l2-mtu", "9000"]).is_ok());
     }
 }

@@ -61,6 +61,10 @@ pub enum DaemonError {
     Locked(PathBuf),
     #[error("cannot reconcile the Node's ports: {0}")]
     Reconcile(String),
+    #[error(
+        "fdb-aging must be at least 1 second (0 would expire every learned MAC at each sweep); the default is 300"
+    )]
+    FdbAging,
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -216,6 +220,10 @@ fn signals() -> nix::sys::signal::SigSet {
 
 /// Runs the daemon in the calling process's network namespace until SIGTERM/SIGINT.
 pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
+    if cfg.fdb_aging == 0 {
+        // The flag refuses 0 itself; a config file reaches here unchecked.
+        return Err(DaemonError::FdbAging);
+    }
     // Before any thread starts, so that every thread inherits the mask and the signal
     // is taken by the main thread's wait, never by a worker mid-write.
     if let Err(e) = signals().thread_block() {
