@@ -80,13 +80,17 @@ impl Owned {
         };
         // No interface made inside speaks IPv6 on its own unless asked to.
         for key in ["default", "all"] {
-            let _ = ns.exec(&[
+            if let Err(e) = ns.exec(&[
                 "sysctl",
                 "-qw",
                 &format!("net.ipv6.conf.{key}.disable_ipv6=1"),
-            ]);
+            ]) {
+                tracing::warn!(ns = name, key, error = %e, "cannot turn IPv6 off in a new namespace");
+            }
         }
-        let _ = ns.exec(&["ip", "link", "set", "lo", "up"]);
+        if let Err(e) = ns.exec(&["ip", "link", "set", "lo", "up"]) {
+            tracing::warn!(ns = name, error = %e, "cannot bring lo up in a new namespace");
+        }
         Ok(ns)
     }
 

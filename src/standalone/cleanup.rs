@@ -51,17 +51,33 @@ impl Record {
     }
 }
 
+/// Removes `dir` if it is there; what cannot be removed is added to `left`.
+fn remove_dir(dir: &std::path::Path, left: &mut Vec<String>) {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => left.push(format!("{}: {e}", dir.display())),
+    }
+}
+
 fn netns_names() -> Vec<String> {
-    std::process::Command::new("ip")
+    match std::process::Command::new("ip")
         .args(["netns", "list"])
         .output()
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .filter_map(|l| l.split_whitespace().next().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
+    {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| l.split_whitespace().next().map(String::from))
+            .collect(),
+        Ok(o) => {
+            tracing::warn!(stderr = %String::from_utf8_lossy(&o.stderr).trim(), "ip netns list failed; no namespace of a dead run is removed");
+            Vec::new()
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot run ip netns list; no namespace of a dead run is removed");
+            Vec::new()
+        }
+    }
 }
 
 /// The pid in a standalone namespace name `jn-sa-<pid>-...`.
@@ -124,16 +140,29 @@ pub fn dead_runs(out: &mut dyn FnMut(String)) -> usize {
         }
     }
     for rec in dead {
+        let mut left = Vec::new();
         for node in rec.nodes.iter().filter(|n| !live_nodes.contains(n)) {
             let pins = super::pin_dir_of(node);
-            if pins.exists() && std::fs::remove_dir_all(&pins).is_ok() {
-                out(format!("cleanup: pins {} removed", pins.display()));
+            if pins.exists() {
+                match std::fs::remove_dir_all(&pins) {
+                    Ok(()) => out(format!("cleanup: pins {} removed", pins.display())),
+                    Err(e) => left.push(format!("pins {}: {e}", pins.display())),
+                }
             }
             if let Some(dir) = super::socket_of(node).parent() {
-                let _ = std::fs::remove_dir_all(dir);
+                remove_dir(dir, &mut left);
             }
         }
-        let _ = std::fs::remove_dir_all(&rec.run_dir);
+        remove_dir(&rec.run_dir, &mut left);
+        if !left.is_empty() {
+            // The record stays, so that the next cleanup finds what is left.
+            out(format!(
+                "cleanup: run {} (killed) not fully cleaned, left: {}",
+                rec.pid,
+                left.join("; ")
+            ));
+            continue;
+        }
         Record::remove(rec.pid, rec.seq);
         out(format!("cleanup: run {} (killed) cleaned", rec.pid));
         cleaned += 1;

@@ -274,9 +274,13 @@ fn signals() -> nix::sys::signal::SigSet {
 }
 
 fn block_signals() {
-    let _ = signals().thread_block();
+    if let Err(e) = signals().thread_block() {
+        tracing::warn!(error = %e, "cannot block SIGINT and SIGTERM; a signal may end the run without its teardown");
+    }
 }
 
 fn wait_for_signal() {
-    let _ = signals().wait();
+    if let Err(e) = signals().wait() {
+        tracing::warn!(error = %e, "cannot wait for SIGINT or SIGTERM; tearing the run down now");
+    }
 }

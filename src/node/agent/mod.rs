@@ -41,7 +41,7 @@ pub struct Agent {
     /// older read (a CNI thread) never overwrites a newer one (the sweep); callers
     /// meanwhile are served by the next one.
     syncs: Coalesced<ClusterError>,
-    /// Objects the router left out, each logged once.
+    /// Objects the router or the remote lists left out, each logged once.
     router_skips: Mutex<BTreeSet<String>>,
     /// Rounds of gratuitous ARP for an ElasticIP this Node starts answering for (0:
     /// none), and the addresses it answers for now.

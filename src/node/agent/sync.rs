@@ -135,6 +135,20 @@ impl Agent {
                 continue;
             };
             let Ok(ip) = e.spec.node_ip.parse::<Ipv4Addr>() else {
+                let line = format!(
+                    "NetworkEndpoint {}/{}: spec.nodeIP {:?} is not an IPv4 address; its Node is left out of the remote lists",
+                    e.metadata.namespace.as_deref().unwrap_or(""),
+                    e.metadata.name.as_deref().unwrap_or(""),
+                    e.spec.node_ip
+                );
+                if self
+                    .router_skips
+                    .lock()
+                    .expect("router skips lock")
+                    .insert(line.clone())
+                {
+                    tracing::warn!(what = %line, "left out of the remote lists");
+                }
                 continue;
             };
             if vni != 0 {
