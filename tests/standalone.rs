@@ -327,3 +327,54 @@ fn mx_03_a_run_killed_with_sigkill_leaves_nothing_the_next_one_trips_on() {
     assert!(text.contains("removed what 1 killed run(s) left"), "{text}");
     nothing_left_of(pid, &text);
 }
+
+#[test]
+fn l2_07_a_refused_scenario_object_is_named_and_nothing_is_built() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let demo = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/stack/l2-demo.yaml"
+    ))
+    .unwrap();
+    let bad = demo.replace(
+        "spec: {vpc: tenant-a, mtu: 1400}",
+        "spec: {vpc: tenant-a, mtu: 1400, cidr: 10.0.1.5/24}",
+    );
+    assert_ne!(bad, demo, "the demo scenario changed; update this test");
+    let path = std::env::temp_dir().join(format!("jn-bad-scenario-{}.yaml", std::process::id()));
+    std::fs::write(&path, bad).unwrap();
+    let runs = || -> Vec<String> {
+        std::fs::read_dir("/run/juneau")
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with("sa-"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let before = runs();
+    let child = Command::new(env!("CARGO_BIN_EXE_juneau"))
+        .args(["standalone", "--once", "--scenario", path.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let _ = std::fs::remove_file(&path);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a bad scenario ran");
+    assert!(
+        stderr.contains(
+            "objects[3] (L2Network \"dhcp-net\"): admission webhook denied the request: spec.cidr: 10.0.1.5/24 has host bits set; use 10.0.1.0/24"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(
+        runs(),
+        before,
+        "a run folder was made for a refused scenario"
+    );
+    assert!(!has_netns(&format!("jn-sa-{pid}-")), "namespaces were made");
+}

@@ -151,6 +151,22 @@ impl Run {
                 )));
             }
         }
+        // Every object is read and admitted before anything is made on the machine, and
+        // a refusal names the object: nothing of a bad scenario is half-built.
+        let store = Store::new();
+        store.write(|w| w.objects.service_cidrs.push("10.96.0.0/12".into()));
+        for (i, v) in s.objects.iter().enumerate() {
+            let what = format!(
+                "objects[{i}] ({} {:?})",
+                v.get("kind").and_then(|k| k.as_str()).unwrap_or("no kind"),
+                v.pointer("/metadata/name")
+                    .and_then(|n| n.as_str())
+                    .unwrap_or("")
+            );
+            Object::from_value(v.clone())
+                .and_then(|o| store.create(o))
+                .map_err(|e| StandaloneError::Scenario(format!("{what}: {e}")))?;
+        }
         let pid = std::process::id();
         let seq = SEQ.fetch_add(1, Ordering::Relaxed);
         let run_dir = Path::new(crate::node::daemon::RUN_BASE).join(format!("sa-{pid}-{seq}"));
@@ -164,11 +180,6 @@ impl Run {
         .write()?;
         std::fs::create_dir_all(run_dir.join("tmp"))?;
 
-        let store = Store::new();
-        store.write(|w| w.objects.service_cidrs.push("10.96.0.0/12".into()));
-        for v in &s.objects {
-            store.create(Object::from_value(v.clone())?)?;
-        }
         let stop = Arc::new(AtomicBool::new(false));
         let controller = {
             let (store, stop) = (store.clone(), stop.clone());

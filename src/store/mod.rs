@@ -29,7 +29,7 @@ pub enum StoreError {
     Denied(#[from] Rejection),
     #[error("{kind} {name:?} already exists")]
     Exists { kind: &'static str, name: String },
-    #[error("cannot read {0}")]
+    #[error("{0}")]
     Parse(String),
 }
 
@@ -61,6 +61,9 @@ pub enum Object {
     ElasticIPAttachment(ElasticIPAttachment),
 }
 
+/// The kinds [`Object::from_value`] reads.
+const KINDS: &str = "Vpc, VpcPeering, TransitGateway, Subnet, L2Network, RouteTable, NetworkACL, SecurityGroup, ExternalNetwork, AddressPool, ElasticIP, ElasticIPAttachment";
+
 impl Object {
     /// Reads `kind`-tagged YAML/JSON (apiVersion juneau.loutres.me/v1alpha1).
     pub fn from_value(v: serde_json::Value) -> Result<Object, StoreError> {
@@ -69,7 +72,7 @@ impl Object {
             .and_then(|k| k.as_str())
             .unwrap_or("")
             .to_owned();
-        let err = |e: serde_json::Error| StoreError::Parse(format!("{kind}: {e}"));
+        let err = |e: serde_json::Error| StoreError::Parse(format!("cannot read {kind}: {e}"));
         Ok(match kind.as_str() {
             "Vpc" => Object::Vpc(serde_json::from_value(v).map_err(err)?),
             "VpcPeering" => Object::VpcPeering(serde_json::from_value(v).map_err(err)?),
@@ -85,9 +88,14 @@ impl Object {
             "ElasticIPAttachment" => {
                 Object::ElasticIPAttachment(serde_json::from_value(v).map_err(err)?)
             }
+            "" => {
+                return Err(StoreError::Parse(format!(
+                    "kind is missing; write one of {KINDS}"
+                )));
+            }
             other => {
                 return Err(StoreError::Parse(format!(
-                    "kind {other:?} is not a Juneau object this store takes"
+                    "kind {other:?} is not a Juneau object this store takes; write one of {KINDS}"
                 )));
             }
         })
