@@ -226,16 +226,74 @@ impl Scenario {
                 ));
             }
         }
-        for step in &self.steps {
-            if let Step::Age { node, .. } = step
-                && !self.nodes.contains(node)
-            {
-                return Err(format!(
-                    "steps: age: node {node:?} is not listed under nodes"
-                ));
+        let places = self.places()?;
+        for (i, step) in self.steps.iter().enumerate() {
+            // Numbered as the runners narrate them.
+            let n = i + 1;
+            let known = |role: &str, name: &str| {
+                if places.contains(name) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "steps: step {n}: {role} {name:?} is not a {} of this scenario",
+                        match self.layer {
+                            Layer::Datapath => "Pod or bridge host",
+                            Layer::Stack if self.outside => "Pod, Node, upstream or client",
+                            Layer::Stack => "Pod or Node",
+                        }
+                    ))
+                }
+            };
+            match step {
+                Step::Age { node, .. } if !self.nodes.contains(node) => {
+                    return Err(format!(
+                        "steps: step {n}: age: node {node:?} is not listed under nodes"
+                    ));
+                }
+                Step::Daemon { at, cmd } | Step::Run { at, cmd } => {
+                    known("at", at)?;
+                    if cmd.is_empty() {
+                        return Err(format!(
+                            "steps: step {n}: cmd is empty; give the program and its arguments as a list"
+                        ));
+                    }
+                }
+                Step::Ping { from, .. } => known("from", from)?,
+                Step::Send { from, expect, .. } => {
+                    known("from", from)?;
+                    for who in expect.keys() {
+                        known("expect", who)?;
+                    }
+                }
+                Step::Age { .. } => {}
             }
         }
         Ok(())
+    }
+
+    /// Every name a step may act in, each once: Pods, bridge hosts, and in a stack
+    /// scenario the Nodes and the outside.
+    fn places(&self) -> Result<std::collections::BTreeSet<&str>, String> {
+        let mut names: Vec<&str> = Vec::new();
+        for p in &self.pods {
+            names.push(&p.name);
+            names.extend(p.bridge_hosts.iter().map(|h| h.name.as_str()));
+        }
+        if self.layer == Layer::Stack {
+            names.extend(self.nodes.iter().map(String::as_str));
+            if self.outside {
+                names.extend([UPSTREAM, CLIENT]);
+            }
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for name in names {
+            if !seen.insert(name) {
+                return Err(format!(
+                    "{name:?} names two Pods, hosts or Nodes; steps could not tell them apart: rename one"
+                ));
+            }
+        }
+        Ok(seen)
     }
 }
 
@@ -288,6 +346,54 @@ mod tests {
             parse(&format!("{ok}outside: true\n"))
                 .unwrap_err()
                 .contains("only a stack scenario")
+        );
+    }
+
+    #[test]
+    fn every_scenario_file_of_the_repository_passes_the_checks() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+        let mut n = 0;
+        for layer in ["datapath", "stack"] {
+            for f in std::fs::read_dir(root.join(layer)).unwrap().flatten() {
+                Scenario::load(&f.path()).unwrap();
+                n += 1;
+            }
+        }
+        assert!(n >= 8, "{n} scenario files");
+    }
+
+    #[test]
+    fn steps_name_only_places_of_their_scenario_before_anything_is_built() {
+        let stack = "description: d\nlayer: stack\nproves: [L2-28]\nnodes: [n0]\npods: [{name: a, node: n0}]\nsteps:\n";
+        let step = |s: &str| parse(&format!("{stack}  - {s}\n"));
+        assert!(step("ping: {from: a, to: 10.0.0.1}").is_ok());
+        assert!(
+            step("run: {at: n0, cmd: [true]}").is_ok(),
+            "a Node of a stack scenario"
+        );
+        assert_eq!(
+            step("ping: {from: clinet, to: a}").unwrap_err(),
+            "steps: step 1: from \"clinet\" is not a Pod or Node of this scenario"
+        );
+        assert!(
+            step("run: {at: a, cmd: []}")
+                .unwrap_err()
+                .contains("step 1: cmd is empty")
+        );
+        assert!(
+            step("daemon: {at: upstream, cmd: [sleep, '9']}")
+                .unwrap_err()
+                .contains("not a Pod or Node")
+        );
+        let twice = stack.replace(
+            "pods: [{name: a, node: n0}]",
+            "pods: [{name: a, node: n0}, {name: a, node: n0}]",
+        );
+        assert!(parse(&twice).unwrap_err().contains("\"a\" names two Pods"));
+        let datapath = "description: d\nlayer: datapath\nproves: [L2-28]\nnodes: [n0]\nsegments: {s: {vni: 9}}\npods: [{name: a, node: n0, segment: s}]\nsteps:\n  - send: {from: a, frame: {dst: broadcast, ethertype: 0x88b5}, expect: {b: 1}}\n";
+        assert_eq!(
+            parse(datapath).unwrap_err(),
+            "steps: step 1: expect \"b\" is not a Pod or bridge host of this scenario"
         );
     }
 }
