@@ -118,14 +118,21 @@ impl NodeArgs {
         }
         set("port-attach", self.port_attach.map(Into::into));
         set("garp-rounds", self.garp_rounds.map(Into::into));
-        let metrics = self
-            .metrics_addr
-            .or_else(|| {
-                file.get("metrics-addr")
-                    .and_then(|v| v.as_str())
-                    .map(String::from)
-            })
-            .unwrap_or_else(|| "0.0.0.0:9464".into());
+        let metrics = match (self.metrics_addr, file.get("metrics-addr")) {
+            (Some(flag), _) => flag,
+            (None, Some(serde_json::Value::String(s))) => s.clone(),
+            (None, Some(other)) => {
+                return Err(format!(
+                    "metrics-addr in --config is {other}; write IP:PORT in quotes (e.g. \"0.0.0.0:9464\") or \"off\""
+                ));
+            }
+            (None, None) => "0.0.0.0:9464".into(),
+        };
+        if metrics != "off" && metrics.parse::<std::net::SocketAddr>().is_err() {
+            return Err(format!(
+                "--metrics-addr {metrics:?} is not IP:PORT; write e.g. 0.0.0.0:9464, or off"
+            ));
+        }
         if metrics == "off" {
             file.remove("metrics-addr");
         } else {
@@ -144,7 +151,14 @@ impl NodeArgs {
         file.entry("cni-socket")
             .or_insert_with(|| format!("{}/{node}/cni.sock", daemon::RUN_BASE).into());
         file.entry("fdb-aging").or_insert_with(|| 300.into());
-        serde_json::from_value(file.into()).map_err(|e| format!("node settings: {e}"))
+        serde_path_to_error::deserialize(serde_json::Value::from(file)).map_err(|e| {
+            format!(
+                "node setting {} (the --{} flag, or that key in --config): {}",
+                e.path(),
+                e.path(),
+                e.inner()
+            )
+        })
     }
 }
 
@@ -429,5 +443,45 @@ mod tests {
             assert!(e.contains(flag) && e.contains(range), "{e}");
         }
         assert!(Cli::try_parse_from(["juneau", "controller", "--default-l2-mtu", "9000"]).is_ok());
+    }
+
+    /// A bad node setting from a config file is named by its key, never dropped.
+    #[test]
+    fn a_bad_node_setting_names_its_key() {
+        let dir = std::env::temp_dir().join(format!("jn-node-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let settings = |config: &str| -> Result<super::DaemonConfig, String> {
+            let path = dir.join("node.yaml");
+            std::fs::write(&path, config).unwrap();
+            let cli = Cli::try_parse_from([
+                "juneau",
+                "node",
+                "--config",
+                path.to_str().unwrap(),
+                "--node-name",
+                "n",
+                "--underlay",
+                "eth9",
+            ])
+            .unwrap();
+            match cli.command {
+                super::Cmd::Node(args) => args.config(),
+                _ => unreachable!(),
+            }
+        };
+        assert!(settings("garp-rounds: 2\n").is_ok());
+        let e = settings("garp-rounds: three\n").unwrap_err();
+        assert!(
+            e.starts_with("node setting garp-rounds (the --garp-rounds flag"),
+            "{e}"
+        );
+        let e = settings("metrics-addr: 9100\n").unwrap_err();
+        assert!(
+            e.contains("metrics-addr in --config is 9100; write IP:PORT"),
+            "{e}"
+        );
+        let e = settings("metrics-addr: localhost:9\n").unwrap_err();
+        assert!(e.contains("is not IP:PORT"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
