@@ -281,6 +281,34 @@ fn l2_04_l2_07_l2_19_l2_32_eip_04_eip_06_eip_17_eip_24_admission_reviews_over_ht
     );
     let r = post(review("ElasticIP", "UPDATE", "web-eip", old.clone(), old));
     assert_eq!(verdict(&r), (true, String::new()));
+    // An AddressPool update is held to the creation rules: a backward range is refused,
+    // the pool itself is no overlap of its own.
+    let pool = |range: &str| {
+        serde_json::json!({"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "AddressPool",
+            "metadata": {"name": "pool"}, "spec": {"advertiseMode": "arp", "addresses": [range]}})
+    };
+    let r = post(review(
+        "AddressPool",
+        "UPDATE",
+        "pool",
+        pool("192.0.2.9-192.0.2.1"),
+        pool("192.0.2.1-192.0.2.9"),
+    ));
+    assert_eq!(
+        verdict(&r),
+        (
+            false,
+            "spec.addresses[0]: \"192.0.2.9-192.0.2.1\" starts after it ends: write the lower address first".to_owned()
+        )
+    );
+    let r = post(review(
+        "AddressPool",
+        "UPDATE",
+        "pool",
+        pool("192.0.2.1-192.0.2.20"),
+        pool("192.0.2.1-192.0.2.9"),
+    ));
+    assert_eq!(verdict(&r), (true, String::new()));
     handle.shutdown();
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -51,7 +51,10 @@ pub fn review(req: &AdmissionRequest<DynamicObject>, snap: &Snapshot) -> Admissi
             let old: L2Network = typed(req.old_object.as_ref().ok_or_else(missing)?)?;
             validate::validate_l2network_update(&old, &new, snap)
         }
-        ("ExternalNetwork", Operation::Create) => {
+        // An update is held to the creation rules (each rule leaves the object itself
+        // out of the others it compares with): a pool edited to a backward range would
+        // otherwise be dropped by the allocator without a word.
+        ("ExternalNetwork", Operation::Create | Operation::Update) => {
             let new: crate::api::ExternalNetwork = typed(req.object.as_ref().ok_or_else(missing)?)?;
             validate::validate_external_network_create(&new, snap)
         }
@@ -60,7 +63,7 @@ pub fn review(req: &AdmissionRequest<DynamicObject>, snap: &Snapshot) -> Admissi
             let old: crate::api::ElasticIP = typed(req.old_object.as_ref().ok_or_else(missing)?)?;
             validate::validate_elastic_ip_update(&old, &new)
         }
-        ("AddressPool", Operation::Create) => {
+        ("AddressPool", Operation::Create | Operation::Update) => {
             let new: crate::api::AddressPool = typed(req.object.as_ref().ok_or_else(missing)?)?;
             validate::validate_address_pool_create(&new, snap)
         }
