@@ -281,34 +281,80 @@ fn l2_04_l2_07_l2_19_l2_32_eip_04_eip_06_eip_17_eip_24_admission_reviews_over_ht
     );
     let r = post(review("ElasticIP", "UPDATE", "web-eip", old.clone(), old));
     assert_eq!(verdict(&r), (true, String::new()));
-    // An AddressPool update is held to the creation rules: a backward range is refused,
-    // the pool itself is no overlap of its own.
+    // Updates that change the spec are held to the creation rules, the object itself
+    // left out of what it is compared with; metadata-only updates pass.
+    for obj in [
+        "kind: AddressPool\napiVersion: juneau.loutres.me/v1alpha1\nmetadata: {name: pool}\nspec: {advertiseMode: arp, addresses: [192.0.2.1-192.0.2.9]}",
+        "kind: AddressPool\napiVersion: juneau.loutres.me/v1alpha1\nmetadata: {name: other}\nspec: {advertiseMode: arp, addresses: [198.51.100.1-198.51.100.9]}",
+        "kind: ExternalNetwork\napiVersion: juneau.loutres.me/v1alpha1\nmetadata: {name: ext}\nspec: {type: arp, addressPools: [pool]}",
+        "kind: ExternalNetwork\napiVersion: juneau.loutres.me/v1alpha1\nmetadata: {name: ext2}\nspec: {type: arp, addressPools: [other]}",
+    ] {
+        store.create(yaml(obj)).unwrap();
+    }
     let pool = |range: &str| {
         serde_json::json!({"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "AddressPool",
             "metadata": {"name": "pool"}, "spec": {"advertiseMode": "arp", "addresses": [range]}})
     };
-    let r = post(review(
-        "AddressPool",
-        "UPDATE",
-        "pool",
-        pool("192.0.2.9-192.0.2.1"),
-        pool("192.0.2.1-192.0.2.9"),
-    ));
+    let pool_update = |new: &str, old: &str| {
+        verdict(&post(review(
+            "AddressPool",
+            "UPDATE",
+            "pool",
+            pool(new),
+            pool(old),
+        )))
+    };
     assert_eq!(
-        verdict(&r),
+        pool_update("192.0.2.9-192.0.2.1", "192.0.2.1-192.0.2.9"),
         (
             false,
             "spec.addresses[0]: \"192.0.2.9-192.0.2.1\" starts after it ends: write the lower address first".to_owned()
         )
     );
+    assert_eq!(
+        pool_update("192.0.2.1-192.0.2.20", "192.0.2.1-192.0.2.9"),
+        (true, String::new()),
+        "the pool's own old range is no overlap"
+    );
+    let (allowed, why) = pool_update("198.51.100.5-198.51.100.20", "192.0.2.1-192.0.2.9");
+    assert!(
+        !allowed && why.contains("overlaps \"198.51.100.1-198.51.100.9\" of AddressPool \"other\""),
+        "{why}"
+    );
+    // A spec left as it was passes, whatever it clashes with (labels, finalizers).
+    assert_eq!(
+        pool_update("198.51.100.5-198.51.100.20", "198.51.100.5-198.51.100.20"),
+        (true, String::new())
+    );
+    let ext = |pools: &[&str]| {
+        serde_json::json!({"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "ExternalNetwork",
+            "metadata": {"name": "ext"}, "spec": {"type": "arp", "addressPools": pools}})
+    };
     let r = post(review(
-        "AddressPool",
+        "ExternalNetwork",
         "UPDATE",
-        "pool",
-        pool("192.0.2.1-192.0.2.20"),
-        pool("192.0.2.1-192.0.2.9"),
+        "ext",
+        ext(&["pool", "spare"]),
+        ext(&["pool"]),
     ));
-    assert_eq!(verdict(&r), (true, String::new()));
+    assert_eq!(
+        verdict(&r),
+        (true, String::new()),
+        "its own pool is no clash"
+    );
+    let r = post(review(
+        "ExternalNetwork",
+        "UPDATE",
+        "ext",
+        ext(&["pool", "other"]),
+        ext(&["pool"]),
+    ));
+    let (allowed, why) = verdict(&r);
+    assert!(
+        !allowed
+            && why.contains("AddressPool \"other\" already belongs to ExternalNetwork \"ext2\""),
+        "{why}"
+    );
     handle.shutdown();
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -29,7 +29,9 @@ pub fn invocation(env: &dyn Fn(&str) -> String, stdin: &str) -> Result<Invocatio
             // configuration is wrong, not its encoding.
             CniError::new(
                 code::INVALID_CONFIG,
-                format!("the network configuration: {e}; fix the file in /etc/cni/net.d"),
+                format!(
+                    "the network configuration: {e}; fix the CNI configuration (the file in /etc/cni/net.d, or the NetworkAttachmentDefinition a meta plugin reads)"
+                ),
             )
         } else {
             CniError::new(

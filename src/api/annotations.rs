@@ -117,7 +117,6 @@ fn get<'a>(annotations: &'a BTreeMap<String, String>, key: &str) -> Option<&'a S
     annotations.get(&format!("{ANNOTATION_PREFIX}{key}"))
 }
 
-/// Parses a Pod's annotations. A Pod with none gets eth0 on the default Subnet.
 /// A requested address: `a.b.c.d`, or `a.b.c.d/len` as the NIC's status writes it
 /// (the controller reads the address before the slash). Anything else used to be
 /// dropped quietly for the next free address.
@@ -138,6 +137,7 @@ fn check_address(value: &str, at: impl FnOnce() -> String) -> Result<(), Annotat
     }
 }
 
+/// Parses a Pod's annotations. A Pod with none gets eth0 on the default Subnet.
 pub fn parse(annotations: &BTreeMap<String, String>) -> Result<PodNetworks, AnnotationError> {
     let dns_inject_skip = match get(annotations, "dns-inject-skip").map(String::as_str) {
         None | Some("false") => false,

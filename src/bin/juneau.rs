@@ -118,6 +118,7 @@ impl NodeArgs {
         }
         set("port-attach", self.port_attach.map(Into::into));
         set("garp-rounds", self.garp_rounds.map(Into::into));
+        let from_flag = self.metrics_addr.is_some();
         let metrics = match (self.metrics_addr, file.get("metrics-addr")) {
             (Some(flag), _) => flag,
             (None, Some(serde_json::Value::String(s))) => s.clone(),
@@ -129,8 +130,13 @@ impl NodeArgs {
             (None, None) => "0.0.0.0:9464".into(),
         };
         if metrics != "off" && metrics.parse::<std::net::SocketAddr>().is_err() {
+            let at = if from_flag {
+                "--metrics-addr"
+            } else {
+                "metrics-addr in --config"
+            };
             return Err(format!(
-                "--metrics-addr {metrics:?} is not IP:PORT; write e.g. 0.0.0.0:9464, or off"
+                "{at} {metrics:?} is not IP:PORT; write e.g. 0.0.0.0:9464, or off"
             ));
         }
         if metrics == "off" {
@@ -152,12 +158,20 @@ impl NodeArgs {
             .or_insert_with(|| format!("{}/{node}/cni.sock", daemon::RUN_BASE).into());
         file.entry("fdb-aging").or_insert_with(|| 300.into());
         serde_path_to_error::deserialize(serde_json::Value::from(file)).map_err(|e| {
-            format!(
-                "node setting {} (the --{} flag, or that key in --config): {}",
-                e.path(),
-                e.path(),
-                e.inner()
-            )
+            let inner = e.inner();
+            if inner.to_string().starts_with("unknown field") {
+                // Only a config file can hold a key no flag sets.
+                return format!("--config: {inner}");
+            }
+            match e.path().to_string().as_str() {
+                "." | "" => format!("node settings (the flags and --config): {inner}"),
+                "datapath-encap" => format!(
+                    "node setting datapath-encap (--no-datapath-encap, or that key in --config): {inner}"
+                ),
+                key => format!(
+                    "node setting {key} (the --{key} flag, or that key in --config): {inner}"
+                ),
+            }
         })
     }
 }
@@ -481,7 +495,15 @@ mod tests {
             "{e}"
         );
         let e = settings("metrics-addr: localhost:9\n").unwrap_err();
-        assert!(e.contains("is not IP:PORT"), "{e}");
+        assert!(
+            e.starts_with("metrics-addr in --config \"localhost:9\" is not IP:PORT"),
+            "{e}"
+        );
+        let e = settings("fdb_aging: 5\n").unwrap_err();
+        assert!(
+            e.starts_with("--config: unknown field `fdb_aging`, expected one of"),
+            "{e}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -87,9 +87,16 @@ pub fn run_once(cluster: &dyn Cluster, cfg: &Config) -> Result<bool, ClusterErro
     for (pod, reason) in &desired.waiting {
         tracing::info!(%pod, %reason, "waiting for the network of a Pod NIC");
     }
+    // Once per Pod and reason: a pass runs after every change.
+    static LOGGED: std::sync::Mutex<std::collections::BTreeSet<(String, String)>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut logged = LOGGED.lock().unwrap_or_else(|e| e.into_inner());
     for (pod, reason) in &desired.unreadable_pods {
-        tracing::warn!(%pod, %reason, "Pod annotations do not parse; its NICs are kept as they are, none is added");
+        if logged.insert((pod.clone(), reason.clone())) {
+            tracing::warn!(%pod, %reason, "Pod annotations do not parse; its NICs are kept as they are, none is added");
+        }
     }
+    drop(logged);
     cluster.apply(&desired)
 }
 

@@ -261,8 +261,14 @@ impl Scenario {
                 Step::Ping { from, .. } => known("from", from)?,
                 Step::Send { from, expect, .. } => {
                     known("from", from)?;
-                    for who in expect.keys() {
-                        known("expect", who)?;
+                    // Frames are counted on Pods' interfaces only.
+                    if let Some(who) = expect
+                        .keys()
+                        .find(|w| !self.pods.iter().any(|p| &p.name == *w))
+                    {
+                        return Err(format!(
+                            "steps: step {n}: expect {who:?} is not a Pod of this scenario (frames are counted on Pods)"
+                        ));
                     }
                 }
                 Step::Age { .. } => {}
@@ -277,7 +283,10 @@ impl Scenario {
         let mut names: Vec<&str> = Vec::new();
         for p in &self.pods {
             names.push(&p.name);
-            names.extend(p.bridge_hosts.iter().map(|h| h.name.as_str()));
+            // Hosts behind a Pod's bridge exist in the datapath layer only.
+            if self.layer == Layer::Datapath {
+                names.extend(p.bridge_hosts.iter().map(|h| h.name.as_str()));
+            }
         }
         if self.layer == Layer::Stack {
             names.extend(self.nodes.iter().map(String::as_str));
@@ -393,7 +402,7 @@ mod tests {
         let datapath = "description: d\nlayer: datapath\nproves: [L2-28]\nnodes: [n0]\nsegments: {s: {vni: 9}}\npods: [{name: a, node: n0, segment: s}]\nsteps:\n  - send: {from: a, frame: {dst: broadcast, ethertype: 0x88b5}, expect: {b: 1}}\n";
         assert_eq!(
             parse(datapath).unwrap_err(),
-            "steps: step 1: expect \"b\" is not a Pod or bridge host of this scenario"
+            "steps: step 1: expect \"b\" is not a Pod of this scenario (frames are counted on Pods)"
         );
     }
 }

@@ -35,6 +35,12 @@ fn typed<T: serde::de::DeserializeOwned>(o: &DynamicObject) -> Result<T, Rejecti
         })
 }
 
+/// True when an update leaves `spec` as it was.
+fn spec_unchanged(req: &AdmissionRequest<DynamicObject>) -> bool {
+    let spec = |o: &Option<DynamicObject>| o.as_ref().map(|o| o.data.get("spec").cloned());
+    spec(&req.object) == spec(&req.old_object)
+}
+
 fn name_of(req: &AdmissionRequest<DynamicObject>) -> String {
     req.name.clone()
 }
@@ -51,9 +57,12 @@ pub fn review(req: &AdmissionRequest<DynamicObject>, snap: &Snapshot) -> Admissi
             let old: L2Network = typed(req.old_object.as_ref().ok_or_else(missing)?)?;
             validate::validate_l2network_update(&old, &new, snap)
         }
-        // An update is held to the creation rules (each rule leaves the object itself
-        // out of the others it compares with): a pool edited to a backward range would
-        // otherwise be dropped by the allocator without a word.
+        // An update that changes the spec is held to the creation rules (each rule
+        // leaves the object itself out of the others it compares with): a pool edited
+        // to a backward range would otherwise be dropped by the allocator without a
+        // word. A metadata-only update (labels, finalizers) passes, so that objects
+        // that already clash can still be labelled and deleted.
+        ("ExternalNetwork" | "AddressPool", Operation::Update) if spec_unchanged(req) => Ok(()),
         ("ExternalNetwork", Operation::Create | Operation::Update) => {
             let new: crate::api::ExternalNetwork = typed(req.object.as_ref().ok_or_else(missing)?)?;
             validate::validate_external_network_create(&new, snap)

@@ -167,12 +167,11 @@ pub async fn delete_link_on(handle: &Handle, name: &str) -> Result<(), NetlinkEr
         Err(NetlinkError::NoSuchLink(_)) => return Ok(()),
         Err(e) => return Err(e),
     };
-    handle
-        .link()
-        .del(index)
-        .execute()
-        .await
-        .map_err(req(format!("delete {name}")))
+    match handle.link().del(index).execute().await {
+        // Gone between the lookup and the delete (its namespace going away): as wanted.
+        Err(rtnetlink::Error::NetlinkError(m)) if m.raw_code() == -libc::ENODEV => Ok(()),
+        other => other.map_err(req(format!("delete {name}"))),
+    }
 }
 
 /// Links of the calling thread's namespace whose alias starts with `prefix`:
