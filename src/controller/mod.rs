@@ -58,7 +58,10 @@ pub fn reconcile(world: &World, cfg: &Config) -> Desired {
             .get(n.metadata.name.as_deref().unwrap_or(""))
             .cloned();
     }
-    let mut interfaces = pod::reconcile_all(&world.pods, &objects);
+    let pod::PodNics {
+        mut interfaces,
+        unreadable,
+    } = pod::reconcile_all(&world.pods, &objects);
     let eips = elasticip::reconcile(&objects, &world.pods, &mut interfaces);
     let route_tables = routetable::reconcile_all(&objects);
     let (default_vpc, default_subnet) = bootstrap::missing(&world.objects, cfg.default_subnet_cidr);
@@ -74,7 +77,7 @@ pub fn reconcile(world: &World, cfg: &Config) -> Desired {
         attachment_status: eips.attachment_status,
         arp_advertisements: eips.arp_advertisements,
         waiting: eips.waiting,
-        unreadable_pods: pod::unreadable(&world.pods),
+        unreadable_pods: unreadable,
         eip_finalize: eips.finalize,
         eip_release: eips.release,
     }

@@ -84,10 +84,21 @@ fn pending(reason: &str, message: String) -> Waiting {
     })
 }
 
+/// What [`reconcile_all`] decided for the Pods.
+#[derive(Debug, Default)]
+pub struct PodNics {
+    /// Every Pod's desired NICs.
+    pub interfaces: Vec<NetworkInterface>,
+    /// The Pods whose annotations do not parse (`namespace/name`, why): they get no new
+    /// NIC, and the ones they have are kept unchanged.
+    pub unreadable: Vec<(String, String)>,
+}
+
 /// Desired NICs of every Pod. Addresses already handed out are kept; new ones are
 /// allocated first-fit in Pod order.
-pub fn reconcile_all(pods: &[PodRecord], snap: &Snapshot) -> Vec<NetworkInterface> {
+pub fn reconcile_all(pods: &[PodRecord], snap: &Snapshot) -> PodNics {
     let mut out: Vec<NetworkInterface> = Vec::new();
+    let mut unreadable = Vec::new();
     let existing_nics: HashMap<(&str, &str), &NetworkInterface> = snap
         .interfaces
         .iter()
@@ -103,22 +114,26 @@ pub fn reconcile_all(pods: &[PodRecord], snap: &Snapshot) -> Vec<NetworkInterfac
         .collect();
     let mut pools = Pools::new(snap);
     for pod in pods {
-        let Ok(nets) = annotations::parse(&pod.annotations) else {
-            // Annotations edited into something unreadable after the Pod was admitted
-            // (the webhook checks creation; it may also have been bypassed): the NICs
-            // it runs with stay as they are, addresses included, rather than being
-            // deleted under it and their addresses handed to other Pods
-            // ([`unreadable`] says why).
-            out.extend(
-                snap.interfaces
-                    .iter()
-                    .filter(|n| {
-                        n.metadata.namespace.as_deref() == Some(pod.namespace.as_str())
-                            && n.spec.pod_ref.name == pod.name
-                    })
-                    .cloned(),
-            );
-            continue;
+        let nets = match annotations::parse(&pod.annotations) {
+            Ok(nets) => nets,
+            Err(e) => {
+                // Annotations edited into something unreadable after the Pod was admitted
+                // (the webhook checks creation; it may also have been bypassed): the NICs
+                // it runs with stay as they are, addresses included, rather than being
+                // deleted under it and their addresses handed to other Pods
+                // (`unreadable` says why).
+                out.extend(
+                    snap.interfaces
+                        .iter()
+                        .filter(|n| {
+                            n.metadata.namespace.as_deref() == Some(pod.namespace.as_str())
+                                && n.spec.pod_ref.name == pod.name
+                        })
+                        .cloned(),
+                );
+                unreadable.push((format!("{}/{}", pod.namespace, pod.name), e.to_string()));
+                continue;
+            }
         };
         for req in nets.nics {
             let name = format!("{}.{}", pod.name, req.interface);
@@ -165,18 +180,10 @@ pub fn reconcile_all(pods: &[PodRecord], snap: &Snapshot) -> Vec<NetworkInterfac
             out.push(nic);
         }
     }
-    out
-}
-
-/// The Pods whose annotations do not parse (`namespace/name`, why): they get no new
-/// NIC, and the ones they have are kept unchanged.
-pub fn unreadable(pods: &[PodRecord]) -> Vec<(String, String)> {
-    pods.iter()
-        .filter_map(|p| {
-            let e = annotations::parse(&p.annotations).err()?;
-            Some((format!("{}/{}", p.namespace, p.name), e.to_string()))
-        })
-        .collect()
+    PodNics {
+        interfaces: out,
+        unreadable,
+    }
 }
 
 fn l2network(name: &str, snap: &Snapshot) -> Result<Segment, Waiting> {
@@ -342,6 +349,11 @@ mod tests {
         s
     }
 
+    /// The NICs alone, as most tests read them.
+    fn pod_nics(pods: &[PodRecord], snap: &Snapshot) -> Vec<NetworkInterface> {
+        reconcile_all(pods, snap).interfaces
+    }
+
     fn pod(name: &str, networks: &str) -> PodRecord {
         PodRecord {
             namespace: "team".into(),
@@ -358,7 +370,7 @@ mod tests {
     #[test]
     fn l2_24_one_network_interface_per_entry_named_pod_dot_iface() {
         let s = snap();
-        let nics = reconcile_all(
+        let nics = pod_nics(
             &[pod(
                 "app",
                 r#"[{"interface":"eth0","l2Network":"routed"},{"interface":"eth1","l2Network":"pure"}]"#,
@@ -396,12 +408,12 @@ mod tests {
     #[test]
     fn l2_17_addresses_are_kept_and_never_handed_out_twice() {
         let mut s = snap();
-        let first = reconcile_all(
+        let first = pod_nics(
             &[pod("a", r#"[{"interface":"eth1","l2Network":"routed"}]"#)],
             &s,
         );
         s.interfaces = first.clone();
-        let both = reconcile_all(
+        let both = pod_nics(
             &[
                 pod("b", r#"[{"interface":"eth1","l2Network":"routed"}]"#),
                 pod("a", r#"[{"interface":"eth1","l2Network":"routed"}]"#),
@@ -425,7 +437,7 @@ mod tests {
     #[test]
     fn l2_24_a_pod_whose_annotations_stop_parsing_keeps_its_nics_and_addresses() {
         let mut s = snap();
-        let first = reconcile_all(
+        let first = pod_nics(
             &[pod("a", r#"[{"interface":"eth1","l2Network":"routed"}]"#)],
             &s,
         );
@@ -435,7 +447,7 @@ mod tests {
             pod("b", r#"[{"interface":"eth1","l2Network":"routed"}]"#),
             pod("a", r#"{"interface":"eth1"}"#),
         ];
-        let next = reconcile_all(&pods, &s);
+        let next = pod_nics(&pods, &s);
         let of_a = |v: &[NetworkInterface]| -> Vec<NetworkInterface> {
             v.iter()
                 .filter(|n| n.spec.pod_ref.name == "a")
@@ -461,7 +473,7 @@ mod tests {
             "10.7.0.3/24",
             "not a's address"
         );
-        let why = unreadable(&pods);
+        let why = reconcile_all(&pods, &s).unreadable;
         assert_eq!(why.len(), 1, "{why:?}");
         assert_eq!(why[0].0, "team/a");
         assert!(why[0].1.contains("networks is not a JSON list"), "{why:?}");
@@ -487,7 +499,7 @@ mod tests {
     #[test]
     fn l2_15_subnet_nics_get_the_subnets_address_gateway_and_kernel_mtu() {
         let s = snap();
-        let nics = reconcile_all(
+        let nics = pod_nics(
             &[pod(
                 "web",
                 r#"[{"interface":"eth0","subnet":"routed"},{"interface":"eth1","l2Network":"routed"}]"#,
@@ -513,13 +525,13 @@ mod tests {
             "the L2Network of the same name has a pool of its own"
         );
         // No Subnet of that name, or one without a VNI yet: pending, saying which.
-        let missing = reconcile_all(&[pod("x", r#"[{"interface":"eth0","subnet":"nope"}]"#)], &s);
+        let missing = pod_nics(&[pod("x", r#"[{"interface":"eth0","subnet":"nope"}]"#)], &s);
         let st = missing[0].status.as_ref().unwrap();
         assert_eq!(st.phase, "Pending");
         assert_eq!(st.conditions[0].reason, "SubnetNotFound");
         let mut unready = s.clone();
         unready.subnets[0].status = None;
-        let waiting = reconcile_all(
+        let waiting = pod_nics(
             &[pod("x", r#"[{"interface":"eth0","subnet":"routed"}]"#)],
             &unready,
         );
@@ -541,7 +553,7 @@ mod tests {
                 )
             })
             .collect();
-        let nics = reconcile_all(&pods, &s);
+        let nics = pod_nics(&pods, &s);
         let last = nics[13].status.as_ref().unwrap();
         assert_eq!(nics[12].status.as_ref().unwrap().address, "10.71.0.14/28");
         assert_eq!(last.phase, "Failed");

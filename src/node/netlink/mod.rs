@@ -86,6 +86,11 @@ pub fn req(op: impl Into<String>) -> impl FnOnce(rtnetlink::Error) -> NetlinkErr
     move |source| NetlinkError::Request { op, source }
 }
 
+/// The kernel's answer that the link does not exist (ENODEV).
+fn no_such_device(e: &rtnetlink::Error) -> bool {
+    matches!(e, rtnetlink::Error::NetlinkError(m) if m.raw_code() == -libc::ENODEV)
+}
+
 pub async fn link_by_name(handle: &Handle, name: &str) -> Result<LinkMessage, NetlinkError> {
     let mut links = handle.link().get().match_name(name.to_owned()).execute();
     match links.try_next().await {
@@ -93,9 +98,7 @@ pub async fn link_by_name(handle: &Handle, name: &str) -> Result<LinkMessage, Ne
         Ok(None) => Err(NetlinkError::NoSuchLink(name.to_owned())),
         // Only "no such device" means missing: any other refusal (EPERM, ENOBUFS) must
         // not let a DEL or a rollback report a veth removed that is still there.
-        Err(rtnetlink::Error::NetlinkError(m)) if m.raw_code() == -libc::ENODEV => {
-            Err(NetlinkError::NoSuchLink(name.to_owned()))
-        }
+        Err(e) if no_such_device(&e) => Err(NetlinkError::NoSuchLink(name.to_owned())),
         Err(e) => Err(req(format!("get link {name}"))(e)),
     }
 }
@@ -169,7 +172,7 @@ pub async fn delete_link_on(handle: &Handle, name: &str) -> Result<(), NetlinkEr
     };
     match handle.link().del(index).execute().await {
         // Gone between the lookup and the delete (its namespace going away): as wanted.
-        Err(rtnetlink::Error::NetlinkError(m)) if m.raw_code() == -libc::ENODEV => Ok(()),
+        Err(e) if no_such_device(&e) => Ok(()),
         other => other.map_err(req(format!("delete {name}"))),
     }
 }
