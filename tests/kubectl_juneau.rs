@@ -4,7 +4,10 @@ use std::process::Command;
 mod common;
 
 use aya::programs::{TestRun, TestRunOptions};
-use juneau::node::{Dataplane, dataplane::PortSpec};
+use juneau::node::{
+    Dataplane,
+    dataplane::{PortKind, PortSpec},
+};
 
 #[test]
 fn l2_30_bpf_dump_l2_fdb_shows_what_the_datapath_learned() {
@@ -17,7 +20,7 @@ fn l2_30_bpf_dump_l2_fdb_shows_what_the_datapath_learned() {
             vni,
             mtu: 0,
             peer: true,
-            routed: None,
+            kind: PortKind::Switched,
         })
         .unwrap();
     }
@@ -369,7 +372,7 @@ fn eip_25_bpf_dump_elastic_ip_direct_shows_every_holder() {
 /// its port 50 and knows 10.225.51.6 held on the Node 10.99.0.2.
 #[test]
 fn eip_25_the_seeds_views_arp_table_fdb_and_external_address_pools() {
-    use juneau::node::dataplane::{Holder, RoutedPort};
+    use juneau::node::dataplane::{Holder, PortKind};
     let node = format!("jn-cliview-{}", std::process::id());
     let root = juneau::standalone::pin_dir_of(&node);
     let mut dp = Dataplane::load(Some(&root)).unwrap();
@@ -385,11 +388,10 @@ fn eip_25_the_seeds_views_arp_table_fdb_and_external_address_pools() {
         vni: 4097,
         mtu: 0,
         peer: true,
-        routed: Some(RoutedPort {
+        kind: PortKind::ElasticIp {
             mac: mac(8),
             ip: "10.225.51.8".parse().unwrap(),
-            eip: true,
-        }),
+        },
     })
     .unwrap();
     // .9 is allocated, held by nobody (no MAC, no Node).
@@ -537,28 +539,31 @@ fn eip_25_bpf_dump_external_arp_table_lists_what_this_node_answers() {
 
 #[test]
 fn eip_25_bpf_dump_ifindex_external_network_shows_the_direct_nics_ports() {
-    use juneau::node::dataplane::RoutedPort;
+    use juneau::node::dataplane::PortKind;
     let node = format!("jn-cliport-{}", std::process::id());
     let root = juneau::standalone::pin_dir_of(&node);
     let mut dp = Dataplane::load(Some(&root)).unwrap();
-    let routed = |ip: &str, eip: bool| RoutedPort {
-        mac: [0x02, 0, 0, 0, 0x23, u8::from(eip)],
-        ip: ip.parse().unwrap(),
-        eip,
+    let routed = |ip: &str, eip: bool| {
+        let (mac, ip) = ([0x02, 0, 0, 0, 0x23, u8::from(eip)], ip.parse().unwrap());
+        if eip {
+            PortKind::ElasticIp { mac, ip }
+        } else {
+            PortKind::Subnet { mac, ip }
+        }
     };
     // A direct NIC (23), a Subnet NIC (24) and an L2Network NIC (25): only the first is
     // on an ExternalNetwork.
     for (ifindex, vni, routed) in [
-        (23, 4097, Some(routed("10.225.51.8", true))),
-        (24, 7, Some(routed("10.7.0.9", false))),
-        (25, 777, None),
+        (23, 4097, routed("10.225.51.8", true)),
+        (24, 7, routed("10.7.0.9", false)),
+        (25, 777, PortKind::Switched),
     ] {
         dp.configure_port(PortSpec {
             ifindex,
             vni,
             mtu: 0,
             peer: true,
-            routed,
+            kind: routed,
         })
         .unwrap();
     }

@@ -1,7 +1,3 @@
-//! Scenario files: parse and check answer with a message naming the field, never panic.
+//! libFuzzer's entry for `juneau_fuzz::targets::scenario` (what it checks is said there).
 #![no_main]
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|text: &str| {
-    let _ = juneau::scenario::Scenario::parse(text);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| juneau_fuzz::targets::scenario(data));

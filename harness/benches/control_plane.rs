@@ -23,7 +23,12 @@ use juneau::{
     },
     controller::{self, Config},
     netns::{self, Owned},
-    node::{Dataplane, agent::Agent, dataplane::PortSpec, server},
+    node::{
+        Dataplane,
+        agent::Agent,
+        dataplane::{PortKind, PortSpec},
+        server,
+    },
     store::{Object, PodRecord, Store},
 };
 use juneau_common::l2::FDB_ENTRIES;
@@ -157,7 +162,7 @@ fn endpoints_part(out: &mut Vec<Measurement>) {
                 vni: 5000 + s,
                 mtu: 0,
                 peer: true,
-                routed: None,
+                kind: PortKind::Switched,
             })
             .unwrap();
         }
@@ -206,7 +211,7 @@ fn endpoints_part(out: &mut Vec<Measurement>) {
             vni: 7,
             mtu: 0,
             peer: true,
-            routed: None,
+            kind: PortKind::Switched,
         })
         .unwrap();
         ((d2.memlock_bytes() - before) as f64, before as f64)

@@ -11,7 +11,7 @@ use std::{collections::BTreeMap, net::Ipv4Addr};
 
 use juneau::node::{
     Dataplane,
-    dataplane::{Holder, PortSpec, RoutedPort},
+    dataplane::{Holder, PortKind, PortSpec},
 };
 use juneau_common::eip::gateway_mac;
 use juneau_harness::{
@@ -43,11 +43,14 @@ fn bed() -> (PortBed, Dataplane) {
             vni: if i < 2 { VNI } else { 7 },
             mtu: 0,
             peer: true,
-            routed: (i < 2).then(|| RoutedPort {
-                mac: pod_mac(i),
-                ip: eip(i).into(),
-                eip: true,
-            }),
+            kind: if i < 2 {
+                PortKind::ElasticIp {
+                    mac: pod_mac(i),
+                    ip: eip(i).into(),
+                }
+            } else {
+                PortKind::Switched
+            },
         })
         .unwrap();
     }

@@ -10,7 +10,10 @@
 //! - the verifier's count of the router program.
 use std::net::Ipv4Addr;
 
-use juneau::node::{dataplane::PortSpec, gateway::RouterState};
+use juneau::node::{
+    dataplane::{PortKind, PortSpec},
+    gateway::RouterState,
+};
 use juneau_harness::{
     Netns, Node,
     bench::{
@@ -62,7 +65,7 @@ fn program_cost(out: &mut Vec<Measurement>) {
             vni,
             mtu: 1500,
             peer: true,
-            routed: None,
+            kind: PortKind::Switched,
         })
         .unwrap();
     }

@@ -6,7 +6,10 @@
 use std::net::Ipv4Addr;
 
 use aya::{EbpfLoader, maps::HashMap, programs::SchedClassifier};
-use juneau::node::{Dataplane, dataplane::PortSpec};
+use juneau::node::{
+    Dataplane,
+    dataplane::{PortKind, PortSpec},
+};
 use juneau_harness::{
     bench::{Measurement, median, write_part},
     frames::{self, BROADCAST, fixtures::*},
@@ -47,7 +50,7 @@ fn fill(bed: &PortBed, dp: &mut Dataplane, n: usize) {
             vni: 10_000 + port,
             mtu: 0,
             peer: true,
-            routed: None,
+            kind: PortKind::Switched,
         })
         .unwrap();
         let chunk = left.min(8000);
@@ -92,7 +95,7 @@ fn main() {
             vni: VNI,
             mtu: 0,
             peer: true,
-            routed: None,
+            kind: PortKind::Switched,
         })
         .unwrap();
     }
@@ -102,7 +105,7 @@ fn main() {
         vni: REMOTE_VNI,
         mtu: 0,
         peer: true,
-        routed: None,
+        kind: PortKind::Switched,
     })
     .unwrap();
     for ip in [Ipv4Addr::new(10, 99, 0, 2), Ipv4Addr::new(10, 99, 0, 3)] {
@@ -189,7 +192,7 @@ fn main() {
             vni: LEARN_VNI,
             mtu: 0,
             peer: true,
-            routed: None,
+            kind: PortKind::Switched,
         })
         .unwrap();
     }

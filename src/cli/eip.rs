@@ -10,9 +10,9 @@ use std::{fmt::Write, net::Ipv4Addr, path::Path};
 use aya::maps::{Array, HashMap, Map, MapError};
 use juneau_common::{
     EipEntry, ExtArp, PortConfig,
-    eip::PORT_EIP,
-    l2::{MAX_PORTS, PORT_ACTIVE},
+    l2::MAX_PORTS,
     map_names,
+    port::{PORT_ACTIVE, PORT_EIP},
 };
 use serde::Serialize;
 

@@ -5,10 +5,12 @@ mod attachments;
 pub mod describe;
 #[cfg(test)]
 mod describe_tests;
+pub mod dump;
 mod eip;
 mod filter;
 mod gw;
 mod maps;
+pub mod output;
 mod source;
 pub mod trace;
 mod views;

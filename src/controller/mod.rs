@@ -1,11 +1,12 @@
 //! The controller: reconcilers are pure functions from a snapshot of the objects to
-//! their desired state. `kube.rs` drives them from the Kubernetes API; standalone mode
-//! drives them through the [`Cluster`] interface with [`run_once`] / [`run_loop`].
+//! their desired state. [`run_once`] / [`run_loop`] / [`run_elected`] drive them through
+//! the [`Cluster`] interface, over the embedded store (standalone) or the Kubernetes
+//! API (`store::k8s`); `command` is `juneau controller`'s start.
 pub mod bootstrap;
+pub mod command;
 pub mod elasticip;
 pub mod externalnetwork;
 pub mod ipam;
-pub mod kube;
 pub mod l2network;
 pub mod pod;
 pub mod routetable;
@@ -165,6 +166,3 @@ pub fn run_elected(
         seen = wait_for_change(cluster, seen, renew);
     }
 }
-
-#[cfg(test)]
-mod kube_tests;

@@ -1,5 +1,6 @@
 //! The node daemon: owns the eBPF datapath of one Node and the interfaces it plumbs.
-//! `daemon` is the program (`juneau node`) and the one Node bring-up; `agent` serves
+//! `daemon` is the program (`juneau node`) and the one Node bring-up, `settings` its
+//! flags and config file; `agent` serves
 //! the CNI plugin; `nic` holds one driver per NIC kind; `dataplane` loads, pins and
 //! writes the maps; `server`, `metrics` and `metrics_http` are its edges.
 pub mod agent;
@@ -7,6 +8,7 @@ mod coalesce;
 pub mod daemon;
 pub mod dataplane;
 pub mod elasticip;
+pub mod features;
 pub mod garp;
 pub mod gateway;
 pub mod l2network;
@@ -15,6 +17,7 @@ pub mod metrics_http;
 pub mod netlink;
 pub mod nic;
 pub mod server;
+pub mod settings;
 pub mod veth;
 pub mod vxlan;
 mod workers;

@@ -24,7 +24,7 @@ use crate::{
     netns::Owned,
     node::daemon::pid_file_of,
     scenario::{CLIENT, UPSTREAM},
-    store::{Object, Store},
+    store::{Object, Store, StoreError},
 };
 
 /// Runs of one process (tests start several): each gets its own folder and record.
@@ -164,6 +164,7 @@ impl Run {
                     .unwrap_or("")
             );
             Object::from_value(v.clone())
+                .map_err(StoreError::from)
                 .and_then(|o| store.create(o))
                 .map_err(|e| StandaloneError::Scenario(format!("{what}: {e}")))?;
         }

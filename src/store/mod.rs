@@ -12,14 +12,10 @@ use std::{
 pub mod k8s;
 pub mod remote;
 
-pub use crate::api::PodRecord;
+pub use crate::api::{Object, PodRecord};
 use crate::{
     admission::{self, Rejection, Snapshot, validate},
-    api::{
-        AddressPool, DEFAULT_VPC, ElasticIP, ElasticIPAttachment, ExternalNetwork, L2Network,
-        NetworkACL, NetworkEndpoint, NetworkInterface, RouteTable, SecurityGroup, Subnet,
-        TransitGateway, Vpc, VpcPeering,
-    },
+    api::{DEFAULT_VPC, L2Network, NetworkEndpoint, NetworkInterface},
     cluster::{Desired, World},
 };
 
@@ -30,7 +26,7 @@ pub enum StoreError {
     #[error("{kind} {name:?} already exists")]
     Exists { kind: &'static str, name: String },
     #[error("{0}")]
-    Parse(String),
+    Parse(#[from] crate::api::ObjectError),
 }
 
 /// The embedded store: a [`World`] behind a lock, with a generation counter that
@@ -42,64 +38,6 @@ pub struct Store {
 
 fn name_of<K: kube::Resource>(o: &K) -> String {
     o.meta().name.clone().unwrap_or_default()
-}
-
-/// An object of any kind the store takes, as read from a scenario.
-#[derive(Clone, Debug)]
-pub enum Object {
-    Vpc(Vpc),
-    VpcPeering(VpcPeering),
-    TransitGateway(TransitGateway),
-    Subnet(Subnet),
-    L2Network(L2Network),
-    RouteTable(RouteTable),
-    NetworkACL(NetworkACL),
-    SecurityGroup(SecurityGroup),
-    ExternalNetwork(ExternalNetwork),
-    AddressPool(AddressPool),
-    ElasticIP(ElasticIP),
-    ElasticIPAttachment(ElasticIPAttachment),
-}
-
-/// The kinds [`Object::from_value`] reads.
-const KINDS: &str = "Vpc, VpcPeering, TransitGateway, Subnet, L2Network, RouteTable, NetworkACL, SecurityGroup, ExternalNetwork, AddressPool, ElasticIP, ElasticIPAttachment";
-
-impl Object {
-    /// Reads `kind`-tagged YAML/JSON (apiVersion juneau.loutres.me/v1alpha1).
-    pub fn from_value(v: serde_json::Value) -> Result<Object, StoreError> {
-        let kind = v
-            .get("kind")
-            .and_then(|k| k.as_str())
-            .unwrap_or("")
-            .to_owned();
-        let err = |e: serde_json::Error| StoreError::Parse(format!("cannot read {kind}: {e}"));
-        Ok(match kind.as_str() {
-            "Vpc" => Object::Vpc(serde_json::from_value(v).map_err(err)?),
-            "VpcPeering" => Object::VpcPeering(serde_json::from_value(v).map_err(err)?),
-            "TransitGateway" => Object::TransitGateway(serde_json::from_value(v).map_err(err)?),
-            "Subnet" => Object::Subnet(serde_json::from_value(v).map_err(err)?),
-            "L2Network" => Object::L2Network(serde_json::from_value(v).map_err(err)?),
-            "RouteTable" => Object::RouteTable(serde_json::from_value(v).map_err(err)?),
-            "NetworkACL" => Object::NetworkACL(serde_json::from_value(v).map_err(err)?),
-            "SecurityGroup" => Object::SecurityGroup(serde_json::from_value(v).map_err(err)?),
-            "ExternalNetwork" => Object::ExternalNetwork(serde_json::from_value(v).map_err(err)?),
-            "AddressPool" => Object::AddressPool(serde_json::from_value(v).map_err(err)?),
-            "ElasticIP" => Object::ElasticIP(serde_json::from_value(v).map_err(err)?),
-            "ElasticIPAttachment" => {
-                Object::ElasticIPAttachment(serde_json::from_value(v).map_err(err)?)
-            }
-            "" => {
-                return Err(StoreError::Parse(format!(
-                    "kind is missing; write one of {KINDS}"
-                )));
-            }
-            other => {
-                return Err(StoreError::Parse(format!(
-                    "kind {other:?} is not a Juneau object this store takes; write one of {KINDS}"
-                )));
-            }
-        })
-    }
 }
 
 impl Store {
@@ -177,32 +115,18 @@ impl Store {
                     s.$list.push($o);
                 }};
             }
+            admission::admit(admission::Request::Create(&obj), s)?;
             match obj {
-                Object::L2Network(l) => {
-                    validate::validate_l2network_create(&l, s)?;
-                    add!(l2networks, l, "L2Network")
-                }
+                Object::L2Network(o) => add!(l2networks, o, "L2Network"),
                 Object::Vpc(o) => add!(vpcs, o, "Vpc"),
                 Object::VpcPeering(o) => add!(peerings, o, "VpcPeering"),
                 Object::TransitGateway(o) => add!(transit_gateways, o, "TransitGateway"),
-                Object::Subnet(o) => {
-                    validate::validate_subnet_create(&o, s)?;
-                    add!(subnets, o, "Subnet")
-                }
-                Object::RouteTable(o) => {
-                    validate::validate_route_table_create(&o, s)?;
-                    add!(route_tables, o, "RouteTable")
-                }
+                Object::Subnet(o) => add!(subnets, o, "Subnet"),
+                Object::RouteTable(o) => add!(route_tables, o, "RouteTable"),
                 Object::NetworkACL(o) => add!(network_acls, o, "NetworkACL"),
                 Object::SecurityGroup(o) => add!(security_groups, o, "SecurityGroup"),
-                Object::ExternalNetwork(o) => {
-                    validate::validate_external_network_create(&o, s)?;
-                    add!(external_networks, o, "ExternalNetwork")
-                }
-                Object::AddressPool(o) => {
-                    validate::validate_address_pool_create(&o, s)?;
-                    add!(address_pools, o, "AddressPool")
-                }
+                Object::ExternalNetwork(o) => add!(external_networks, o, "ExternalNetwork"),
+                Object::AddressPool(o) => add!(address_pools, o, "AddressPool"),
                 Object::ElasticIP(mut o) => {
                     o.metadata.namespace.get_or_insert_with(|| "default".into());
                     add_namespaced!(elastic_ips, o, "ElasticIP")
@@ -219,8 +143,7 @@ impl Store {
     /// Admits a Pod (L2-19, L2-24, L2-26), applying the mutation of L2-27.
     pub fn create_pod(&self, mut pod: PodRecord) -> Result<(), StoreError> {
         self.write(|w| {
-            validate::validate_pod_create(&pod.annotations, &w.objects)?;
-            validate::validate_pod_elastic_ips(&pod, &w.objects)?;
+            admission::admit(admission::Request::CreatePod(&pod), &w.objects)?;
             if let Some(policy) = admission::dns_policy(&pod, &w.objects) {
                 pod.dns_policy = policy;
             }

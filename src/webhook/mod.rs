@@ -10,8 +10,8 @@ use kube::core::{
 };
 
 use crate::{
-    admission::{Rejection, Snapshot, validate},
-    api::{L2Network, RouteTable, Subnet},
+    admission::{Rejection, Request, Snapshot, admit},
+    api::Object,
     cluster::Cluster,
 };
 
@@ -26,74 +26,37 @@ pub enum WebhookError {
     Serve(std::io::Error),
 }
 
-fn typed<T: serde::de::DeserializeOwned>(o: &DynamicObject) -> Result<T, Rejection> {
-    serde_json::to_value(o)
-        .and_then(serde_json::from_value)
-        .map_err(|e| Rejection {
-            field: "object".into(),
-            message: format!("cannot be read: {e}"),
-        })
+/// The request's object (or old object) as the typed [`Object`] of its kind; `None`
+/// for a kind that is no Juneau object (a Pod, a kind without rules).
+fn object(
+    req: &AdmissionRequest<DynamicObject>,
+    o: &Option<DynamicObject>,
+) -> Result<Option<Object>, Rejection> {
+    if !Object::KINDS.contains(&req.kind.kind.as_str()) {
+        return Ok(None);
+    }
+    let o = o.as_ref().ok_or_else(missing)?;
+    let mut v = serde_json::to_value(o).map_err(|e| unreadable(e.to_string()))?;
+    if let Some(m) = v.as_object_mut() {
+        m.entry("kind")
+            .or_insert_with(|| req.kind.kind.clone().into());
+    }
+    Object::from_value(v)
+        .map(Some)
+        .map_err(|e| unreadable(e.to_string()))
 }
 
-/// True when an update leaves `spec` as it was.
-fn spec_unchanged(req: &AdmissionRequest<DynamicObject>) -> bool {
-    let spec = |o: &Option<DynamicObject>| o.as_ref().map(|o| o.data.get("spec").cloned());
-    spec(&req.object) == spec(&req.old_object)
+fn unreadable(e: String) -> Rejection {
+    Rejection {
+        field: "object".into(),
+        message: format!("cannot be read: {e}"),
+    }
 }
 
-fn name_of(req: &AdmissionRequest<DynamicObject>) -> String {
-    req.name.clone()
-}
-
-/// The verdict for one request (pure).
+/// The verdict for one request (pure): the request read into its typed object, then
+/// judged by the one dispatcher the embedded store uses too (`admission::admit`).
 pub fn review(req: &AdmissionRequest<DynamicObject>, snap: &Snapshot) -> AdmissionResponse {
     let verdict: Result<(), Rejection> = (|| match (req.kind.kind.as_str(), &req.operation) {
-        ("L2Network", Operation::Create) => {
-            let new: L2Network = typed(req.object.as_ref().ok_or_else(missing)?)?;
-            validate::validate_l2network_create(&new, snap)
-        }
-        ("L2Network", Operation::Update) => {
-            let new: L2Network = typed(req.object.as_ref().ok_or_else(missing)?)?;
-            let old: L2Network = typed(req.old_object.as_ref().ok_or_else(missing)?)?;
-            validate::validate_l2network_update(&old, &new, snap)
-        }
-        // An update that changes the spec is held to the creation rules (each rule
-        // leaves the object itself out of the others it compares with): a pool edited
-        // to a backward range would otherwise be dropped by the allocator without a
-        // word. A metadata-only update (labels, finalizers) passes, so that objects
-        // that already clash can still be labelled and deleted.
-        ("ExternalNetwork" | "AddressPool", Operation::Update) if spec_unchanged(req) => Ok(()),
-        ("ExternalNetwork", Operation::Create | Operation::Update) => {
-            let new: crate::api::ExternalNetwork = typed(req.object.as_ref().ok_or_else(missing)?)?;
-            validate::validate_external_network_create(&new, snap)
-        }
-        ("ElasticIP", Operation::Update) => {
-            let new: crate::api::ElasticIP = typed(req.object.as_ref().ok_or_else(missing)?)?;
-            let old: crate::api::ElasticIP = typed(req.old_object.as_ref().ok_or_else(missing)?)?;
-            validate::validate_elastic_ip_update(&old, &new)
-        }
-        ("AddressPool", Operation::Create | Operation::Update) => {
-            let new: crate::api::AddressPool = typed(req.object.as_ref().ok_or_else(missing)?)?;
-            validate::validate_address_pool_create(&new, snap)
-        }
-        ("Subnet", Operation::Create) => {
-            let new: Subnet = typed(req.object.as_ref().ok_or_else(missing)?)?;
-            validate::validate_subnet_create(&new, snap)
-        }
-        ("Subnet", Operation::Update) => {
-            let new: Subnet = typed(req.object.as_ref().ok_or_else(missing)?)?;
-            let old: Subnet = typed(req.old_object.as_ref().ok_or_else(missing)?)?;
-            validate::validate_subnet_update(&old, &new, snap)
-        }
-        ("RouteTable", Operation::Create) => {
-            let new: RouteTable = typed(req.object.as_ref().ok_or_else(missing)?)?;
-            validate::validate_route_table_create(&new, snap)
-        }
-        ("RouteTable", Operation::Update) => {
-            let new: RouteTable = typed(req.object.as_ref().ok_or_else(missing)?)?;
-            let old: RouteTable = typed(req.old_object.as_ref().ok_or_else(missing)?)?;
-            validate::validate_route_table_update(&old, &new, snap)
-        }
         ("Pod", Operation::Create) => {
             let pod = req.object.as_ref().ok_or_else(missing)?;
             let record = crate::api::PodRecord {
@@ -103,16 +66,30 @@ pub fn review(req: &AdmissionRequest<DynamicObject>, snap: &Snapshot) -> Admissi
                 labels: pod.metadata.labels.clone().unwrap_or_default(),
                 ..Default::default()
             };
-            validate::validate_pod_create(&record.annotations, snap)
-                .and_then(|()| validate::validate_pod_elastic_ips(&record, snap))
+            admit(Request::CreatePod(&record), snap)
         }
-        ("Vpc", Operation::Delete) => validate::validate_delete_vpc(&name_of(req), snap),
-        ("RouteTable", Operation::Delete) => {
-            validate::validate_delete_route_table(&name_of(req), snap)
-        }
-        ("Subnet", Operation::Delete) => validate::validate_delete_subnet(&name_of(req), snap),
-        ("NetworkACL", Operation::Delete) => {
-            validate::validate_delete_network_acl(&name_of(req), snap)
+        (kind, Operation::Delete) => admit(
+            Request::Delete {
+                kind,
+                name: &req.name,
+            },
+            snap,
+        ),
+        (_, Operation::Create) => match object(req, &req.object)? {
+            Some(new) => admit(Request::Create(&new), snap),
+            None => Ok(()),
+        },
+        (_, Operation::Update) => {
+            match (object(req, &req.old_object)?, object(req, &req.object)?) {
+                (Some(old), Some(new)) => admit(
+                    Request::Update {
+                        old: &old,
+                        new: &new,
+                    },
+                    snap,
+                ),
+                _ => Ok(()),
+            }
         }
         _ => Ok(()),
     })();

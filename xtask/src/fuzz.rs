@@ -1,5 +1,7 @@
-//! The fuzz targets of `fuzz/` (cargo fuzz, libFuzzer), run for a bounded number of
-//! cases in the test suite. Each run starts from the committed seeds
+//! The fuzz targets of `fuzz/` under libFuzzer (cargo fuzz, an instrumented build of
+//! the whole tree: about 12 minutes on a fresh 2-core machine), for a bounded number of
+//! cases: `cargo xtask fuzz`, run on a schedule. The suite runs the same targets in its
+//! normal build instead (`fuzz/tests/replay.rs`). Each run starts from the committed seeds
 //! (`fuzz/corpus/<target>`) and the inputs of past findings (`fuzz/regressions/<target>`,
 //! each a crash once fixed: run first, so a regression fails at once); what libFuzzer
 //! finds new goes to `target/fuzz-corpus/`, never into the tree.
@@ -17,6 +19,9 @@ pub const TARGETS: &[&str] = &[
     "admission_review",
     "frames",
 ];
+
+/// The bins need the feature that links libFuzzer (the suite builds the library alone).
+const FEATURES: [&str; 2] = ["--features", "libfuzzer"];
 
 /// Cases per target in the suite, and a time cap per target: the slowest targets
 /// (annotations, frames) run 5,000 to 15,000 cases a second here, the others 100,000+.
@@ -47,7 +52,8 @@ pub fn run_all() -> Result<()> {
     install()?;
     // No sanitizer: ASan needs a nightly std; the targets' checks are their asserts and
     // Rust's own (debug assertions and overflow checks are on).
-    run(cargo().args(["fuzz", "build", "-s", "none"])).context("building the fuzz targets")?;
+    run(cargo().args(["fuzz", "build", "-s", "none"]).args(FEATURES))
+        .context("building the fuzz targets")?;
     // libFuzzer refuses an artifact prefix whose folder does not exist (a fresh clone).
     let artifacts = root().join("target/fuzz-artifacts");
     std::fs::create_dir_all(&artifacts)
@@ -64,7 +70,9 @@ pub fn run_all() -> Result<()> {
             }
         }
         let out = cargo()
-            .args(["fuzz", "run", "-s", "none", t])
+            .args(["fuzz", "run", "-s", "none"])
+            .args(FEATURES)
+            .arg(t)
             .args(&dirs)
             .args([
                 "--",

@@ -2,17 +2,6 @@
 //! ElasticIP of the cluster, and the addresses this Node answers ARP for.
 use crate::FdbKey;
 
-/// A port whose NIC holds an ElasticIP (with `PORT_ROUTED`: its MAC is pinned and it is
-/// never flooded). Its `PortConfig` has the EIP as `own_ip`, the Pod's MAC as
-/// `own_mac`, the ExternalNetwork's networkID as `vni`, and the gateway MAC every
-/// direct NIC of that network sees for 169.254.0.1 as `gw_mac`.
-pub const PORT_EIP: u32 = 1 << 4;
-
-/// Slot of `jn_gw_progs` for the program of a direct NIC's port (`eip_port`).
-pub const GW_PROG_EIP_PORT: u32 = 1;
-/// Slot of `jn_gw_progs` for the uplink's ElasticIP program (`eip_uplink`).
-pub const GW_PROG_EIP_UPLINK: u32 = 2;
-
 /// 169.254.0.1 as it sits in packets: the direct NIC's gateway, no host (EIP-08).
 pub const NIC_GATEWAY: u32 = u32::from_ne_bytes([169, 254, 0, 1]);
 

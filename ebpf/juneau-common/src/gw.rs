@@ -15,21 +15,6 @@ pub const ROUTES_PER_TABLE: u32 = 1024;
 /// the daemon from the NetworkEndpoints Juneau wrote; never evicted by traffic.
 pub const MAX_NEIGHBOURS: u32 = 65536;
 
-/// Index of the router program in `jn_gw_progs`.
-pub const GW_PROG_ROUTE: u32 = 0;
-/// Slots of `jn_gw_progs`.
-pub const GW_PROGS: u32 = 4;
-
-/// The port's segment has a gateway: frames to `PortConfig::gw_mac` are routed and
-/// ARP for the gateway address is answered on this Node (L2-13).
-pub const PORT_GATEWAY: u32 = 1 << 2;
-
-/// The port is a Subnet NIC: everything it sends is IPv4 or ARP from its own MAC and
-/// address (`PortConfig::own_mac`, `own_ip`), and all of it goes to the router, which
-/// answers ARP for the gateway and for every neighbour it knows (nothing is flooded)
-/// and routes by address, within the Subnet too. Always set with [`PORT_GATEWAY`].
-pub const PORT_ROUTED: u32 = 1 << 3;
-
 /// Value of `jn_gw_seg[vni]`: a gateway segment.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -124,43 +109,21 @@ pub struct IcmpBucket {
 /// ICMP errors each CPU may send per second, and the burst it may save up.
 pub const ICMP_ERRORS_PER_SEC: u64 = 1000;
 
-/// Slots of `jn_gw_stats` (per-CPU counters of what the router did).
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GwStat {
-    /// Packets routed to another segment.
-    Routed = 0,
-    /// ARP requests for a gateway answered.
-    ArpReplies = 1,
-    /// Echo requests to a gateway answered.
-    EchoReplies = 2,
-    /// ICMP errors sent (time exceeded, fragmentation needed).
-    IcmpErrors = 3,
-    /// ICMP errors not sent: the bucket was empty.
-    IcmpSuppressed = 4,
-    /// Neighbours learned (or moved) from ARP.
-    Snooped = 5,
-}
-
-impl GwStat {
-    pub const SLOTS: u32 = 8;
-    pub const ALL: [GwStat; 6] = [
-        GwStat::Routed,
-        GwStat::ArpReplies,
-        GwStat::EchoReplies,
-        GwStat::IcmpErrors,
-        GwStat::IcmpSuppressed,
-        GwStat::Snooped,
-    ];
-    pub const fn name(self) -> &'static str {
-        match self {
-            GwStat::Routed => "ROUTED",
-            GwStat::ArpReplies => "ARP_REPLIES",
-            GwStat::EchoReplies => "ECHO_REPLIES",
-            GwStat::IcmpErrors => "ICMP_ERRORS",
-            GwStat::IcmpSuppressed => "ICMP_SUPPRESSED",
-            GwStat::Snooped => "SNOOPED",
-        }
+crate::slots! {
+    /// Slots of `jn_gw_stats` (per-CPU counters of what the router did).
+    pub enum GwStat: 8 {
+        /// Packets routed to another segment.
+        Routed = 0 => "ROUTED",
+        /// ARP requests for a gateway answered.
+        ArpReplies = 1 => "ARP_REPLIES",
+        /// Echo requests to a gateway answered.
+        EchoReplies = 2 => "ECHO_REPLIES",
+        /// ICMP errors sent (time exceeded, fragmentation needed).
+        IcmpErrors = 3 => "ICMP_ERRORS",
+        /// ICMP errors not sent: the bucket was empty.
+        IcmpSuppressed = 4 => "ICMP_SUPPRESSED",
+        /// Neighbours learned (or moved) from ARP.
+        Snooped = 5 => "SNOOPED",
     }
 }
 

@@ -20,13 +20,6 @@ pub const FDB_ENTRIES: u32 = 8192;
 pub const MAX_FLOOD_PORTS: usize = 256;
 pub use crate::overlay::MAX_REMOTE_VTEPS;
 
-/// A port is configured and forwards.
-pub const PORT_ACTIVE: u32 = 1 << 0;
-/// The port is the host side of a veth whose peer lives in another network namespace:
-/// deliver to it with `bpf_redirect_peer`, which enters the peer's ingress directly and
-/// skips a veth transmit and a backlog hop. Ports without it get `bpf_redirect`.
-pub const PORT_PEER: u32 = 1 << 1;
-
 /// A learned entry is refreshed at most once per this many nanoseconds, so that a busy
 /// sender does not write its entry on every frame.
 pub const LEARN_REFRESH_NS: u64 = 1_000_000_000;
@@ -36,34 +29,6 @@ pub const LEARN_REFRESH_NS: u64 = 1_000_000_000;
 /// inlines `bpf_jiffies64` into one load on 64-bit JITs, while any clock helper is a
 /// call: the cache check sits on every frame's path.
 pub const LEARN_CACHE_JIFFIES: u64 = 64;
-
-/// Value of `jn_l2_port[ifindex]`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PortConfig {
-    /// The segment's VXLAN network identifier.
-    pub vni: u32,
-    /// The segment's local slot: index of its table in `jn_l2_fdb` and `jn_l2_flood`.
-    pub segment: u32,
-    /// `PORT_*` bits.
-    pub flags: u32,
-    /// Segment MTU (L2-21); 0 = no check.
-    pub mtu: u32,
-    /// One-entry learning cache, written by the datapath only: the last source MAC
-    /// learned on this port and when (jiffies). A frame from the same MAC within
-    /// [`LEARN_CACHE_JIFFIES`] skips the table lookup entirely; 0 = empty.
-    pub cache_mac: FdbKey,
-    pub cache_jiffies: u64,
-    /// The segment's gateway MAC when the port has `PORT_GATEWAY` (L2-13), else zero.
-    /// Kept in the port so that a pure-L2 frame on a gateway segment pays one compare,
-    /// not a lookup.
-    pub gw_mac: FdbKey,
-    /// With `PORT_ROUTED`: the NIC's MAC and IPv4 address (network order), the only
-    /// sources it may send from; zero otherwise.
-    pub own_mac: FdbKey,
-    pub own_ip: u32,
-    pub pad: u32,
-}
 
 /// Key of a learning table: a MAC padded to 8 bytes. Aligned to 8 so that the
 /// datapath builds and compares a key as one 64-bit word instead of byte by byte.
@@ -126,7 +91,6 @@ impl Default for FloodList {
 }
 
 // The layouts are part of the kernel ABI of our maps: no implicit padding allowed.
-const _: () = assert!(core::mem::size_of::<PortConfig>() == 56);
 const _: () = assert!(core::mem::size_of::<FdbKey>() == 8);
 const _: () = assert!(core::mem::size_of::<FdbEntry>() == 24);
 const _: () = assert!(core::mem::size_of::<FloodPort>() == 8);

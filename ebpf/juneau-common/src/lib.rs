@@ -10,18 +10,67 @@ pub mod eip;
 pub mod gw;
 pub mod l2;
 pub mod overlay;
+pub mod port;
+pub mod tail;
 
 pub use drop::DropReason;
 pub use eip::{EipEntry, ExtArp};
 pub use gw::{GwSegment, NbrEntry, NbrKey, RouteEntry};
-pub use l2::{FdbEntry, FdbKey, FloodList, FloodPort, PortConfig};
+pub use l2::{FdbEntry, FdbKey, FloodList, FloodPort};
 pub use overlay::{NodeConfig, RemoteList};
+pub use port::PortConfig;
+
+/// Declares a counter enum whose discriminants index a per-CPU array: the enum, the
+/// array's size (`SLOTS`), the list of every member (`ALL`, in slot order) and each
+/// member's name (`name()`), from one list, so none of them is kept by hand. The
+/// members must be numbered 0, 1, 2, ... and fit the slots (checked at compile time).
+#[macro_export]
+macro_rules! slots {
+    (
+        $(#[$meta:meta])*
+        pub enum $enum:ident: $slots:literal {
+            $( $(#[doc = $doc:expr])* $variant:ident = $value:literal => $name:literal, )*
+        }
+    ) => {
+        $(#[$meta])*
+        #[repr(u32)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum $enum {
+            $( $(#[doc = $doc])* $variant = $value, )*
+        }
+
+        impl $enum {
+            /// Slots of the counter array (more than the members: room to add some
+            /// without changing the map's layout).
+            pub const SLOTS: u32 = $slots;
+            /// Every member, in slot order.
+            pub const ALL: &'static [$enum] = &[$($enum::$variant,)*];
+
+            /// The name shown by the CLI and the metrics, and used in test assertions.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $($enum::$variant => $name,)*
+                }
+            }
+        }
+
+        const _: () = {
+            let all = $enum::ALL;
+            let mut i = 0;
+            while i < all.len() {
+                assert!(all[i] as usize == i, "members are numbered 0, 1, 2, ...");
+                i += 1;
+            }
+            assert!(all.len() <= $slots as usize, "more members than slots");
+        };
+    };
+}
 
 /// Version of the pinned layout: the map names, key and value types and sizes above.
 /// A daemon adopts only pins of its own version (under `v<LAYOUT_VERSION>/` of its pin
 /// folder); any change to a map type, size or meaning must bump it, so that a new
 /// daemon builds its maps afresh and migrates instead of reading an old map wrongly.
-pub const LAYOUT_VERSION: u32 = 8;
+pub const LAYOUT_VERSION: u32 = 9;
 
 /// The names under which the maps are created and pinned. One prefix (`jn_`) so that a
 /// `bpftool map list` tells Juneau's maps apart from any other tenant of the machine.
@@ -37,7 +86,8 @@ pub mod map_names {
     pub const GW_RT: &str = "jn_gw_rt";
     pub const GW_NBR: &str = "jn_gw_nbr";
     pub const GW_SNOOP: &str = "jn_gw_snoop";
-    pub const GW_PROGS: &str = "jn_gw_progs";
+    /// The one tail-call table (`tail::TAIL_*` slots).
+    pub const PROGS: &str = "jn_progs";
     pub const GW_STATS: &str = "jn_gw_stats";
     pub const GW_ICMP: &str = "jn_gw_icmp";
     pub const GW_LISTEN: &str = "jn_gw_listen";
@@ -45,8 +95,8 @@ pub mod map_names {
     pub const EXT_ARP: &str = "jn_ext_arp";
     /// Every map the daemon pins, in the order `kubectl-juneau` lists them.
     pub const ALL: [&str; 17] = [
-        NODE, L2_PORT, L2_VNI, L2_FDB, L2_FLOOD, L2_REMOTE, DROPS, GW_SEG, GW_RT, GW_NBR, GW_SNOOP,
-        GW_PROGS, GW_STATS, GW_ICMP, GW_LISTEN, EIP_DIRECT, EXT_ARP,
+        NODE, L2_PORT, L2_VNI, L2_FDB, L2_FLOOD, L2_REMOTE, DROPS, PROGS, GW_SEG, GW_RT, GW_NBR,
+        GW_SNOOP, GW_STATS, GW_ICMP, GW_LISTEN, EIP_DIRECT, EXT_ARP,
     ];
 }
 
@@ -59,7 +109,8 @@ pub mod prog_names {
     pub const OVERLAY_INGRESS: &str = "overlay_ingress";
     /// TCX ingress of the Node's underlay NIC.
     pub const UNDERLAY_INGRESS: &str = "underlay_ingress";
-    /// The Vpc router, entered by a tail call from `port_ingress` (never attached).
+    /// The Vpc router, entered by a tail call from `port_ingress` (never attached;
+    /// every tail-called program's slot is in `tail`).
     pub const GW_ROUTE: &str = "gw_route";
     /// A direct ElasticIP NIC's port, entered by a tail call from `port_ingress`.
     pub const EIP_PORT: &str = "eip_port";

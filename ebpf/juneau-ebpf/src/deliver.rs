@@ -1,17 +1,25 @@
-//! Handing a frame to one local port: shared by every hook that delivers.
-use aya_ebpf::helpers::{bpf_redirect, bpf_redirect_peer};
-use juneau_common::l2::PORT_PEER;
+//! The delivery stage: every frame handed to one local port passes here, from every
+//! hook and feature, with the packet in hand (`ctx`) and the port it goes to. Routing
+//! happens on the sender's Node only, so this is the one place a receiving Node sees
+//! a connection's packets in both directions: where the connection table's lookup, the
+//! receiving NIC's SecurityGroup and a reply's reverse translation go (the next stages).
+//! Today it only picks the redirect; a stage that refuses a frame returns its reason.
+use aya_ebpf::{
+    helpers::{bpf_redirect, bpf_redirect_peer},
+    programs::TcContext,
+};
+use juneau_common::{DropReason, port::PORT_PEER};
 
 /// Straight into the peer's namespace when the port is a Pod veth (its ingress is
 /// entered directly, no veth transmit or backlog hop), else to the port's egress.
 #[inline(always)]
-pub fn deliver(ifindex: u32, flags: u32) -> i32 {
+pub fn to_port(_ctx: &TcContext, ifindex: u32, flags: u32) -> Result<i32, DropReason> {
     // SAFETY: plain helper calls.
-    unsafe {
+    Ok(unsafe {
         if flags & PORT_PEER != 0 {
             bpf_redirect_peer(ifindex, 0) as i32
         } else {
             bpf_redirect(ifindex, 0) as i32
         }
-    }
+    })
 }

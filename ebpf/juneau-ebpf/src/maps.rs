@@ -11,10 +11,11 @@ use juneau_common::{
     NodeConfig, PortConfig, RemoteList, RouteEntry,
     eip::{MAX_EIPS, MAX_EXT_ARP},
     gw::{
-        GW_PROGS, GwStat, IcmpBucket, MAX_GW_SEGMENTS, MAX_NEIGHBOURS, MAX_ROUTE_TABLES,
-        MAX_SNOOPED, ROUTES_PER_TABLE, RouteAddr,
+        GwStat, IcmpBucket, MAX_GW_SEGMENTS, MAX_NEIGHBOURS, MAX_ROUTE_TABLES, MAX_SNOOPED,
+        ROUTES_PER_TABLE, RouteAddr,
     },
     l2::{FDB_ENTRIES, MAX_PORTS, MAX_SEGMENTS},
+    tail::TAIL_SLOTS,
 };
 
 /// This Node's overlay (one entry).
@@ -73,9 +74,9 @@ pub static jn_gw_snoop: LruHashMap<NbrKey, NbrEntry, { MAX_SNOOPED as usize }> =
 #[btf_map]
 pub static jn_gw_listen: Array<RemoteList, { MAX_SEGMENTS as usize }> = Array::new();
 
-/// The router's programs, entered by tail calls.
+/// The one tail-call table: every program a hook enters (slots `juneau_common::tail`).
 #[btf_map]
-pub static jn_gw_progs: ProgramArray<{ GW_PROGS as usize }> = ProgramArray::new();
+pub static jn_progs: ProgramArray<{ TAIL_SLOTS as usize }> = ProgramArray::new();
 
 /// What the router did, by `GwStat`.
 #[btf_map]

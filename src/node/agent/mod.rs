@@ -6,22 +6,25 @@
 //! nothing: what it made is undone when a later step fails. DEL is idempotent and finds
 //! its work by the host veths' aliases, so it needs nothing remembered.
 //!
-//! The CNI commands are in `cni.rs`, the cluster-to-datapath sync in `sync.rs`, the
+//! The CNI commands are in `cni.rs`, the cluster-to-datapath sync in `sync.rs` (over
+//! the Node features of `node::features`), the
 //! start-up reconcile in `reconcile.rs`; this file holds the agent and its dispatch.
 mod cni;
 mod reconcile;
 mod sync;
 
 use std::{
-    collections::BTreeSet,
     net::Ipv4Addr,
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, atomic::AtomicU32},
     time::{Duration, Instant},
 };
 
 pub use reconcile::ReconcileReport;
 
-use super::{Dataplane, coalesce::Coalesced, metrics::Metrics, netlink, nic, veth::PortAlias};
+use super::{
+    Dataplane, coalesce::Coalesced, features::Features, metrics::Metrics, netlink, nic,
+    veth::PortAlias,
+};
 use crate::{
     api::NetworkInterface,
     cluster::{Cluster, ClusterError, World},
@@ -41,12 +44,11 @@ pub struct Agent {
     /// older read (a CNI thread) never overwrites a newer one (the sweep); callers
     /// meanwhile are served by the next one.
     syncs: Coalesced<ClusterError>,
-    /// Objects the router or the remote lists left out, each logged once.
-    router_skips: Mutex<BTreeSet<String>>,
+    /// What the Node keeps of the rest of the cluster, one feature each.
+    features: Features,
     /// Rounds of gratuitous ARP for an ElasticIP this Node starts answering for (0:
-    /// none), and the addresses it answers for now.
-    pub garp_rounds: std::sync::atomic::AtomicU32,
-    answering: Mutex<BTreeSet<Ipv4Addr>>,
+    /// none); the ElasticIP feature reads it.
+    pub garp_rounds: Arc<AtomicU32>,
     /// How ports attach, read once from the datapath (set before the agent is made), so
     /// that an ADD need not take the datapath's lock to know it.
     port_filters: bool,
@@ -79,6 +81,7 @@ fn cluster_err(e: ClusterError) -> CniError {
 
 impl Agent {
     pub fn new(node: &str, node_ip: Ipv4Addr, cluster: Arc<dyn Cluster>, dp: Dataplane) -> Self {
+        let garp_rounds = Arc::new(AtomicU32::new(super::garp::DEFAULT_ROUNDS));
         Self {
             port_filters: dp.ports_use_filters(),
             node: node.into(),
@@ -87,9 +90,8 @@ impl Agent {
             dataplane: Mutex::new(dp),
             metrics: Metrics::default(),
             syncs: Coalesced::default(),
-            router_skips: Mutex::new(BTreeSet::new()),
-            garp_rounds: super::garp::DEFAULT_ROUNDS.into(),
-            answering: Mutex::new(BTreeSet::new()),
+            features: Features::new(garp_rounds.clone()),
+            garp_rounds,
         }
     }
 

@@ -27,7 +27,10 @@ impl Agent {
             let Some(nic) = nic_of(&world, alias) else {
                 continue;
             };
-            let Some(spec) = nic::ready_port_spec(nic, &alias.container_id, *ifindex) else {
+            let spec = nic::driver_for(nic)
+                .ok()
+                .and_then(|d| d.port_spec(nic, &alias.container_id, *ifindex));
+            let Some(spec) = spec else {
                 tracing::warn!(nic = %alias.nic(), "not attached again: its NetworkInterface has no VNI or address yet");
                 continue;
             };

@@ -47,7 +47,10 @@ impl Dataplane {
 
     /// Drop counters summed over CPUs, by reason.
     pub fn drops(&self) -> Result<BTreeMap<&'static str, u64>, DataplaneError> {
-        let slots = DropReason::ALL.map(|r| (r as u32, r.name()));
+        let slots = DropReason::ALL
+            .iter()
+            .map(|r| (*r as u32, r.name()))
+            .collect::<Vec<_>>();
         Ok(self
             .named_counters(map_names::DROPS, &slots)?
             .into_iter()

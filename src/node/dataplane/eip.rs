@@ -5,7 +5,7 @@
 use std::{collections::BTreeMap, net::Ipv4Addr};
 
 use aya::maps::{HashMap as BpfHashMap, MapData};
-use juneau_common::{EipEntry, ExtArp, FdbKey, eip::PORT_EIP, map_names};
+use juneau_common::{EipEntry, ExtArp, FdbKey, map_names, port::PORT_EIP};
 
 use super::{Dataplane, DataplaneError, map_err};
 

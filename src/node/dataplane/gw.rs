@@ -1,4 +1,4 @@
-//! Router map writes: the router program in `jn_gw_progs`, gateway segments
+//! Router map writes: the tail-called programs in `jn_progs`, gateway segments
 //! (`jn_gw_seg`), one LPM trie per RouteTable (`jn_gw_rt`), neighbours (`jn_gw_nbr`) and
 //! the gateway bit and MAC of each port.
 //!
@@ -14,8 +14,10 @@ use aya::maps::{
 };
 use juneau_common::{
     FdbKey, GwSegment, NbrEntry, NbrKey, RouteEntry,
-    gw::{GW_PROG_ROUTE, GwStat, MAX_ROUTE_TABLES, NBR_SEEDED, PORT_GATEWAY, ROUTES_PER_TABLE},
-    map_names, prog_names,
+    gw::{GwStat, MAX_ROUTE_TABLES, NBR_SEEDED, ROUTES_PER_TABLE},
+    map_names,
+    port::{PORT_EIP, PORT_GATEWAY},
+    tail::TAIL_PROGRAMS,
 };
 
 use super::{Dataplane, DataplaneError, map_err, prog_err};
@@ -93,18 +95,11 @@ fn route_entry(r: &RouteSpec) -> RouteEntry {
 }
 
 impl Dataplane {
-    /// Puts this instance's tail-called programs (the router, the ElasticIP port and
-    /// uplink programs) into `jn_gw_progs` (an adopted array gets each new program in
-    /// one write: the next tail call enters it).
-    pub(super) fn install_router(&mut self) -> Result<(), DataplaneError> {
-        for (slot, name) in [
-            (GW_PROG_ROUTE, prog_names::GW_ROUTE),
-            (juneau_common::eip::GW_PROG_EIP_PORT, prog_names::EIP_PORT),
-            (
-                juneau_common::eip::GW_PROG_EIP_UPLINK,
-                prog_names::EIP_UPLINK,
-            ),
-        ] {
+    /// Puts this instance's tail-called programs (`juneau_common::tail`: the router,
+    /// the ElasticIP port and uplink programs) into `jn_progs` (an adopted array gets
+    /// each new program in one write: the next tail call enters it).
+    pub(super) fn install_tail_programs(&mut self) -> Result<(), DataplaneError> {
+        for (slot, name) in TAIL_PROGRAMS {
             let fd = self
                 .program(name)
                 .fd()
@@ -115,11 +110,9 @@ impl Dataplane {
                     source: aya::programs::ProgramError::IOError(e),
                 })?;
             let mut progs: ProgramArray<_> =
-                ProgramArray::try_from(self.map_mut(map_names::GW_PROGS)?)
-                    .map_err(map_err(map_names::GW_PROGS))?;
-            progs
-                .set(slot, &fd, 0)
-                .map_err(map_err(map_names::GW_PROGS))?;
+                ProgramArray::try_from(self.map_mut(map_names::PROGS)?)
+                    .map_err(map_err(map_names::PROGS))?;
+            progs.set(slot, &fd, 0).map_err(map_err(map_names::PROGS))?;
         }
         Ok(())
     }
@@ -370,7 +363,7 @@ impl Dataplane {
             let mut port = self.port(ifindex)?;
             // A direct ElasticIP NIC's MAC for 169.254.0.1 is its network's, never a
             // segment gateway's.
-            let direct = port.flags & juneau_common::eip::PORT_EIP != 0;
+            let direct = port.flags & PORT_EIP != 0;
             if direct || (port.flags & PORT_GATEWAY == bit && port.gw_mac == mac) {
                 continue;
             }
@@ -445,7 +438,10 @@ impl Dataplane {
 
     /// The router's counters, summed over CPUs, by name.
     pub fn gw_stats(&self) -> Result<Vec<(&'static str, u64)>, DataplaneError> {
-        let slots = GwStat::ALL.map(|s| (s as u32, s.name()));
+        let slots = GwStat::ALL
+            .iter()
+            .map(|s| (*s as u32, s.name()))
+            .collect::<Vec<_>>();
         self.named_counters(map_names::GW_STATS, &slots)
     }
 

@@ -1,15 +1,15 @@
 //! L2Network map writes: ports (`jn_l2_port`), one learning table per segment
 //! (`jn_l2_fdb`), flood lists (`jn_l2_flood`), VNI -> slot (`jn_l2_vni`), and the sweeps
 //! that delete learned entries (a port or Node gone, aging).
-use std::time::Duration;
+use std::{net::Ipv4Addr, time::Duration};
 
 use aya::maps::{Array, ArrayOfMaps, HashMap as BpfHashMap, Map, MapData};
 use juneau_common::{
     FdbEntry, FdbKey, FloodList, PortConfig,
-    eip::PORT_EIP,
-    gw::PORT_ROUTED,
-    l2::{FDB_ENTRIES, MAX_PORTS, PORT_ACTIVE, PORT_PEER},
-    map_names, prog_names,
+    l2::{FDB_ENTRIES, MAX_PORTS},
+    map_names,
+    port::{PORT_ACTIVE, PORT_EIP, PORT_PEER, PORT_ROUTED},
+    prog_names,
 };
 
 use super::{Dataplane, DataplaneError, map_err};
@@ -24,38 +24,57 @@ pub struct PortSpec {
     pub mtu: u32,
     /// The interface is a veth whose peer is in another namespace (a Pod NIC).
     pub peer: bool,
-    /// A Subnet NIC: routed, and held to its own MAC and address.
-    pub routed: Option<RoutedPort>,
+    /// What the port is, by its NIC's kind.
+    pub kind: PortKind,
 }
 
-impl PortSpec {
-    /// Whether `config` is this port as written whole: active, on the segment, and
-    /// routed (held to the same MAC and address) exactly when the spec is.
-    pub fn written_as(&self, config: &PortConfig) -> bool {
-        let routed = config.flags & PORT_ROUTED != 0;
-        config.flags & PORT_ACTIVE != 0
-            && config.vni == self.vni
-            && match self.routed {
-                None => !routed,
-                Some(r) => {
-                    routed
-                        && (config.flags & PORT_EIP != 0) == r.eip
-                        && config.own_mac.mac == r.mac
-                        && config.own_ip == u32::from_ne_bytes(r.ip.octets())
-                }
-            }
+/// What a port is to the datapath, by the kind of its NIC: the one place its `PORT_*`
+/// kind bits and the sources it is held to come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortKind {
+    /// An L2Network NIC: a port of its segment's switch (learns, floods, any
+    /// EtherType).
+    Switched,
+    /// A Subnet NIC: routed, and held to its own MAC and address.
+    Subnet { mac: [u8; 6], ip: Ipv4Addr },
+    /// A direct ElasticIP NIC (`ip` is the ElasticIP, the port's VNI its network's
+    /// networkID): routed by its own program, and 169.254.0.1 answered with the
+    /// network's gateway MAC.
+    ElasticIp { mac: [u8; 6], ip: Ipv4Addr },
+}
+
+impl PortKind {
+    /// The kind's `PORT_*` bits (`PORT_ACTIVE`, `PORT_PEER` and `PORT_GATEWAY` are the
+    /// port's, not the kind's).
+    pub fn flags(self) -> u32 {
+        match self {
+            PortKind::Switched => 0,
+            PortKind::Subnet { .. } => PORT_ROUTED,
+            PortKind::ElasticIp { .. } => PORT_ROUTED | PORT_EIP,
+        }
+    }
+
+    /// The only MAC and address a routed port may send from; `None` for a switched one.
+    pub fn held_to(self) -> Option<([u8; 6], Ipv4Addr)> {
+        match self {
+            PortKind::Switched => None,
+            PortKind::Subnet { mac, ip } | PortKind::ElasticIp { mac, ip } => Some((mac, ip)),
+        }
     }
 }
 
-/// The only sources a routed port (a Subnet NIC) may send from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RoutedPort {
-    pub mac: [u8; 6],
-    pub ip: std::net::Ipv4Addr,
-    /// A direct ElasticIP NIC (`ip` is the ElasticIP, the port's VNI its network's
-    /// networkID): its own program, and 169.254.0.1 answered with the network's
-    /// gateway MAC.
-    pub eip: bool,
+impl PortSpec {
+    /// Whether `config` is this port as written whole: active, on the segment, of the
+    /// same kind and held to the same MAC and address.
+    pub fn written_as(&self, config: &PortConfig) -> bool {
+        let kind_bits = PORT_ROUTED | PORT_EIP;
+        config.flags & PORT_ACTIVE != 0
+            && config.vni == self.vni
+            && config.flags & kind_bits == self.kind.flags()
+            && self.kind.held_to().is_none_or(|(mac, ip)| {
+                config.own_mac.mac == mac && config.own_ip == u32::from_ne_bytes(ip.octets())
+            })
+    }
 }
 
 impl Dataplane {
@@ -108,13 +127,7 @@ impl Dataplane {
         if spec.ifindex >= MAX_PORTS {
             return Err(DataplaneError::IfindexTooLarge(spec.ifindex));
         }
-        let flags = PORT_ACTIVE
-            | if spec.peer { PORT_PEER } else { 0 }
-            | match spec.routed {
-                Some(RoutedPort { eip: true, .. }) => PORT_ROUTED | PORT_EIP,
-                Some(_) => PORT_ROUTED,
-                None => 0,
-            };
+        let flags = PORT_ACTIVE | if spec.peer { PORT_PEER } else { 0 } | spec.kind.flags();
         let change = self.segments.add_port(spec.vni, spec.ifindex, flags)?;
         let written = (|| {
             if change.segment_edge {
@@ -132,13 +145,13 @@ impl Dataplane {
                 gw_mac,
                 ..Default::default()
             };
-            if let Some(r) = spec.routed {
-                if r.eip {
-                    config.gw_mac = FdbKey::new(juneau_common::eip::gateway_mac(spec.vni));
-                }
-                config.own_mac = FdbKey::new(r.mac);
-                config.own_ip = u32::from_ne_bytes(r.ip.octets());
-                self.pin_routed_mac(change.slot, spec.ifindex, flags, r.mac)?;
+            if let PortKind::ElasticIp { .. } = spec.kind {
+                config.gw_mac = FdbKey::new(juneau_common::eip::gateway_mac(spec.vni));
+            }
+            if let Some((mac, ip)) = spec.kind.held_to() {
+                config.own_mac = FdbKey::new(mac);
+                config.own_ip = u32::from_ne_bytes(ip.octets());
+                self.pin_routed_mac(change.slot, spec.ifindex, flags, mac)?;
             }
             self.write_port(spec.ifindex, config)?;
             if change.segment_edge {

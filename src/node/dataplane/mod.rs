@@ -35,7 +35,7 @@ pub use eip::Holder;
 pub use filter::{PORT_FILTER_HANDLE, PORT_FILTER_PRIORITY, PortAttach};
 pub use gw::RouterSync;
 use juneau_common::{l2::MAX_PORTS, map_names, prog_names};
-pub use l2::{PortSpec, RoutedPort, monotonic_coarse_ns};
+pub use l2::{PortKind, PortSpec, monotonic_coarse_ns};
 pub use pins::PinLayout;
 
 use super::{
@@ -203,7 +203,7 @@ impl Dataplane {
         for name in PROGRAMS {
             dp.program_mut(name)?.load().map_err(prog_err(name))?;
         }
-        dp.install_router()?;
+        dp.install_tail_programs()?;
         if dp.adopted {
             dp.adopt()?;
         }

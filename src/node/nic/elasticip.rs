@@ -6,11 +6,14 @@
 //! gone with the veth (EIP-18).
 use std::net::Ipv4Addr;
 
-use super::{Made, NicContext, NicDriver, port_spec, veth_nic};
+use super::{Made, NicContext, NicDriver, base_spec, held, veth_nic};
 use crate::{
     api::NetworkInterface,
     cni::{CniError, CniResult, code},
-    node::{netlink, veth},
+    node::{
+        dataplane::{PortKind, PortSpec},
+        netlink, veth,
+    },
 };
 
 pub struct ElasticIpNic;
@@ -20,6 +23,18 @@ fn address_of(nic: &NetworkInterface) -> Option<Ipv4Addr> {
 }
 
 impl NicDriver for ElasticIpNic {
+    /// Held to the Pod's MAC and the ElasticIP, on its network's VNI: none until the
+    /// ElasticIP is bound.
+    fn port_spec(
+        &self,
+        nic: &NetworkInterface,
+        container_id: &str,
+        ifindex: u32,
+    ) -> Option<PortSpec> {
+        let (mac, ip) = held(nic, container_id)?;
+        base_spec(nic, ifindex, PortKind::ElasticIp { mac, ip })
+    }
+
     fn setup(
         &self,
         ctx: &NicContext<'_>,
@@ -46,9 +61,7 @@ impl NicDriver for ElasticIpNic {
             ));
         };
         let gateway = juneau_common::eip::gateway_mac(status.vni);
-        veth_nic::setup(ctx, nl, nic, made, result, Some(gateway), |ifindex| {
-            port_spec(nic, ctx.container_id, ifindex)
-        })?;
+        veth_nic::setup(ctx, nl, nic, made, result, Some(gateway), self)?;
         // No reverse-path check on the veth: a secondary NIC's ElasticIP has no Node
         // route back to it, and on an interface without IPv4 addresses even the loose
         // check (2) refuses every source not routed to it (Cilium #13130). The Node's
@@ -74,30 +87,6 @@ impl NicDriver for ElasticIpNic {
         if nic.spec.interface == "eth0" {
             nl.block_on(netlink::add_host_route_on(nl.node(), &host, eip))
                 .map_err(|e| super::io(format!("cannot route {eip} to {host}"))(e.to_string()))?;
-        }
-        Ok(())
-    }
-
-    fn check(
-        &self,
-        ctx: &NicContext<'_>,
-        nic: &NetworkInterface,
-        host: Option<(&str, u32)>,
-    ) -> Result<(), CniError> {
-        veth_nic::check(ctx, nic, host)?;
-        let Some((host, ifindex)) = host else {
-            return Ok(());
-        };
-        let want = port_spec(nic, ctx.container_id, ifindex);
-        let port = ctx.dataplane.lock().expect("dataplane lock").port(ifindex);
-        if !(want.routed.is_some() && port.is_ok_and(|p| want.written_as(&p))) {
-            return Err(CniError::new(
-                code::IO_FAILURE,
-                format!(
-                    "{}: {host} is not a port held to the NIC's MAC and ElasticIP",
-                    nic.spec.interface
-                ),
-            ));
         }
         Ok(())
     }

@@ -13,7 +13,7 @@ use crate::{
     cni::{CniError, CniResult, code},
     node::{
         Dataplane,
-        dataplane::{PortSpec, RoutedPort},
+        dataplane::{PortKind, PortSpec},
         netlink::Session,
         veth::PortAlias,
     },
@@ -45,8 +45,54 @@ pub struct Made {
     pub links: Vec<String>,
 }
 
+/// A NIC's kind, read once from its NetworkInterface (whose spec names one of a
+/// Subnet, an L2Network or an ElasticIP, as the reference's CRD does): the daemon
+/// matches on this, never on the spec's fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NicKind<'a> {
+    Subnet(&'a str),
+    L2Network(&'a str),
+    ElasticIp(&'a str),
+}
+
+impl<'a> NicKind<'a> {
+    pub fn of(nic: &'a NetworkInterface) -> Result<Self, CniError> {
+        let s = &nic.spec;
+        match (&s.subnet, &s.l2_network, &s.elastic_ip) {
+            (Some(n), None, None) => Ok(NicKind::Subnet(n)),
+            (None, Some(n), None) => Ok(NicKind::L2Network(n)),
+            (None, None, Some(n)) => Ok(NicKind::ElasticIp(n)),
+            (None, None, None) => Err(CniError::new(
+                code::INVALID_CONFIG,
+                format!(
+                    "NetworkInterface {}: names no Subnet, L2Network or ElasticIP; set exactly one",
+                    nic.metadata.name.as_deref().unwrap_or("")
+                ),
+            )),
+            _ => Err(CniError::new(
+                code::INVALID_CONFIG,
+                format!(
+                    "NetworkInterface {}: names more than one of subnet, l2Network and elasticIP; set exactly one",
+                    nic.metadata.name.as_deref().unwrap_or("")
+                ),
+            )),
+        }
+    }
+}
+
 /// One kind of Pod NIC.
 pub trait NicDriver: Sync {
+    /// The datapath port of `nic` on host interface `ifindex`: the same at ADD and when
+    /// a restarted daemon attaches it again. `None` while the controller has not
+    /// finished the NIC (no VNI, or a held port without its address): a restarted
+    /// daemon attaches no port the datapath would drop everything of.
+    fn port_spec(
+        &self,
+        nic: &NetworkInterface,
+        container_id: &str,
+        ifindex: u32,
+    ) -> Option<PortSpec>;
+
     /// Plumbs `nic` into the Pod and the datapath with the ADD's netlink session,
     /// recording what it made in `made` (the caller undoes it on failure) and what it
     /// reports in `result`.
@@ -72,35 +118,44 @@ pub trait NicDriver: Sync {
     }
 
     /// Checks that `nic` is still as setup left it (CNI CHECK): the veth pair, its
-    /// port, MTU and address.
+    /// port, MTU and address, and for a held port that it is written as its spec.
     fn check(
         &self,
         ctx: &NicContext<'_>,
         nic: &NetworkInterface,
         host: Option<(&str, u32)>,
     ) -> Result<(), CniError> {
-        veth_nic::check(ctx, nic, host)
+        veth_nic::check(ctx, nic, host)?;
+        let Some((host, ifindex)) = host else {
+            return Ok(());
+        };
+        let Some(want) = self.port_spec(nic, ctx.container_id, ifindex) else {
+            return Ok(());
+        };
+        if want.kind.held_to().is_none() {
+            return Ok(());
+        }
+        let port = ctx.dataplane.lock().expect("dataplane lock").port(ifindex);
+        if !port.is_ok_and(|p| want.written_as(&p)) {
+            return Err(CniError::new(
+                code::IO_FAILURE,
+                format!(
+                    "{}: {host} is not a port held to the NIC's MAC and address",
+                    nic.spec.interface
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 
 /// The driver of a NIC's kind.
 pub fn driver_for(nic: &NetworkInterface) -> Result<&'static dyn NicDriver, CniError> {
-    if nic.spec.subnet.is_some() {
-        return Ok(&SubnetNic);
-    }
-    if nic.spec.l2_network.is_some() {
-        return Ok(&L2NetworkNic);
-    }
-    if nic.spec.elastic_ip.is_some() {
-        return Ok(&ElasticIpNic);
-    }
-    Err(CniError::new(
-        code::INVALID_CONFIG,
-        format!(
-            "NetworkInterface {}: names no Subnet, L2Network or ElasticIP",
-            nic.metadata.name.as_deref().unwrap_or("")
-        ),
-    ))
+    Ok(match NicKind::of(nic)? {
+        NicKind::Subnet(_) => &SubnetNic,
+        NicKind::L2Network(_) => &L2NetworkNic,
+        NicKind::ElasticIp(_) => &ElasticIpNic,
+    })
 }
 
 /// Every host-side port link, whatever its kind, tears down the same way today (a
@@ -109,40 +164,29 @@ pub fn driver_for_port(_alias: &PortAlias) -> &'static dyn NicDriver {
     &L2NetworkNic
 }
 
-/// The datapath port of `nic` on host interface `ifindex`: the same at ADD and when a
-/// restarted daemon attaches it again. A Subnet NIC's port is routed and held to the
-/// NIC's MAC and address (`routed` stays `None` while it has no address).
-pub fn port_spec(nic: &NetworkInterface, container_id: &str, ifindex: u32) -> PortSpec {
-    let status = nic.status.clone().unwrap_or_default();
-    let direct = nic.spec.elastic_ip.is_some();
-    let routed = (nic.spec.subnet.is_some() || direct)
-        .then_some(())
-        .and_then(|_| {
-            Some(RoutedPort {
-                mac: nic_mac(container_id, &nic.spec.interface),
-                ip: status.address.split('/').next()?.parse().ok()?,
-                eip: direct,
-            })
-        });
-    PortSpec {
+/// The part of a port every kind shares: its segment (the NIC's VNI) and MTU.
+pub(crate) fn base_spec(nic: &NetworkInterface, ifindex: u32, kind: PortKind) -> Option<PortSpec> {
+    let status = nic.status.as_ref()?;
+    (status.vni != 0).then_some(PortSpec {
         ifindex,
         vni: status.vni,
         mtu: status.mtu,
         peer: true,
-        routed,
-    }
+        kind,
+    })
 }
 
-/// The port of `nic` when the controller has finished it (a VNI, and a Subnet NIC's
-/// address): a restarted daemon attaches no port the datapath would drop everything of.
-pub fn ready_port_spec(
-    nic: &NetworkInterface,
-    container_id: &str,
-    ifindex: u32,
-) -> Option<PortSpec> {
-    let spec = port_spec(nic, container_id, ifindex);
-    let held = nic.spec.subnet.is_some() || nic.spec.elastic_ip.is_some();
-    (spec.vni != 0 && (!held || spec.routed.is_some())).then_some(spec)
+/// A held port's MAC (stable per container and interface) and the NIC's address.
+pub(crate) fn held(nic: &NetworkInterface, container_id: &str) -> Option<([u8; 6], Ipv4Addr)> {
+    let ip = nic
+        .status
+        .as_ref()?
+        .address
+        .split('/')
+        .next()?
+        .parse()
+        .ok()?;
+    Some((nic_mac(container_id, &nic.spec.interface), ip))
 }
 
 pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(String) -> CniError {

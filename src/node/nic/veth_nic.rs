@@ -4,20 +4,38 @@
 //! one (L2-21). The drivers of each kind say only what their port is.
 use std::{net::Ipv4Addr, sync::Mutex};
 
-use super::{Made, NicContext, io, nic_mac};
+use super::{Made, NicContext, NicDriver, io, nic_mac};
 use crate::{
     api::NetworkInterface,
     cni::{CniError, CniResult, Interface, IpConfig, RouteConfig, code},
     node::{
-        Dataplane,
-        dataplane::PortSpec,
-        netlink,
+        Dataplane, netlink,
         veth::{self, PortAlias, VethSpec},
     },
 };
 
 /// Makes the veth pair of `nic`, addresses and routes its Pod end, and attaches the
-/// datapath to its host end as the port `port` says (given the new ifindex).
+/// datapath to its host end as the port `driver` says (given the new ifindex).
+/// A NIC the controller has not finished: no VNI yet, or a held port without its
+/// address.
+pub(super) fn not_ready(nic: &NetworkInterface) -> CniError {
+    let status = nic.status.clone().unwrap_or_default();
+    CniError::new(
+        code::TRY_AGAIN_LATER,
+        format!(
+            "NetworkInterface {}: not allocated yet (network {}, address {:?}): {}",
+            nic.metadata.name.as_deref().unwrap_or(""),
+            status.vni,
+            status.address,
+            status
+                .conditions
+                .first()
+                .map(|c| c.message.as_str())
+                .unwrap_or("the controller has not written its status")
+        ),
+    )
+}
+
 pub fn setup(
     ctx: &NicContext<'_>,
     nl: &netlink::Session,
@@ -25,8 +43,12 @@ pub fn setup(
     made: &mut Made,
     result: &mut CniResult,
     host_mac: Option<[u8; 6]>,
-    port: impl FnOnce(u32) -> PortSpec,
+    driver: &dyn NicDriver,
 ) -> Result<(), CniError> {
+    // Checked before anything is made: the port must be writable once the veth is.
+    if driver.port_spec(nic, ctx.container_id, 0).is_none() {
+        return Err(not_ready(nic));
+    }
     let status = nic.status.clone().unwrap_or_default();
     let iface = nic.spec.interface.clone();
     let host = veth::host_name(ctx.container_id, &iface);
@@ -114,7 +136,9 @@ pub fn setup(
             gw: Some(r.gw.clone()),
         });
     }
-    let port = port(ifindex);
+    let port = driver
+        .port_spec(nic, ctx.container_id, ifindex)
+        .ok_or_else(|| not_ready(nic))?;
     ctx.dataplane
         .lock()
         .expect("dataplane lock")
@@ -163,7 +187,7 @@ pub fn check(
     };
     let port = ctx.dataplane.lock().expect("dataplane lock").port(ifindex);
     match port {
-        Ok(p) if p.flags & juneau_common::l2::PORT_ACTIVE != 0 => {}
+        Ok(p) if p.flags & juneau_common::port::PORT_ACTIVE != 0 => {}
         Ok(_) => {
             return Err(CniError::new(
                 code::IO_FAILURE,

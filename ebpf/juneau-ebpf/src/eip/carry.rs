@@ -5,12 +5,12 @@
 use aya_ebpf::{bindings::TC_ACT_OK, programs::TcContext};
 use juneau_common::{
     DropReason, EipEntry, FdbEntry, FdbKey,
-    eip::{PORT_EIP, gateway_mac},
-    l2::PORT_ACTIVE,
+    eip::gateway_mac,
+    port::{PORT_ACTIVE, PORT_EIP},
 };
 
 use crate::{
-    deliver::deliver,
+    deliver::to_port,
     eth::{self, ETH_HLEN, store},
     ipv4, maps, overlay,
 };
@@ -40,7 +40,7 @@ pub fn to_holder(ctx: &TcContext, entry: &EipEntry, ttl: u8) -> Result<i32, Drop
         // SAFETY: array values live as long as the map; read once.
         let (flags, own) = unsafe { ((*port).flags, (*port).own_mac) };
         if flags & (PORT_ACTIVE | PORT_EIP) == PORT_ACTIVE | PORT_EIP && own == dst {
-            return Ok(deliver(entry.ifindex, flags));
+            return to_port(ctx, entry.ifindex, flags);
         }
     }
     // SAFETY: copied at once.
@@ -51,7 +51,7 @@ pub fn to_holder(ctx: &TcContext, entry: &EipEntry, ttl: u8) -> Result<i32, Drop
         // SAFETY: copied out at once.
         let found: FdbEntry = unsafe { *found };
         if found.vtep == 0 && found.ifindex != 0 {
-            return Ok(deliver(found.ifindex, found.flags));
+            return to_port(ctx, found.ifindex, found.flags);
         }
     }
     if entry.vtep != 0 && entry.vtep != overlay::local_vtep() {

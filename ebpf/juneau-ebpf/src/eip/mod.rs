@@ -18,24 +18,22 @@ pub mod uplink;
 use aya_ebpf::{bindings::TC_ACT_OK, programs::TcContext};
 use juneau_common::{
     DropReason,
-    eip::{GW_PROG_EIP_PORT, GW_PROG_EIP_UPLINK},
+    tail::{TAIL_EIP_PORT, TAIL_EIP_UPLINK},
 };
 
-use crate::maps;
+use crate::tail;
 
 /// From a direct NIC's port: the call does not return on success.
 #[inline(always)]
 pub fn enter_port(ctx: &TcContext) -> Result<i32, DropReason> {
-    // SAFETY: the map and the context are valid; on success control never returns.
-    unsafe { maps::jn_gw_progs.tail_call(ctx, GW_PROG_EIP_PORT) };
+    tail::call(ctx, TAIL_EIP_PORT);
     Err(DropReason::NoRouter)
 }
 
-/// From the uplink: without the program (an old daemon's array) the frame passes to
-/// the stack, as before ElasticIPs.
+/// From the uplink: without the program (an empty slot) the frame passes to the
+/// stack, as before ElasticIPs.
 #[inline(always)]
 pub fn enter_uplink(ctx: &TcContext) -> Result<i32, DropReason> {
-    // SAFETY: as above.
-    unsafe { maps::jn_gw_progs.tail_call(ctx, GW_PROG_EIP_UPLINK) };
+    tail::call(ctx, TAIL_EIP_UPLINK);
     Ok(TC_ACT_OK)
 }

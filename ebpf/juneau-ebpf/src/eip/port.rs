@@ -1,14 +1,11 @@
 //! The port of a direct ElasticIP NIC (EIP-08, EIP-13, EIP-16).
 use aya_ebpf::{bindings::TC_ACT_OK, programs::TcContext};
-use juneau_common::{
-    DropReason, EipEntry, PortConfig,
-    eip::{NIC_GATEWAY, PORT_EIP},
-};
+use juneau_common::{DropReason, EipEntry, PortConfig, eip::NIC_GATEWAY, port::PORT_EIP};
 
 use super::carry;
 use crate::{
     arp::{self, ARP_ETH_IP4, ETH_P_ARP},
-    deliver::deliver,
+    deliver::to_port,
     eth, ipv4, maps,
 };
 
@@ -56,7 +53,7 @@ fn from_nic_arp(ctx: &TcContext, ifindex: u32, port: &PortConfig) -> Result<i32,
     let mine = a.sender_ip == port.own_ip;
     if a.op == 1 && a.target_ip == NIC_GATEWAY && (mine || a.sender_ip == 0) {
         arp::reply(ctx, eth::bits(&port.gw_mac), NIC_GATEWAY)?;
-        return Ok(deliver(ifindex, port.flags));
+        return to_port(ctx, ifindex, port.flags);
     }
     if a.op == 2 && mine {
         return Ok(TC_ACT_OK);

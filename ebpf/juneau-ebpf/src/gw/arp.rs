@@ -11,7 +11,7 @@ use juneau_common::{DropReason, GwSegment, NbrKey, PortConfig, gw::GwStat};
 
 use crate::{
     arp::{ARP_END, ARP_ETH_IP4, Arp, read, reply},
-    deliver::deliver,
+    deliver::to_port,
     eth,
     l2::forward::switch_from_port,
     maps,
@@ -64,7 +64,7 @@ pub fn answer(
     }
     reply(ctx, eth::bits(&seg.gw_mac), seg.gw_ip)?;
     super::count(GwStat::ArpReplies);
-    Ok(deliver(ifindex, port.flags))
+    to_port(ctx, ifindex, port.flags)
 }
 
 /// ARP from a Subnet NIC: its own MAC and address only (or no address: a probe);
@@ -110,5 +110,5 @@ pub fn answer_routed(
     };
     reply(ctx, mac, target_ip)?;
     super::count(GwStat::ArpReplies);
-    Ok(deliver(ifindex, port.flags))
+    to_port(ctx, ifindex, port.flags)
 }

@@ -15,7 +15,7 @@ use juneau_common::{
 };
 
 use crate::{
-    deliver::deliver,
+    deliver::to_port,
     eth::{self, ETH_HLEN, load, store},
     ipv4::{Ipv4, csum_replace},
     maps,
@@ -115,7 +115,7 @@ pub fn echo_reply(
         store::<u16>(start + 10, (gw >> 32) as u16);
     }
     super::count(GwStat::EchoReplies);
-    Ok(deliver(ifindex, port.flags))
+    to_port(ctx, ifindex, port.flags)
 }
 
 /// One error from this CPU's budget (RFC 1812 4.3.2.8: rate limited).
@@ -231,5 +231,5 @@ pub fn error(
     super::count(GwStat::IcmpErrors);
     // The packet itself went no further: counted under its reason all the same.
     crate::drop::count(reason);
-    Ok(deliver(ifindex, port.flags))
+    to_port(ctx, ifindex, port.flags)
 }

@@ -17,10 +17,12 @@ pub mod snoop;
 use aya_ebpf::programs::TcContext;
 use juneau_common::{
     DropReason, GwSegment, PortConfig,
-    gw::{GW_PROG_ROUTE, GwStat, PORT_GATEWAY, PORT_ROUTED},
+    gw::GwStat,
+    port::{PORT_GATEWAY, PORT_ROUTED},
+    tail::TAIL_ROUTER,
 };
 
-use crate::{arp::ETH_P_ARP, eth, maps};
+use crate::{arp::ETH_P_ARP, eth, maps, tail};
 
 /// On a gateway port, before switching: a frame for the router leaves by the tail call
 /// (the call does not return); `Ok(())` lets the switch forward the frame.
@@ -34,16 +36,14 @@ pub fn enter(ctx: &TcContext, port: &PortConfig, addrs: &eth::Addrs) -> Result<(
     if !to_router {
         return Ok(());
     }
-    // SAFETY: the map and the context are valid; on success control never returns.
-    unsafe { maps::jn_gw_progs.tail_call(ctx, GW_PROG_ROUTE) };
+    tail::call(ctx, TAIL_ROUTER);
     Err(DropReason::NoRouter)
 }
 
 /// From a routed port (a Subnet NIC): every frame goes to the router.
 #[inline(always)]
 pub fn enter_routed(ctx: &TcContext) -> Result<i32, DropReason> {
-    // SAFETY: the map and the context are valid; on success control never returns.
-    unsafe { maps::jn_gw_progs.tail_call(ctx, GW_PROG_ROUTE) };
+    tail::call(ctx, TAIL_ROUTER);
     Err(DropReason::NoRouter)
 }
 

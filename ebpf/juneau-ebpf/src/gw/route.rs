@@ -6,12 +6,13 @@
 use aya_ebpf::programs::TcContext;
 use juneau_common::{
     DropReason, FdbEntry, GwSegment, NbrEntry, NbrKey, PortConfig, RouteEntry,
-    gw::{GwStat, PORT_ROUTED, ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_NO_NEXT_HOP},
+    gw::{GwStat, ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_NO_NEXT_HOP},
+    port::PORT_ROUTED,
 };
 
 use super::icmp::{self, IcmpError};
 use crate::{
-    deliver::deliver,
+    deliver::to_port,
     eth::{self, load, store},
     ipv4::{self, Ipv4, martian},
     l2::flood,
@@ -140,7 +141,7 @@ fn forward(
             return overlay::unicast(ctx, route.vni, entry.vtep, &addrs);
         }
         if entry.ifindex != 0 {
-            return Ok(deliver(entry.ifindex, entry.flags));
+            return to_port(ctx, entry.ifindex, entry.flags);
         }
     }
     // Not heard yet: the neighbour's Node, from the endpoint Juneau wrote (L2-18: the

@@ -15,11 +15,11 @@ use aya_ebpf::{
 };
 use juneau_common::{
     DropReason, FloodList, RemoteList,
-    gw::PORT_ROUTED,
     l2::{MAX_FLOOD_PORTS, MAX_REMOTE_VTEPS},
+    port::PORT_ROUTED,
 };
 
-use crate::{deliver::deliver, drop, maps, overlay};
+use crate::{deliver::to_port, drop, maps, overlay};
 
 /// State shared with the loop bodies: the one target not yet sent to.
 #[repr(C)]
@@ -118,7 +118,7 @@ pub fn flood(
         }
     }
     if state.pending_port != 0 {
-        return Ok(deliver(state.pending_port, state.pending_flags));
+        return to_port(ctx, state.pending_port, state.pending_flags);
     }
     if state.pending_vtep != 0 {
         return overlay::send(ctx, vni, state.pending_vtep, false);

@@ -7,7 +7,7 @@ use juneau_common::{DropReason, FdbEntry, PortConfig};
 
 use super::flood;
 use crate::{
-    deliver::deliver,
+    deliver::to_port,
     eth,
     maps::{self, Fdb},
     overlay,
@@ -54,7 +54,7 @@ pub fn forward(
         } else if entry.ifindex == ingress {
             return Err(DropReason::Hairpin);
         } else if entry.ifindex != 0 {
-            return Ok(deliver(entry.ifindex, entry.flags));
+            return to_port(ctx, entry.ifindex, entry.flags);
         }
     }
     flood::flood(ctx, segment, vni, ingress, !from_overlay)

@@ -76,7 +76,7 @@ fn learn(fdb: &Fdb, src: &FdbKey, ifindex: u32, vtep: u32, flags: u32, now: u64)
                 (*entry).flags,
             )
         };
-        if old_flags & juneau_common::gw::PORT_ROUTED != 0 {
+        if old_flags & juneau_common::port::PORT_ROUTED != 0 {
             // A routed port's own MAC, written with the port: no frame moves it.
             return true;
         }

@@ -3,6 +3,7 @@
 //! its 50 bytes of headers here and enters the Pod's namespace at once, without the
 //! Node's IP and UDP receive, the VXLAN device, its metadata dst and its GRO cell.
 //!
+//! The hook (`hooks::underlay`) calls [`to_local_port`] with the switch's learning.
 //! Anything else passes untouched (`TC_ACT_OK`): underlay traffic that is not VXLAN to
 //! this Node, frames with an outer UDP checksum (the stack verifies those) or an outer
 //! CE mark, any other payload, broadcasts and unknown destinations (flooded by
@@ -16,17 +17,14 @@ use aya_ebpf::{
     programs::TcContext,
 };
 use juneau_common::{
-    DropReason, FdbEntry, NodeConfig,
+    DropReason, FdbEntry, FdbKey,
     overlay::{VXLAN_OVERHEAD, VXLAN_PORT},
 };
 
 use crate::{
-    arp::ETH_P_ARP,
-    deliver::deliver,
-    eip,
+    deliver::to_port,
     eth::{self, ETH_HLEN, ETH_P_IP, IPPROTO_UDP, load, store},
-    l2::learn,
-    maps,
+    maps::{self, Fdb},
 };
 
 /// `bpf_skb_adjust_room`: clear the UDP-tunnel GSO state on decapsulation (uapi value;
@@ -67,7 +65,7 @@ fn outer_header_sound(ctx: &TcContext, start: usize) -> bool {
 /// An untagged IPv4 packet to UDP port 4789 of this Node's VTEP (checked fully later);
 /// UDP/4789 to anyone else (an ElasticIP's VM being a VTEP itself) is not ours.
 #[inline(always)]
-fn vxlan_like(ctx: &TcContext, local_vtep: u32) -> bool {
+pub fn vxlan_like(ctx: &TcContext, local_vtep: u32) -> bool {
     let (start, end) = (ctx.data(), ctx.data_end());
     if start + 38 > end {
         return false;
@@ -82,19 +80,18 @@ fn vxlan_like(ctx: &TcContext, local_vtep: u32) -> bool {
     }
 }
 
+/// A VXLAN frame for a Pod on this Node (`own_vtep`: its VTEP when the datapath
+/// decapsulates itself, else 0), checked as the Node's IP receive would,
+/// loses its outer headers and goes to the Pod's port through the delivery stage.
+/// `learn` is handed the segment's table, the inner source and the sender's VTEP
+/// (the hook passes the switch's learning: this module stays below `l2`). Anything
+/// else is left to the stack and the VXLAN device, untouched (`TC_ACT_OK`).
 #[inline(always)]
-pub fn from_underlay(ctx: &TcContext) -> Result<i32, DropReason> {
-    // Read once: the ElasticIP branch and the VXLAN checks below both need it.
-    let node: Option<NodeConfig> = maps::jn_node.get(0).copied();
-    let local_vtep = node.map_or(0, |n| n.local_vtep);
-    // ARP and IPv4 other than VXLAN: ElasticIPs' (which pass the rest to the stack).
-    // SAFETY: the context pointer is valid for the program's run.
-    if unsafe { (*ctx.skb.skb).vlan_present } == 0
-        && !vxlan_like(ctx, local_vtep)
-        && let Some(ETH_P_ARP | ETH_P_IP) = eth::ethertype(ctx)
-    {
-        return eip::enter_uplink(ctx);
-    }
+pub fn to_local_port(
+    ctx: &TcContext,
+    own_vtep: u32,
+    learn: impl FnOnce(&Fdb, &FdbKey, u32),
+) -> Result<i32, DropReason> {
     let (start, end) = (ctx.data(), ctx.data_end());
     // SAFETY: the context pointer is valid for the program's run.
     if start + INNER_ETH + ETH_HLEN > end || unsafe { (*ctx.skb.skb).vlan_present } != 0 {
@@ -129,9 +126,8 @@ pub fn from_underlay(ctx: &TcContext) -> Result<i32, DropReason> {
     if !outer_header_sound(ctx, start) {
         return Ok(TC_ACT_OK);
     }
-    match node {
-        Some(node) if node.own_encap() && node.local_vtep == daddr => {}
-        _ => return Ok(TC_ACT_OK),
+    if own_vtep == 0 || own_vtep != daddr {
+        return Ok(TC_ACT_OK);
     }
     // SAFETY: as above.
     let (dport, udp_csum, vxlan_flags, vni_word, inner_type) = unsafe {
@@ -177,7 +173,7 @@ pub fn from_underlay(ctx: &TcContext) -> Result<i32, DropReason> {
         // Not a local port: the device path floods it locally (split horizon).
         return Ok(TC_ACT_OK);
     }
-    learn::learn_remote(fdb, &src, saddr);
+    learn(fdb, &src, saddr);
     // A GSO packet (unsegmented from a veth underlay, or GRO-merged by a NIC) carries
     // UDP-tunnel GSO state: left on the inner packet it would mislead segmentation or
     // a NIC's tunnel offload if the Pod forwarded it. Only the DECAP_L4_UDP flag
@@ -214,5 +210,5 @@ pub fn from_underlay(ctx: &TcContext) -> Result<i32, DropReason> {
         store::<u32>(start + 6, s0);
         store::<u16>(start + 10, s1);
     }
-    Ok(deliver(entry.ifindex, entry.flags))
+    to_port(ctx, entry.ifindex, entry.flags)
 }

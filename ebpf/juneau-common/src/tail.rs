@@ -1,0 +1,27 @@
+//! The one tail-call table, `jn_progs`: the programs a hook enters instead of growing
+//! (each is verified alone). A slot per program, all listed here.
+use crate::prog_names;
+
+/// The Vpc router (`gw_route`), from `port_ingress`.
+pub const TAIL_ROUTER: u32 = 0;
+/// A direct ElasticIP NIC's port (`eip_port`), from `port_ingress`.
+pub const TAIL_EIP_PORT: u32 = 1;
+/// ElasticIPs on the uplink (`eip_uplink`), from `underlay_ingress`.
+pub const TAIL_EIP_UPLINK: u32 = 2;
+/// Slots of `jn_progs`, with room for the next stages (Services, policy, NAT).
+pub const TAIL_SLOTS: u32 = 16;
+
+/// Every slot and the program the daemon puts in it.
+pub const TAIL_PROGRAMS: [(u32, &str); 3] = [
+    (TAIL_ROUTER, prog_names::GW_ROUTE),
+    (TAIL_EIP_PORT, prog_names::EIP_PORT),
+    (TAIL_EIP_UPLINK, prog_names::EIP_UPLINK),
+];
+
+const _: () = {
+    let mut i = 0;
+    while i < TAIL_PROGRAMS.len() {
+        assert!(TAIL_PROGRAMS[i].0 < TAIL_SLOTS);
+        i += 1;
+    }
+};

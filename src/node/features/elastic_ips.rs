@@ -1,0 +1,90 @@
+//! Direct ElasticIPs on this Node: every holder of the cluster (`jn_eip_direct`) and
+//! the addresses this Node answers ARP for on its uplink (`jn_ext_arp`), desired by
+//! `node::elasticip` (pure), with gratuitous ARP for the ones it starts answering for
+//! (★ EIP-11).
+use std::{
+    collections::BTreeSet,
+    net::Ipv4Addr,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU32, Ordering},
+    },
+};
+
+use super::{FeatureError, NodeFeature, NodeView};
+use crate::{
+    cluster::World,
+    node::{elasticip, garp},
+};
+
+pub struct ElasticIps {
+    /// Rounds of gratuitous ARP for a new answer (0: none).
+    rounds: Arc<AtomicU32>,
+    /// The addresses this Node answers for now.
+    answering: Mutex<BTreeSet<Ipv4Addr>>,
+}
+
+impl ElasticIps {
+    pub fn new(rounds: Arc<AtomicU32>) -> Self {
+        Self {
+            rounds,
+            answering: Mutex::new(BTreeSet::new()),
+        }
+    }
+}
+
+impl NodeFeature for ElasticIps {
+    fn name(&self) -> &'static str {
+        "elastic-ips"
+    }
+
+    fn sync(&self, world: &World, node: &NodeView<'_>) -> Result<usize, FeatureError> {
+        let holders = elasticip::holders(world);
+        let mut dp = node.dataplane.lock().expect("dataplane lock");
+        // A failed write of the holders does not stop the answers (each is its own map).
+        let held = match dp.set_elastic_ips(&holders) {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot write the ElasticIP holders");
+                0
+            }
+        };
+        if held > 0 {
+            tracing::info!(
+                changed = held,
+                held = holders.len(),
+                "ElasticIP holders synced"
+            );
+        }
+        // Unreadable, the answers written stay: better than none until the MAC reads.
+        let uplink = dp.uplink().map_err(FeatureError::write(
+            "the ElasticIP ARP answers (the uplink's MAC)",
+        ))?;
+        let answers = uplink
+            .map(|(_, mac)| elasticip::arp_answers(world, node.name, mac))
+            .unwrap_or_default();
+        let answered = dp
+            .set_arp_answers(&answers)
+            .map_err(FeatureError::write("the ElasticIP ARP answers"))?;
+        drop(dp);
+        if answered > 0 {
+            tracing::info!(
+                changed = answered,
+                answered = answers.len(),
+                "ElasticIP ARP answers synced"
+            );
+        }
+        // What this Node answers for from now on is announced (★ EIP-11).
+        let now: BTreeSet<Ipv4Addr> = answers.keys().copied().collect();
+        let new: Vec<Ipv4Addr> = {
+            let mut before = self.answering.lock().expect("answering lock");
+            let new = now.difference(&before).copied().collect();
+            *before = now;
+            new
+        };
+        if let Some((ifindex, mac)) = uplink {
+            garp::announce(ifindex, mac, new, self.rounds.load(Ordering::Relaxed));
+        }
+        Ok(held + answered)
+    }
+}

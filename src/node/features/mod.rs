@@ -1,0 +1,106 @@
+//! Node features: what each keeps of the rest of the cluster in this Node's datapath.
+//! A feature is one file here: its desired state, computed from the cluster by a pure
+//! function (`node::gateway::desired`, `node::elasticip::holders`, ...), and the write
+//! of that state through its map writer, with its own bookkeeping behind its own lock.
+//! The agent's sync runs them in order over one read of the cluster
+//! ([`Features::sync`]); a feature that fails is logged and the others still run.
+//!
+//! The next features (Services, policy, NAT, BGP) each add a file and a line in
+//! [`Features::new`], not a branch in the sync.
+mod elastic_ips;
+mod remotes;
+mod router;
+
+use std::{
+    collections::BTreeSet,
+    sync::{Arc, Mutex, atomic::AtomicU32},
+};
+
+pub use elastic_ips::ElasticIps;
+pub use remotes::RemoteLists;
+pub use router::Router;
+
+use super::{Dataplane, DataplaneError};
+use crate::cluster::World;
+
+#[derive(Debug, thiserror::Error)]
+pub enum FeatureError {
+    #[error("cannot write {what}: {source}")]
+    Write {
+        what: &'static str,
+        source: Box<DataplaneError>,
+    },
+}
+
+impl FeatureError {
+    fn write(what: &'static str) -> impl FnOnce(DataplaneError) -> Self {
+        move |source| FeatureError::Write {
+            what,
+            source: Box::new(source),
+        }
+    }
+}
+
+/// What a feature's sync may use of its Node.
+pub struct NodeView<'a> {
+    /// This Node's name, as the cluster knows it.
+    pub name: &'a str,
+    /// The map writer (its own lock: a feature takes it for its writes only).
+    pub dataplane: &'a Mutex<Dataplane>,
+}
+
+/// One feature of the Node.
+pub trait NodeFeature: Send + Sync {
+    /// Its name in the logs.
+    fn name(&self) -> &'static str;
+    /// Brings its maps in line with `world`; returns how many entries it changed.
+    fn sync(&self, world: &World, node: &NodeView<'_>) -> Result<usize, FeatureError>;
+}
+
+/// Lines of what a feature left out (an object it cannot serve), each logged once.
+#[derive(Default)]
+struct LoggedOnce(Mutex<BTreeSet<String>>);
+
+impl LoggedOnce {
+    fn warn(&self, line: String, why: &'static str) {
+        if self
+            .0
+            .lock()
+            .expect("logged-once lock")
+            .insert(line.clone())
+        {
+            tracing::warn!(what = %line, "{why}");
+        }
+    }
+}
+
+/// Every feature of the Node, in the order a sync runs them: the router before the
+/// ElasticIPs (both read the ports the router marks), the remote lists last.
+pub struct Features {
+    list: Vec<Box<dyn NodeFeature>>,
+}
+
+impl Features {
+    /// `garp_rounds`: rounds of gratuitous ARP for an ElasticIP this Node starts
+    /// answering for (shared with the daemon, which sets it from its settings).
+    pub fn new(garp_rounds: Arc<AtomicU32>) -> Self {
+        Self {
+            list: vec![
+                Box::new(Router::default()),
+                Box::new(ElasticIps::new(garp_rounds)),
+                Box::new(RemoteLists::default()),
+            ],
+        }
+    }
+
+    /// Runs every feature over one read of the cluster.
+    pub fn sync(&self, world: &World, node: &NodeView<'_>) {
+        for f in &self.list {
+            match f.sync(world, node) {
+                Ok(0) => {}
+                Ok(n) => tracing::debug!(feature = f.name(), changed = n, "synced"),
+                Err(e) => tracing::error!(feature = f.name(), error = %e, "not synced"),
+            }
+        }
+    }
+}

@@ -1,0 +1,47 @@
+//! The Vpc router on this Node: gateway segments, RouteTables, neighbours and the
+//! listener lists, desired by `node::gateway` (pure) and written by
+//! `Dataplane::sync_router` (`dataplane/gw.rs`).
+use super::{FeatureError, LoggedOnce, NodeFeature, NodeView};
+use crate::{cluster::World, node::gateway};
+
+#[derive(Default)]
+pub struct Router {
+    /// Objects the router left out, each logged once.
+    skipped: LoggedOnce,
+}
+
+impl NodeFeature for Router {
+    fn name(&self) -> &'static str {
+        "router"
+    }
+
+    fn sync(&self, world: &World, node: &NodeView<'_>) -> Result<usize, FeatureError> {
+        // Listeners first: the router's sync rewrites their lists with what it knows.
+        let nodes = gateway::listen_nodes(world, node.name);
+        node.dataplane
+            .lock()
+            .expect("dataplane lock")
+            .set_listen_nodes(nodes)
+            .map_err(FeatureError::write("the listener lists"))?;
+        let (want, skipped) = gateway::desired(world);
+        for line in skipped {
+            self.skipped.warn(line, "left out of the router");
+        }
+        let done = node
+            .dataplane
+            .lock()
+            .expect("dataplane lock")
+            .sync_router(&want)
+            .map_err(FeatureError::write("the router maps"))?;
+        if !done.is_empty() {
+            tracing::info!(
+                tables = done.tables,
+                segments = done.segments,
+                neighbours = done.neighbours,
+                ports = done.ports,
+                "router synced"
+            );
+        }
+        Ok(done.tables + done.segments + done.neighbours + done.ports)
+    }
+}
