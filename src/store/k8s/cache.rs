@@ -146,7 +146,7 @@ impl<K: Kind> Cache<K> {
     /// so that the reconcilers see the order they always saw.
     fn objects(&self) -> Vec<K> {
         let mut all: Vec<K> = self.store.state().iter().map(|o| (**o).clone()).collect();
-        all.sort_by(|a, b| (a.namespace(), a.name_any()).cmp(&(b.namespace(), b.name_any())));
+        all.sort_by_key(|a| (a.namespace(), a.name_any()));
         all
     }
 
