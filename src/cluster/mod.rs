@@ -8,9 +8,14 @@
 use std::time::Duration;
 
 mod desired;
+mod kinds;
+mod snapshot;
 mod world;
 
 pub use desired::{Desired, key};
+pub use kinds::Scope;
+pub(crate) use kinds::snapshot_kinds;
+pub use snapshot::Snapshot;
 pub use world::World;
 
 use crate::api::{NetworkEndpoint, NetworkInterface};

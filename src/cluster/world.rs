@@ -3,10 +3,8 @@
 //! backend, so that the controller and the node read it without depending on a store.
 use serde::{Deserialize, Serialize};
 
-use crate::{
-    admission::Snapshot,
-    api::{NetworkEndpoint, PodRecord},
-};
+use super::Snapshot;
+use crate::api::{NetworkEndpoint, PodRecord};
 
 /// Everything the cluster holds.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

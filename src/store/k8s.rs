@@ -1,35 +1,41 @@
-//! The [`Cluster`] of a real cluster: the Kubernetes API through kube-rs. Reads list
-//! every kind the reconcilers and daemons look at; watches on the same kinds move the
-//! generation that `wait` blocks on; writes go through server-side apply (objects) and
-//! the status subresource (statuses), as field manager `juneau-controller` or
-//! `juneau-node`. Synchronous like the other backends: it owns a small runtime, and
-//! callers on any thread block on it.
+//! The [`Cluster`] of a real cluster: the Kubernetes API through kube-rs. Watches of
+//! every kind the reconcilers and daemons look at fill caches (`cache`), which reads are
+//! served from and which move the generation that `wait` blocks on; writes go through
+//! server-side apply (objects) and the status subresource (statuses), as field manager
+//! `juneau-controller` or `juneau-node`, and the next read waits until the caches show
+//! them. Synchronous like the other backends: it owns a small runtime, and callers on
+//! any thread block on it.
 use std::{
     collections::BTreeMap,
     sync::{Arc, Condvar, Mutex},
     time::{Duration, Instant},
 };
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
     Api, Client, Resource, ResourceExt,
     api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
-    runtime::{WatchStreamExt, watcher},
 };
-use serde::{Serialize, de::DeserializeOwned};
+use serde::Serialize;
 
+mod cache;
 mod external;
 mod lease;
 use crate::{
-    admission::Snapshot,
     api::{
-        ARPAdvertisement, AddressPool, DEFAULT_VPC, ElasticIP, ElasticIPAttachment,
-        ExternalNetwork, L2Network, NetworkACL, NetworkEndpoint, NetworkInterface, PodRecord,
-        RouteTable, SecurityGroup, Subnet, TransitGateway, Vpc, VpcPeering,
+        DEFAULT_VPC, L2Network, NetworkEndpoint, NetworkInterface, PodRecord, RouteTable, Subnet,
+        Vpc,
     },
     cluster::{Cluster, ClusterError, Desired, World},
 };
+use cache::{Cached, Caches, Expectation, Generation};
+
+/// How long a read waits for the caches to show this process's own writes: the watch
+/// events of a write arrive within milliseconds on a healthy API server; past this the
+/// read goes on without them (and says so) rather than stall a daemon.
+const OWN_WRITES_WITHIN: Duration = Duration::from_secs(2);
+/// How long the first read waits for every watch's first list.
+const FIRST_LIST_WITHIN: Duration = Duration::from_secs(30);
 
 /// Field manager of what the controller writes.
 pub const CONTROLLER: &str = "juneau-controller";
@@ -40,9 +46,14 @@ pub struct KubeCluster {
     client: Client,
     rt: tokio::runtime::Runtime,
     manager: &'static str,
-    generation: Arc<(Mutex<u64>, Condvar)>,
-    /// The last read and the generation it was read at: reads between two watch events
-    /// (every admission request, every CNI poll) cost no API call.
+    generation: Generation,
+    caches: Caches,
+    /// This process's writes that the caches may not show yet: the next read waits for
+    /// them, so a process always reads what it wrote (without listing again).
+    pending: Mutex<Vec<Expectation>>,
+    /// The last [`World`] built from the caches and the generation it was built at:
+    /// reads between two watch events (every admission request, every CNI poll) do not
+    /// copy the caches again.
     cache: Mutex<Option<(u64, World)>>,
     /// The leader-election Lease's resourceVersion when this replica last saw it
     /// change, and when.
@@ -55,10 +66,6 @@ pub struct KubeCluster {
     /// The cluster's Service CIDRs (kube-apiserver `--service-cluster-ip-range`), which
     /// the API does not list to everyone: given by the operator.
     service_cidrs: Vec<String>,
-    /// `spec.nodeName=<node>` for a node daemon's reads of Pods, and of
-    /// NetworkInterfaces when the API can select them so.
-    node_fields: Option<String>,
-    nic_fields: Option<String>,
 }
 
 fn refused(what: &str) -> impl Fn(kube::Error) -> ClusterError + '_ {
@@ -69,27 +76,8 @@ fn is_not_found(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 404)
 }
 
-/// Every object of a kind, in every namespace (those matching `fields`, a field
-/// selector, when given).
-async fn list<K>(client: &Client, fields: Option<&str>) -> Result<Vec<K>, ClusterError>
-where
-    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
-    K::DynamicType: Default,
-{
-    let api: Api<K> = Api::all(client.clone());
-    let mut params = ListParams::default();
-    if let Some(f) = fields {
-        params = params.fields(f);
-    }
-    Ok(api
-        .list(&params)
-        .await
-        .map_err(refused(&K::plural(&K::DynamicType::default())))?
-        .items)
-}
-
 /// What the components need of a Pod.
-fn pod_record(p: &Pod) -> PodRecord {
+pub(super) fn pod_record(p: &Pod) -> PodRecord {
     let spec = p.spec.clone().unwrap_or_default();
     PodRecord {
         namespace: p.namespace().unwrap_or_default(),
@@ -107,39 +95,6 @@ fn pod_record(p: &Pod) -> PodRecord {
             .and_then(|v| v.as_str().map(str::to_owned))
             .unwrap_or_default(),
     }
-}
-
-/// Bumps the generation on every event of a watch (of the objects matching `fields`,
-/// when given), for as long as it runs.
-fn watch_into<K>(
-    rt: &tokio::runtime::Runtime,
-    client: &Client,
-    generation: &Arc<(Mutex<u64>, Condvar)>,
-    fields: Option<&str>,
-) where
-    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
-    K::DynamicType: Default,
-{
-    let api: Api<K> = Api::all(client.clone());
-    let generation = generation.clone();
-    let mut config = watcher::Config::default();
-    if let Some(f) = fields {
-        config = config.fields(f);
-    }
-    rt.spawn(async move {
-        watcher(api, config)
-            .default_backoff()
-            .for_each(|event| {
-                if let Err(e) = &event {
-                    tracing::warn!(error = %e, "watch interrupted; it resumes by itself");
-                }
-                let (lock, cv) = &*generation;
-                *lock.lock().expect("generation lock") += 1;
-                cv.notify_all();
-                futures::future::ready(())
-            })
-            .await;
-    });
 }
 
 impl KubeCluster {
@@ -201,8 +156,12 @@ impl KubeCluster {
                 at: "the Kubernetes API".into(),
                 cause: format!("no runtime: {e}"),
             })?;
+        let agent = match &node_fields {
+            Some(f) => format!("{manager}/{}", f.trim_start_matches("spec.nodeName=")),
+            None => manager.to_owned(),
+        };
         let client = rt.block_on(async {
-            let config = match kubeconfig {
+            let mut config = match kubeconfig {
                 Some(path) => {
                     let kc =
                         kube::config::Kubeconfig::read_from(path).map_err(|e| e.to_string())?;
@@ -212,44 +171,31 @@ impl KubeCluster {
                 }
                 None => kube::Config::infer().await.map_err(|e| e.to_string())?,
             };
+            // The component (and a daemon's Node) in the API server's audit log and
+            // request logs: which client makes which requests is measurable.
+            let agent = http::HeaderValue::from_str(&agent).map_err(|e| e.to_string())?;
+            config.headers.push((http::header::USER_AGENT, agent));
             Client::try_from(config).map_err(|e| e.to_string())
         });
         let client = client.map_err(|cause| ClusterError::Unreachable {
             at: "the Kubernetes API".into(),
             cause,
         })?;
-        let generation = Arc::new((Mutex::new(1), Condvar::new()));
-        // Every kind `read_all` lists, with the same selectors, so that no change goes
-        // unnoticed.
+        let generation: Generation = Arc::new((Mutex::new(1), Condvar::new()));
         let node = node_fields.as_deref();
         let nic_fields = Self::nic_fields(&rt, &client, node);
-        watch_into::<Pod>(&rt, &client, &generation, node);
-        watch_into::<L2Network>(&rt, &client, &generation, None);
-        watch_into::<Subnet>(&rt, &client, &generation, None);
-        watch_into::<Vpc>(&rt, &client, &generation, None);
-        watch_into::<RouteTable>(&rt, &client, &generation, None);
-        watch_into::<NetworkInterface>(&rt, &client, &generation, nic_fields.as_deref());
-        watch_into::<NetworkEndpoint>(&rt, &client, &generation, None);
-        watch_into::<VpcPeering>(&rt, &client, &generation, None);
-        watch_into::<TransitGateway>(&rt, &client, &generation, None);
-        watch_into::<NetworkACL>(&rt, &client, &generation, None);
-        watch_into::<SecurityGroup>(&rt, &client, &generation, None);
-        watch_into::<ExternalNetwork>(&rt, &client, &generation, None);
-        watch_into::<AddressPool>(&rt, &client, &generation, None);
-        watch_into::<ElasticIP>(&rt, &client, &generation, None);
-        watch_into::<ElasticIPAttachment>(&rt, &client, &generation, None);
-        watch_into::<ARPAdvertisement>(&rt, &client, &generation, None);
+        let caches = Caches::start(&rt, &client, &generation, node, nic_fields.as_deref());
         Ok(Self {
             client,
             rt,
             manager,
             generation,
+            caches,
+            pending: Mutex::new(Vec::new()),
             cache: Mutex::new(None),
             lease_seen: Mutex::new(None),
             write_fence: Mutex::new(None),
             service_cidrs: Vec::new(),
-            node_fields,
-            nic_fields,
         })
     }
 
@@ -259,47 +205,65 @@ impl KubeCluster {
         self
     }
 
-    /// After our own writes: the next read lists again instead of waiting for their
-    /// watch events, so a process always reads what it wrote.
-    fn forget_read(&self) {
-        *self.cache.lock().expect("cache lock") = None;
+    /// Lists every watch made so far: one per kind at start, then one per watch that
+    /// expired (410 Gone). What the tests and the benchmark count.
+    pub fn lists_made(&self) -> u64 {
+        self.caches.lists()
     }
 
     fn generation(&self) -> u64 {
         *self.generation.0.lock().expect("generation lock")
     }
 
-    async fn read_all(&self) -> Result<World, ClusterError> {
-        let c = &self.client;
-        let node = self.node_fields.as_deref();
-        let pods: Vec<Pod> = list(c, node).await?;
-        Ok(World {
-            objects: Snapshot {
-                vpcs: list(c, None).await?,
-                peerings: list::<VpcPeering>(c, None).await?,
-                transit_gateways: list::<TransitGateway>(c, None).await?,
-                subnets: list(c, None).await?,
-                l2networks: list(c, None).await?,
-                route_tables: list::<RouteTable>(c, None).await?,
-                network_acls: list::<NetworkACL>(c, None).await?,
-                security_groups: list::<SecurityGroup>(c, None).await?,
-                interfaces: list(c, self.nic_fields.as_deref()).await?,
-                external_networks: list::<ExternalNetwork>(c, None).await?,
-                address_pools: list::<AddressPool>(c, None).await?,
-                elastic_ips: list::<ElasticIP>(c, None).await?,
-                elastic_ip_attachments: list::<ElasticIPAttachment>(c, None).await?,
-                arp_advertisements: list::<ARPAdvertisement>(c, None).await?,
-                terminating_pods: pods
-                    .iter()
-                    .filter(|p| p.metadata.deletion_timestamp.is_some())
-                    .map(|p| format!("{}/{}", p.namespace().unwrap_or_default(), p.name_any()))
-                    .collect(),
-                service_cidrs: self.service_cidrs.clone(),
-            },
-            endpoints: list(c, None).await?,
-            pods: pods.iter().map(pod_record).collect(),
-            pods_admitted: 0,
-        })
+    /// Remembers a write the caches are to show before the next read.
+    fn expect(&self, e: Expectation) {
+        self.pending.lock().expect("pending lock").push(e);
+    }
+
+    /// Waits (up to [`OWN_WRITES_WITHIN`]) until the caches show every write of this
+    /// process; the World built before them is dropped.
+    fn settle_own_writes(&self) {
+        let mut left = std::mem::take(&mut *self.pending.lock().expect("pending lock"));
+        if left.is_empty() {
+            return;
+        }
+        let deadline = Instant::now() + OWN_WRITES_WITHIN;
+        loop {
+            left.retain(|shown| !shown());
+            if left.is_empty() {
+                break;
+            }
+            let wait = deadline.saturating_duration_since(Instant::now());
+            if wait.is_zero() {
+                tracing::warn!(writes = left.len(), within = ?OWN_WRITES_WITHIN, "the watches do not show this process's own writes yet; reading without them");
+                break;
+            }
+            let (lock, cv) = &*self.generation;
+            let g = lock.lock().expect("generation lock");
+            let _ = cv
+                .wait_timeout(g, wait.min(Duration::from_millis(20)))
+                .expect("generation lock");
+        }
+        *self.cache.lock().expect("cache lock") = None;
+    }
+
+    /// The cached World (built again once a watch moved), with this process's writes.
+    fn world(&self) -> Result<(World, u64), ClusterError> {
+        self.caches
+            .wait_ready(&self.generation, FIRST_LIST_WITHIN)?;
+        self.settle_own_writes();
+        // The generation is taken before the caches are copied, so a change during the
+        // copy moves it past what is kept and the next read copies again.
+        let generation = self.generation();
+        let mut kept = self.cache.lock().expect("cache lock");
+        if let Some((at, world)) = kept.as_ref()
+            && *at == generation
+        {
+            return Ok((world.clone(), generation));
+        }
+        let world = self.caches.world(&self.service_cidrs);
+        *kept = Some((generation, world.clone()));
+        Ok((world, generation))
     }
 
     fn params(&self) -> PatchParams {
@@ -309,8 +273,7 @@ impl KubeCluster {
     /// Server-side apply of a whole object (what this manager owns of it).
     async fn apply_object<K>(&self, api: &Api<K>, obj: &K) -> Result<(), ClusterError>
     where
-        K: Resource + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
-        K::DynamicType: Default,
+        K: Cached + Serialize,
     {
         self.may_write()?;
         let mut obj = obj.clone();
@@ -328,9 +291,11 @@ impl KubeCluster {
             o.insert("kind".into(), K::kind(&Default::default()).into());
             o.remove("status");
         }
-        api.patch(&obj.name_any(), &self.params(), &Patch::Apply(&v))
+        let written = api
+            .patch(&obj.name_any(), &self.params(), &Patch::Apply(&v))
             .await
             .map_err(refused(&format!("apply {}", obj.name_any())))?;
+        self.expect(K::cache(&self.caches).shows(&written));
         Ok(())
     }
 
@@ -341,8 +306,7 @@ impl KubeCluster {
         status: &impl Serialize,
     ) -> Result<(), ClusterError>
     where
-        K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
-        K::DynamicType: Default,
+        K: Cached,
     {
         self.may_write()?;
         let patch = serde_json::json!({
@@ -350,27 +314,33 @@ impl KubeCluster {
             "kind": K::kind(&Default::default()),
             "status": status,
         });
-        api.patch_status(name, &self.params(), &Patch::Apply(&patch))
+        let written = api
+            .patch_status(name, &self.params(), &Patch::Apply(&patch))
             .await
             .map_err(refused(&format!("status of {name}")))?;
+        self.expect(K::cache(&self.caches).shows(&written));
         Ok(())
     }
 
     /// Creates `obj` unless it exists; true when this call made it.
     async fn create_once<K>(&self, api: &Api<K>, obj: &K) -> Result<bool, ClusterError>
     where
-        K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+        K: Cached + Serialize,
     {
         self.may_write()?;
         match api.create(&PostParams::default(), obj).await {
-            Ok(_) => Ok(true),
+            Ok(written) => {
+                self.expect(K::cache(&self.caches).shows(&written));
+                Ok(true)
+            }
             Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
             Err(e) => Err(refused(&format!("creation of {}", obj.name_any()))(e)),
         }
     }
 
-    async fn apply_desired(&self, desired: &Desired) -> Result<bool, ClusterError> {
-        let world = self.read_all().await?;
+    /// Writes what differs between `desired` and `world` (the caches, as this process
+    /// last read them with its own writes).
+    async fn apply_desired(&self, world: &World, desired: &Desired) -> Result<bool, ClusterError> {
         let c = &self.client;
         let mut changed = false;
         // The default Vpc, then its Subnet (admitted only once the Vpc exists).
@@ -407,7 +377,7 @@ impl KubeCluster {
                 changed = true;
             }
         }
-        changed |= self.apply_external(&world, desired).await?;
+        changed |= self.apply_external(world, desired).await?;
         let tables: Api<RouteTable> = Api::all(c.clone());
         for want in &desired.route_tables {
             // Only tables that still exist (one deleted meanwhile stays deleted), and only
@@ -428,10 +398,11 @@ impl KubeCluster {
                     "spec": {"routes": want.spec.routes},
                 });
                 self.may_write()?;
-                tables
+                let written = tables
                     .patch(&want.name_any(), &self.params(), &Patch::Apply(&patch))
                     .await
                     .map_err(refused(&format!("routes of {}", want.name_any())))?;
+                self.expect(self.caches.route_tables.shows(&written));
                 changed = true;
             }
         }
@@ -462,7 +433,10 @@ impl KubeCluster {
             let api: Api<NetworkInterface> = Api::namespaced(c.clone(), &gone.0);
             self.may_write()?;
             match api.delete(&gone.1, &DeleteParams::default()).await {
-                Ok(_) => changed = true,
+                Ok(_) => {
+                    self.expect(self.caches.interfaces.shows_deleted(Some(&gone.0), &gone.1));
+                    changed = true;
+                }
                 Err(e) if is_not_found(&e) => {}
                 Err(e) => return Err(refused(&format!("delete {}", gone.1))(e)),
             }
@@ -473,17 +447,7 @@ impl KubeCluster {
 
 impl Cluster for KubeCluster {
     fn read(&self) -> Result<(World, u64), ClusterError> {
-        // The generation is taken before the lists, so a change during them moves it
-        // past what is cached and the next read lists again.
-        let generation = self.generation();
-        if let Some((at, world)) = self.cache.lock().expect("cache lock").as_ref()
-            && *at == generation
-        {
-            return Ok((world.clone(), generation));
-        }
-        let world = self.rt.block_on(self.read_all())?;
-        *self.cache.lock().expect("cache lock") = Some((generation, world.clone()));
-        Ok((world, generation))
+        self.world()
     }
 
     fn wait(&self, seen: u64, timeout: Duration) -> Result<u64, ClusterError> {
@@ -503,25 +467,23 @@ impl Cluster for KubeCluster {
     fn put_endpoint(&self, endpoint: NetworkEndpoint) -> Result<(), ClusterError> {
         let ns = endpoint.namespace().unwrap_or_default();
         let api: Api<NetworkEndpoint> = Api::namespaced(self.client.clone(), &ns);
-        let done = self.rt.block_on(self.apply_object(&api, &endpoint));
-        self.forget_read();
-        done
+        self.rt.block_on(self.apply_object(&api, &endpoint))
     }
 
     fn delete_endpoint(&self, namespace: &str, name: &str) -> Result<(), ClusterError> {
         let api: Api<NetworkEndpoint> = Api::namespaced(self.client.clone(), namespace);
-        let deleted = self.rt.block_on(api.delete(name, &DeleteParams::default()));
-        self.forget_read();
-        match deleted {
-            Ok(_) => Ok(()),
+        match self.rt.block_on(api.delete(name, &DeleteParams::default())) {
+            Ok(_) => {
+                self.expect(self.caches.endpoints.shows_deleted(Some(namespace), name));
+                Ok(())
+            }
             Err(e) if is_not_found(&e) => Ok(()),
             Err(e) => Err(refused(&format!("delete endpoint {namespace}/{name}"))(e)),
         }
     }
 
     fn apply(&self, desired: &Desired) -> Result<bool, ClusterError> {
-        let done = self.rt.block_on(self.apply_desired(desired));
-        self.forget_read();
-        done
+        let (world, _) = self.world()?;
+        self.rt.block_on(self.apply_desired(&world, desired))
     }
 }

@@ -26,10 +26,20 @@ pub struct ControlPlane {
     dir: PathBuf,
     children: Vec<Child>,
     pub kubeconfig: PathBuf,
+    /// etcd's client URL (`http://127.0.0.1:<port>`), for what only etcd does
+    /// (compaction).
+    pub etcd_url: String,
 }
 
+/// The repository: this crate's folder, or its parent for the harness's benchmarks,
+/// which include this file too.
 fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if here.join("tools").exists() {
+        here
+    } else {
+        here.parent().unwrap()
+    }
 }
 
 /// `<cache>/<component>-<version>/bin/<name>`, the layout of `tools/build.sh`, versions
@@ -100,6 +110,22 @@ pub fn leaf(
 impl ControlPlane {
     /// Starts etcd and kube-apiserver and waits until `/readyz` says ok (about 5 s).
     pub fn start() -> ControlPlane {
+        Self::start_with(&[])
+    }
+
+    /// [`ControlPlane::start`] with an audit log of every request's metadata (who, verb,
+    /// resource, user agent): what the API-traffic tests count. `extra` are more
+    /// kube-apiserver flags.
+    pub fn start_audited(extra: &[&str]) -> ControlPlane {
+        Self::start_with_audit(extra, true)
+    }
+
+    /// [`ControlPlane::start`] with more kube-apiserver flags.
+    pub fn start_with(extra: &[&str]) -> ControlPlane {
+        Self::start_with_audit(extra, false)
+    }
+
+    fn start_with_audit(extra: &[&str], audit: bool) -> ControlPlane {
         static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
         let turn = TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         // Missing binaries fail here, before anything exists to clean up.
@@ -179,8 +205,24 @@ impl ControlPlane {
             ),
             &format!("--client-ca-file={}", certs.join("client-ca.crt").display()),
         ])
-        .stdout(Stdio::null())
-        .stderr(log("kube-apiserver.log"));
+        .args(extra);
+        if audit {
+            // One event per request, when it is answered (a watch: when it ends).
+            std::fs::write(
+                dir.join("audit-policy.yaml"),
+                "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n",
+            )
+            .unwrap();
+            api.arg(format!(
+                "--audit-policy-file={}",
+                dir.join("audit-policy.yaml").display()
+            ))
+            .arg(format!(
+                "--audit-log-path={}",
+                dir.join("audit.log").display()
+            ));
+        }
+        api.stdout(Stdio::null()).stderr(log("kube-apiserver.log"));
         juneau::child::die_with_parent(&mut api, libc::SIGKILL);
         children.push(api.spawn().expect("start kube-apiserver"));
 
@@ -200,6 +242,7 @@ impl ControlPlane {
             dir,
             children,
             kubeconfig,
+            etcd_url,
         };
         cp.wait_ready(Duration::from_secs(60));
         cp
@@ -260,9 +303,72 @@ impl ControlPlane {
         path
     }
 
+    /// The admin kubeconfig reaching the API at `server` (a relay the test controls).
+    pub fn kubeconfig_via(&self, name: &str, server: &str) -> PathBuf {
+        let text = std::fs::read_to_string(&self.kubeconfig)
+            .unwrap()
+            .replace(&self.server(), server);
+        let path = self.dir.join(format!("kubeconfig-{name}"));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Every request the API server answered so far, from its audit log
+    /// ([`ControlPlane::start_audited`]): one JSON object each, `ResponseStarted` stages
+    /// (a watch's start) left out.
+    pub fn audit_events(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.dir.join("audit.log"))
+            .expect("an audit log (ControlPlane::start_audited)")
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|e| e["stage"] == "ResponseComplete" || e["stage"] == "Panic")
+            .collect()
+    }
+
+    /// LISTs in [`ControlPlane::audit_events`] whose user agent starts with `agent`.
+    pub fn lists_by(&self, agent: &str) -> usize {
+        self.audit_events()
+            .iter()
+            .filter(|e| {
+                e["verb"] == "list"
+                    && e["userAgent"]
+                        .as_str()
+                        .is_some_and(|a| a.starts_with(agent))
+            })
+            .count()
+    }
+
+    /// The revision etcd is at, then compacted to it: a watch resumed from an older
+    /// resourceVersion is answered 410 Gone (with `--watch-cache=false`).
+    pub fn compact_etcd(&self) -> u64 {
+        let post = |path: &str, body: &str| -> serde_json::Value {
+            let out = Command::new("curl")
+                .args(["-sS", "-X", "POST", "-d", body])
+                .arg(format!("{}{path}", self.etcd_url))
+                .output()
+                .expect("run curl");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_json::from_slice(&out.stdout).expect("etcd answers JSON")
+        };
+        let revision: u64 = post("/v3/kv/range", r#"{"key":"AA=="}"#)["header"]["revision"]
+            .as_str()
+            .expect("a revision")
+            .parse()
+            .unwrap();
+        post(
+            "/v3/kv/compaction",
+            &format!(r#"{{"revision":"{revision}","physical":true}}"#),
+        );
+        revision
+    }
+
     /// `kind/<file>` of this repository: the manifests as shipped.
     pub fn manifest(file: &str) -> String {
-        format!("{}/kind/{file}", env!("CARGO_MANIFEST_DIR"))
+        format!("{}/kind/{file}", repo().display())
     }
 
     /// The CRDs, then `kind/<file>` for each of `files`, applied as admin.

@@ -8,9 +8,11 @@ mod l2network;
 mod pod;
 mod routetable;
 mod segment;
-mod snapshot;
 mod subnet;
 
+/// The object set the rules read; it lives in [`crate::cluster`] beside the watch caches
+/// that fill it, and stays reachable here for the rules and their callers.
+pub use crate::cluster::Snapshot;
 pub use cidr::{first_host, parse_cidr};
 pub use deletion::{
     validate_delete_network_acl, validate_delete_route_table, validate_delete_subnet,
@@ -23,7 +25,6 @@ pub use elasticip::{
 pub use l2network::{validate_l2network_create, validate_l2network_update};
 pub use pod::validate_pod_create;
 pub use routetable::{ROUTE_TYPES, validate_route_table_create, validate_route_table_update};
-pub use snapshot::Snapshot;
 pub use subnet::{validate_subnet_create, validate_subnet_update};
 
 /// A refusal: the field at fault and a message that says what to do.

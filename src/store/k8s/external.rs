@@ -83,7 +83,10 @@ impl KubeCluster {
         {
             self.may_write()?;
             match adverts.delete(&gone, &DeleteParams::default()).await {
-                Ok(_) => changed = true,
+                Ok(_) => {
+                    self.expect(self.caches.arp_advertisements.shows_deleted(None, &gone));
+                    changed = true;
+                }
                 Err(e) if is_not_found(&e) => {}
                 Err(e) => return Err(refused(&format!("delete {gone}"))(e)),
             }
@@ -124,7 +127,7 @@ impl KubeCluster {
                 )
                 .await
             {
-                Ok(_) => {}
+                Ok(written) => self.expect(self.caches.elastic_ips.shows(&written)),
                 // Changed since it was read: the next pass reads it again.
                 Err(kube::Error::Api(e)) if e.code == 409 => {}
                 Err(e) => return Err(refused(&format!("finalizers of {k}"))(e)),

@@ -1,38 +1,31 @@
-//! The objects the rules and reconcilers read.
+//! The objects the rules and reconcilers read: one value for the admission rules, the
+//! reconcilers and the node's syncs, whichever backend filled it.
 use crate::api::{
     ARPAdvertisement, AddressPool, ElasticIP, ElasticIPAttachment, ExternalNetwork, L2Network,
     NetworkACL, NetworkInterface, RouteTable, SecurityGroup, Subnet, TransitGateway, Vpc,
     VpcPeering,
 };
 
-#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct Snapshot {
-    pub vpcs: Vec<Vpc>,
-    pub peerings: Vec<VpcPeering>,
-    pub transit_gateways: Vec<TransitGateway>,
-    pub subnets: Vec<Subnet>,
-    pub l2networks: Vec<L2Network>,
-    pub route_tables: Vec<RouteTable>,
-    pub network_acls: Vec<NetworkACL>,
-    pub security_groups: Vec<SecurityGroup>,
-    pub interfaces: Vec<NetworkInterface>,
-    #[serde(default)]
-    pub external_networks: Vec<ExternalNetwork>,
-    #[serde(default)]
-    pub address_pools: Vec<AddressPool>,
-    #[serde(default)]
-    pub elastic_ips: Vec<ElasticIP>,
-    #[serde(default)]
-    pub elastic_ip_attachments: Vec<ElasticIPAttachment>,
-    #[serde(default)]
-    pub arp_advertisements: Vec<ARPAdvertisement>,
-    /// Pods being deleted (`namespace/name`): an ElasticIP their NICs hold may be named
-    /// by a new Pod (EIP-20).
-    #[serde(default)]
-    pub terminating_pods: Vec<String>,
-    /// The cluster's Service CIDR(s) (kube-apiserver `--service-cluster-ip-range`).
-    pub service_cidrs: Vec<String>,
+macro_rules! define_snapshot {
+    ($($field:ident: $ty:ident = $scope:ident),* $(,)?) => {
+        /// Every object of the kinds in [`super::snapshot_kinds`], and what the rules
+        /// need beside them.
+        #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+        pub struct Snapshot {
+            $(
+                #[serde(default)]
+                pub $field: Vec<$ty>,
+            )*
+            /// Pods being deleted (`namespace/name`): an ElasticIP their NICs hold may be
+            /// named by a new Pod (EIP-20).
+            #[serde(default)]
+            pub terminating_pods: Vec<String>,
+            /// The cluster's Service CIDR(s) (kube-apiserver `--service-cluster-ip-range`).
+            pub service_cidrs: Vec<String>,
+        }
+    };
 }
+super::snapshot_kinds!(define_snapshot);
 
 fn name<K: kube::Resource>(o: &K) -> &str {
     o.meta().name.as_deref().unwrap_or("")
