@@ -98,11 +98,14 @@ fn cp_watch_no_component_lists_after_start_across_a_churn_of_pods_nics_and_endpo
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The controller's log says when one of its watches expired and listed again.
+    let log_path = std::env::temp_dir().join(format!("jn-cp-watch-{}.log", std::process::id()));
+    let log = std::fs::File::create(&log_path).unwrap();
     let _controller = Owned::spawn(
         std::process::Command::new(env!("CARGO_BIN_EXE_juneau"))
             .args(["controller", "--lease-duration", "120", "--kubeconfig"])
             .arg(&cp.kubeconfig)
-            .stderr(std::process::Stdio::null()),
+            .stderr(log),
     );
     let nodes: Vec<(&str, KubeCluster)> = ["node-a", "node-b"]
         .into_iter()
@@ -132,6 +135,15 @@ fn cp_watch_no_component_lists_after_start_across_a_churn_of_pods_nics_and_endpo
         n.read().unwrap();
     }
     let at_start = cp.lists_by("juneau");
+    let per_component = |cp: &ControlPlane| {
+        [
+            cp.lists_by("juneau-controller"),
+            cp.lists_by("juneau-node/node-a"),
+            cp.lists_by("juneau-node/node-b"),
+        ]
+    };
+    let start_each = per_component(&cp);
+    let relists_at_start: Vec<u64> = nodes.iter().map(|(_, n)| n.lists_made()).collect();
     // Every component listed every kind once (the counter counts): 16 kinds each, and a
     // daemon's probe of the NetworkInterface field selector.
     assert!(at_start >= 3 * 16, "{at_start} LISTs at start");
@@ -218,14 +230,35 @@ fn cp_watch_no_component_lists_after_start_across_a_churn_of_pods_nics_and_endpo
             || n.read().unwrap().0.endpoints.is_empty(),
         );
     }
+    // No LIST after start but a cache's relist after its watch expired (a 410 Gone:
+    // kube-rs lists again only then), which its component counts and logs. On a quiet
+    // API server that is none; under load a watch may expire, never more than once a
+    // kind here.
     let after = cp.lists_by("juneau");
-    assert_eq!(
-        after - at_start,
-        0,
-        "LISTs by Juneau's components after start: controller {}, node-a {}, node-b {}",
-        cp.lists_by("juneau-controller"),
-        cp.lists_by("juneau-node/node-a"),
-        cp.lists_by("juneau-node/node-b"),
+    let each = per_component(&cp);
+    let relisted: Vec<u64> = nodes
+        .iter()
+        .zip(&relists_at_start)
+        .map(|((_, n), at)| n.lists_made() - at)
+        .collect();
+    let controller_relists = std::fs::read_to_string(&log_path)
+        .unwrap_or_default()
+        .matches("the watch expired or restarted; listing again")
+        .count() as u64;
+    let _ = std::fs::remove_file(&log_path);
+    let explained = [controller_relists, relisted[0], relisted[1]];
+    for (i, who) in ["controller", "node-a", "node-b"].into_iter().enumerate() {
+        let listed = (each[i] - start_each[i]) as u64;
+        assert_eq!(
+            listed, explained[i],
+            "{who}: {listed} LISTs after start, {} of them relists of an expired watch",
+            explained[i]
+        );
+        assert!(explained[i] <= 16, "{who}: {} relists", explained[i]);
+    }
+    eprintln!(
+        "LISTs after start: {} (relists of expired watches: {explained:?})",
+        after - at_start
     );
 }
 

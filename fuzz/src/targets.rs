@@ -17,10 +17,13 @@ use crate::{snapshot, typed};
 /// Pod annotations, as a tenant writes them: `parse` and the webhook's Pod rule over a
 /// populated snapshot must answer (Ok or a message), never panic.
 pub fn annotations(data: &[u8]) {
-    let Some((networks, skip, extra)) = typed::<(String, String, Vec<(String, String)>)>(data)
-    else {
-        return;
-    };
+    if let Some((networks, skip, extra)) = typed::<(String, String, Vec<(String, String)>)>(data) {
+        annotations_with(networks, skip, extra);
+    }
+}
+
+/// [`annotations`] on a decoded input (the replay test feeds it mutated valid ones).
+pub fn annotations_with(networks: String, skip: String, extra: Vec<(String, String)>) {
     let mut a: BTreeMap<String, String> = extra.into_iter().collect();
     a.insert("juneau.loutres.me/networks".into(), networks);
     a.insert("juneau.loutres.me/dns-inject-skip".into(), skip);
@@ -35,14 +38,15 @@ pub fn annotations(data: &[u8]) {
     }
 }
 
-#[derive(Debug, arbitrary::Arbitrary)]
-struct CniInput {
-    command: u8,
-    container_id: String,
-    netns: String,
-    ifname: String,
-    args: String,
-    stdin: String,
+/// What the plugin reads of its environment and standard input.
+#[derive(Clone, Debug, arbitrary::Arbitrary)]
+pub struct CniInput {
+    pub command: u8,
+    pub container_id: String,
+    pub netns: String,
+    pub ifname: String,
+    pub args: String,
+    pub stdin: String,
 }
 
 const COMMANDS: [&str; 7] = ["ADD", "DEL", "CHECK", "GC", "STATUS", "VERSION", "BOGUS"];
@@ -50,9 +54,13 @@ const COMMANDS: [&str; 7] = ["ADD", "DEL", "CHECK", "GC", "STATUS", "VERSION", "
 /// The plugin's inputs (CNI_* environment, network configuration on stdin, CNI_ARGS):
 /// a request or a CNI error, never a panic.
 pub fn cni_invocation(data: &[u8]) {
-    let Some(i) = typed::<CniInput>(data) else {
-        return;
-    };
+    if let Some(i) = typed::<CniInput>(data) {
+        cni_invocation_with(&i);
+    }
+}
+
+/// [`cni_invocation`] on a decoded input.
+pub fn cni_invocation_with(i: &CniInput) {
     let command = COMMANDS[i.command as usize % COMMANDS.len()];
     let env = |k: &str| match k {
         "CNI_COMMAND" => command.to_owned(),

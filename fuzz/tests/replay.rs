@@ -5,9 +5,14 @@
 //! `cargo xtask fuzz`, libFuzzer on an instrumented build, run on a schedule. This
 //! keeps the suite from paying for that build while every parser still meets inputs
 //! it was not written for. A failing input is written to `target/fuzz-artifacts/`.
+//! The two typed targets (`annotations`, `cni_invocation`) also get valid inputs and
+//! their mutations directly (the second test).
 use std::{panic, path::PathBuf};
 
-use juneau_fuzz::TARGETS;
+use juneau_fuzz::{
+    TARGETS,
+    targets::{CniInput, annotations_with, cni_invocation_with},
+};
 
 /// Generated inputs per target (with the seed fixed, the same ones every run).
 const GENERATED: usize = 25_000;
@@ -82,6 +87,12 @@ fn fuzz_targets_answer_their_corpus_past_findings_and_generated_inputs() {
     for (name, run) in TARGETS {
         let regressions = files(root().join("regressions").join(name));
         let seeds = files(root().join("corpus").join(name));
+        // The typed targets' valid inputs are in the test below (no person writes
+        // arbitrary's byte encoding); every other target starts from committed seeds.
+        assert!(
+            !seeds.is_empty() || ["annotations", "cni_invocation"].contains(name),
+            "fuzz/corpus/{name} holds no seed"
+        );
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ name.len() as u64);
         let generated = (0..GENERATED).map(|_| mutate(&mut rng, &seeds));
         let inputs = regressions.iter().chain(&seeds).cloned().chain(generated);
@@ -106,4 +117,57 @@ fn fuzz_targets_answer_their_corpus_past_findings_and_generated_inputs() {
         failed.is_empty(),
         "targets panicked (add the input to fuzz/regressions/<target> with the fix): {failed:?}"
     );
+}
+
+/// Valid inputs of the two typed targets, as a tenant or a runtime writes them.
+const NETWORKS: &[&str] = &[
+    r#"[{"interface":"eth0","l2Network":"lab"}]"#,
+    r#"[{"interface":"eth0","subnet":"web","address":"10.1.0.9"}]"#,
+    r#"[{"interface":"eth0","l2Network":"lab"},{"interface":"eth1","subnet":"web","securityGroups":["a","b"]}]"#,
+    r#"[{"interface":"eth0","elasticIP":"pub-1"}]"#,
+];
+const CONFIG: &str = r#"{"cniVersion":"1.1.0","name":"juneau","type":"juneau-cni","socket":"/run/juneau/n1/cni.sock"}"#;
+const ARGS: &str = "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0";
+
+/// The typed targets have no byte seeds a person can write (arbitrary's encoding):
+/// they get valid inputs and mutations of them, byte for byte, instead.
+#[test]
+fn fuzz_typed_targets_answer_mutated_valid_inputs() {
+    let text = |v: Vec<u8>| String::from_utf8_lossy(&v).into_owned();
+    let mut rng = Rng(0x51ed_270b_2719_7e1d);
+    let networks: Vec<Vec<u8>> = NETWORKS.iter().map(|n| n.as_bytes().to_vec()).collect();
+    let configs = vec![CONFIG.as_bytes().to_vec()];
+    let args = vec![ARGS.as_bytes().to_vec()];
+    let mut failed = Vec::new();
+    for n in 0..GENERATED {
+        // The valid inputs first, then mutations.
+        let pick = |rng: &mut Rng, seeds: &[Vec<u8>]| {
+            if n < seeds.len() {
+                seeds[n].clone()
+            } else {
+                mutate(rng, seeds)
+            }
+        };
+        let (nets, skip) = (text(pick(&mut rng, &networks)), text(mutate(&mut rng, &[])));
+        let run = panic::catch_unwind(|| annotations_with(nets.clone(), skip.clone(), Vec::new()));
+        if run.is_err() {
+            failed.push(format!(
+                "annotations: networks {nets:?}, dns-inject-skip {skip:?}"
+            ));
+            break;
+        }
+        let input = CniInput {
+            command: rng.next() as u8,
+            container_id: text(mutate(&mut rng, &[b"0123456789abcdef".to_vec()])),
+            netns: "/var/run/netns/cni-1".into(),
+            ifname: "eth0".into(),
+            args: text(pick(&mut rng, &args)),
+            stdin: text(pick(&mut rng, &configs)),
+        };
+        if panic::catch_unwind(|| cni_invocation_with(&input)).is_err() {
+            failed.push(format!("cni_invocation: {input:?}"));
+            break;
+        }
+    }
+    assert!(failed.is_empty(), "targets panicked: {failed:?}");
 }

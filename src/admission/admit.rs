@@ -68,3 +68,109 @@ pub fn admit(request: Request<'_>, snap: &Snapshot) -> Verdict {
             .and_then(|()| validate::validate_pod_elastic_ips(pod, snap)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{
+        L2Network, Subnet, Vpc, l2network::L2NetworkSpec, subnet::SubnetSpec, vpc::VpcSpec,
+    };
+
+    fn snap() -> Snapshot {
+        let mut s = Snapshot::default();
+        s.vpcs.push(Vpc::new("tenant-a", VpcSpec::default()));
+        s.subnets.push(Subnet::new(
+            "web",
+            SubnetSpec {
+                vpc: "tenant-a".into(),
+                cidr: "10.1.0.0/24".into(),
+                network_acl: None,
+            },
+        ));
+        s
+    }
+
+    fn l2(cidr: &str) -> Object {
+        Object::L2Network(L2Network::new(
+            "lab",
+            L2NetworkSpec {
+                vpc: "tenant-a".into(),
+                cidr: Some(cidr.into()),
+                ..Default::default()
+            },
+        ))
+    }
+
+    /// L2-07, L2-08: the dispatcher hands each request to its kind's rule: a creation
+    /// overlapping a Subnet of its Vpc and an unnormalized CIDR are refused by the
+    /// L2Network rules, a clean one passes, and so does a kind without rules.
+    #[test]
+    fn l2_07_l2_08_admit_hands_each_kind_to_its_rule() {
+        let s = snap();
+        let e = admit(Request::Create(&l2("10.1.0.0/25")), &s).unwrap_err();
+        assert!(e.to_string().contains("10.1.0.0/24"), "{e}");
+        let e = admit(Request::Create(&l2("10.2.0.5/24")), &s).unwrap_err();
+        assert!(e.to_string().contains("10.2.0.0/24"), "{e}");
+        assert!(admit(Request::Create(&l2("10.2.0.0/24")), &s).is_ok());
+        let sg = Object::from_value(serde_json::json!({
+            "apiVersion": "juneau.loutres.me/v1alpha1", "kind": "SecurityGroup",
+            "metadata": {"name": "sg"}, "spec": {"vpc": "tenant-a"}
+        }))
+        .unwrap();
+        assert!(admit(Request::Create(&sg), &s).is_ok());
+    }
+
+    /// L2-04, L2-07: an update is judged by its kind's update rule (the CIDR is
+    /// immutable), and no update may change an object's kind.
+    #[test]
+    fn l2_04_l2_07_admit_judges_updates_and_refuses_a_change_of_kind() {
+        let s = snap();
+        let (old, new) = (l2("10.2.0.0/24"), l2("10.3.0.0/24"));
+        let e = admit(
+            Request::Update {
+                old: &old,
+                new: &new,
+            },
+            &s,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("cidr"), "{e}");
+        assert!(
+            admit(
+                Request::Update {
+                    old: &old,
+                    new: &old
+                },
+                &s
+            )
+            .is_ok()
+        );
+        let vpc = Object::Vpc(Vpc::new("lab", VpcSpec::default()));
+        let e = admit(
+            Request::Update {
+                old: &old,
+                new: &vpc,
+            },
+            &s,
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "kind");
+    }
+
+    /// A deletion is judged by what still refers to the object: the Vpc of a Subnet
+    /// stays; a kind without a deletion rule goes.
+    #[test]
+    fn l2_04_admit_refuses_deleting_a_vpc_still_in_use() {
+        let s = snap();
+        let vpc = Request::Delete {
+            kind: "Vpc",
+            name: "tenant-a",
+        };
+        assert!(admit(vpc, &s).is_err());
+        let other = Request::Delete {
+            kind: "SecurityGroup",
+            name: "sg",
+        };
+        assert!(admit(other, &s).is_ok());
+    }
+}

@@ -9,6 +9,7 @@ pub mod condition;
 pub mod elasticip;
 pub mod elasticipattachment;
 pub mod externalnetwork;
+pub mod kinds;
 pub mod l2network;
 pub mod networkacl;
 pub mod networkendpoint;
@@ -44,29 +45,21 @@ pub const ANNOTATION_PREFIX: &str = "juneau.loutres.me/";
 /// The Vpc (and Subnet) that exist from the start; only the default Subnet joins it.
 pub const DEFAULT_VPC: &str = "default";
 
-/// Every CustomResourceDefinition, in the order `kind/crds.yaml` lists them.
+/// Every CustomResourceDefinition, in the order `kind/crds.yaml` lists them: the
+/// registry's kinds (`kinds::snapshot_kinds`), then the two read outside the Snapshot.
 pub fn crds()
 -> Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>
 {
     use kube::CustomResourceExt;
-    let crds = vec![
-        Vpc::crd(),
-        VpcPeering::crd(),
-        TransitGateway::crd(),
-        Subnet::crd(),
-        L2Network::crd(),
-        RouteTable::crd(),
-        NetworkACL::crd(),
-        SecurityGroup::crd(),
-        NetworkInterface::crd(),
-        NetworkEndpoint::crd(),
-        AllocationPool::crd(),
-        ExternalNetwork::crd(),
-        AddressPool::crd(),
-        ElasticIP::crd(),
-        ElasticIPAttachment::crd(),
-        ARPAdvertisement::crd(),
-    ];
+    macro_rules! registry_crds {
+        ($($field:ident: $ty:ident = $scope:ident, $origin:ident),* $(,)?) => {
+            vec![$($ty::crd(),)*]
+        };
+    }
+    let mut crds = kinds::snapshot_kinds!(registry_crds);
+    // Kinds no component reads into its Snapshot: the endpoints (read beside it) and
+    // the controller's allocation pools.
+    crds.extend([NetworkEndpoint::crd(), AllocationPool::crd()]);
     crds.into_iter()
         .map(|c| {
             let mut v = serde_json::to_value(c).expect("CRDs serialize");

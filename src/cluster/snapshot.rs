@@ -7,7 +7,7 @@ use crate::api::{
 };
 
 macro_rules! define_snapshot {
-    ($($field:ident: $ty:ident = $scope:ident),* $(,)?) => {
+    ($($field:ident: $ty:ident = $scope:ident, $origin:ident),* $(,)?) => {
         /// Every object of the kinds in [`super::snapshot_kinds`], and what the rules
         /// need beside them.
         #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]

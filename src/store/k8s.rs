@@ -30,6 +30,13 @@ use crate::{
 };
 use cache::{Cached, Caches, Expectation, Generation};
 
+/// This process's writes the caches may not show yet, numbered in the order made.
+#[derive(Default)]
+struct Pending {
+    next: u64,
+    writes: Vec<(u64, Expectation)>,
+}
+
 /// How long a read waits for the caches to show this process's own writes: the watch
 /// events of a write arrive within milliseconds on a healthy API server; past this the
 /// read goes on without them (and says so) rather than stall a daemon.
@@ -50,7 +57,7 @@ pub struct KubeCluster {
     caches: Caches,
     /// This process's writes that the caches may not show yet: the next read waits for
     /// them, so a process always reads what it wrote (without listing again).
-    pending: Mutex<Vec<Expectation>>,
+    pending: Mutex<Pending>,
     /// The last [`World`] built from the caches and the generation it was built at:
     /// reads between two watch events (every admission request, every CNI poll) do not
     /// copy the caches again.
@@ -191,7 +198,7 @@ impl KubeCluster {
             manager,
             generation,
             caches,
-            pending: Mutex::new(Vec::new()),
+            pending: Mutex::default(),
             cache: Mutex::new(None),
             lease_seen: Mutex::new(None),
             write_fence: Mutex::new(None),
@@ -217,27 +224,44 @@ impl KubeCluster {
 
     /// Remembers a write the caches are to show before the next read.
     fn expect(&self, e: Expectation) {
-        self.pending.lock().expect("pending lock").push(e);
+        let mut p = self.pending.lock().expect("pending lock");
+        p.next += 1;
+        let id = p.next;
+        p.writes.push((id, e));
     }
 
     /// Waits (up to [`OWN_WRITES_WITHIN`]) until the caches show every write of this
-    /// process; the World built before them is dropped.
+    /// process made before this read; the World built before them is dropped. Several
+    /// threads may read at once: each waits for the writes pending when it began, and
+    /// a write is taken off the list only once it shows (or, past the wait, by the
+    /// reader that gives up on it), so no reader is handed a World without a write
+    /// another reader is still waiting for.
     fn settle_own_writes(&self) {
-        let mut left = std::mem::take(&mut *self.pending.lock().expect("pending lock"));
-        if left.is_empty() {
+        let mine: Vec<u64> = {
+            let p = self.pending.lock().expect("pending lock");
+            p.writes.iter().map(|(id, _)| *id).collect()
+        };
+        if mine.is_empty() {
             return;
         }
         let deadline = Instant::now() + OWN_WRITES_WITHIN;
         loop {
-            left.retain(|shown| !shown());
-            if left.is_empty() {
+            let waiting = {
+                let mut p = self.pending.lock().expect("pending lock");
+                p.writes.retain(|(_, shown)| !shown());
+                let waiting = p.writes.iter().filter(|(id, _)| mine.contains(id)).count();
+                if waiting > 0 && Instant::now() >= deadline {
+                    p.writes.retain(|(id, _)| !mine.contains(id));
+                    tracing::warn!(writes = waiting, within = ?OWN_WRITES_WITHIN, "the watches do not show this process's own writes yet; reading without them");
+                    0
+                } else {
+                    waiting
+                }
+            };
+            if waiting == 0 {
                 break;
             }
             let wait = deadline.saturating_duration_since(Instant::now());
-            if wait.is_zero() {
-                tracing::warn!(writes = left.len(), within = ?OWN_WRITES_WITHIN, "the watches do not show this process's own writes yet; reading without them");
-                break;
-            }
             let (lock, cv) = &*self.generation;
             let g = lock.lock().expect("generation lock");
             let _ = cv

@@ -1,7 +1,7 @@
 //! The object store behind the controller and the node daemons.
 //!
 //! Two backends implement the same reads and writes: the Kubernetes API (production,
-//! `kube` module of the controller) and this embedded one, an in-process store that
+//! `store::k8s`) and this embedded one, an in-process store that
 //! standalone mode loads from a scenario. It runs the same admission rules as the
 //! webhook, so a standalone run refuses exactly what a cluster would.
 use std::{

@@ -46,6 +46,12 @@ fn object(
         .map_err(|e| unreadable(e.to_string()))
 }
 
+/// True when an update leaves `spec` as it was.
+fn spec_unchanged(req: &AdmissionRequest<DynamicObject>) -> bool {
+    let spec = |o: &Option<DynamicObject>| o.as_ref().map(|o| o.data.get("spec").cloned());
+    spec(&req.object) == spec(&req.old_object)
+}
+
 fn unreadable(e: String) -> Rejection {
     Rejection {
         field: "object".into(),
@@ -68,6 +74,10 @@ pub fn review(req: &AdmissionRequest<DynamicObject>, snap: &Snapshot) -> Admissi
             };
             admit(Request::CreatePod(&record), snap)
         }
+        // A metadata-only update (labels, finalizers) of a kind whose spec edits are held
+        // to the creation rules passes unread, so that objects that already clash, or
+        // no longer read, can still be labelled and deleted.
+        ("ExternalNetwork" | "AddressPool", Operation::Update) if spec_unchanged(req) => Ok(()),
         (kind, Operation::Delete) => admit(
             Request::Delete {
                 kind,

@@ -23,7 +23,7 @@ pub const TARGETS: &[&str] = &[
 /// The bins need the feature that links libFuzzer (the suite builds the library alone).
 const FEATURES: [&str; 2] = ["--features", "libfuzzer"];
 
-/// Cases per target in the suite, and a time cap per target: the slowest targets
+/// Cases per target under libFuzzer, and a time cap per target: the slowest targets
 /// (annotations, frames) run 5,000 to 15,000 cases a second here, the others 100,000+.
 const RUNS: u32 = 100_000;
 const MAX_SECONDS: u32 = 15;

@@ -128,7 +128,8 @@ fn bootstrap() -> Result<()> {
 
 /// etcd, kube-apiserver, kubectl, containerd, crictl and runc built from their Go
 /// modules (`tools/build.sh`, cached per version under /var/cache/juneau-tools: about
-/// 20 minutes on 2 idle cores the first time, nothing after). The tests start a real
+/// 9 minutes on 2 idle cores the first time, with the Debian packages and bpf-linker of
+/// `bootstrap`; nothing after). The tests start a real
 /// control plane and containerd from them; the demo does not need them.
 fn kubernetes_tools() -> Result<()> {
     run(Command::new(root().join("tools/build.sh")).args([

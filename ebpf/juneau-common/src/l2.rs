@@ -54,7 +54,7 @@ pub struct FdbEntry {
     /// Remote VTEP (IPv4 as a host-order u32, as the tunnel key carries it) when learned
     /// from the overlay, else 0.
     pub vtep: u32,
-    /// `bpf_ktime_get_ns()` (CLOCK_MONOTONIC) of the last refresh.
+    /// `bpf_ktime_get_coarse_ns()` (CLOCK_MONOTONIC_COARSE) of the last refresh.
     pub last_seen_ns: u64,
     /// `PORT_*` bits of the port, copied at learning time so that delivery needs no
     /// second port lookup.

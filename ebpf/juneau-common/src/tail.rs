@@ -18,10 +18,16 @@ pub const TAIL_PROGRAMS: [(u32, &str); 3] = [
     (TAIL_EIP_UPLINK, prog_names::EIP_UPLINK),
 ];
 
+// Every slot in the table, and none given twice.
 const _: () = {
     let mut i = 0;
     while i < TAIL_PROGRAMS.len() {
         assert!(TAIL_PROGRAMS[i].0 < TAIL_SLOTS);
+        let mut j = i + 1;
+        while j < TAIL_PROGRAMS.len() {
+            assert!(TAIL_PROGRAMS[i].0 != TAIL_PROGRAMS[j].0);
+            j += 1;
+        }
         i += 1;
     }
 };

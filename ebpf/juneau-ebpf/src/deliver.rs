@@ -1,5 +1,9 @@
 //! The delivery stage: every frame handed to one local port passes here, from every
-//! hook and feature, with the packet in hand (`ctx`) and the port it goes to. Routing
+//! hook and feature, with the packet in hand (`ctx`) and the port it goes to. The one
+//! exception today is a flood's copies but the last (`l2/flood.rs` clones them with
+//! `bpf_clone_redirect`): broadcast, multicast and unknown unicast, never a routed
+//! packet; a stage that must see those too (a receiving NIC's SecurityGroup for ARP)
+//! adds a clone variant of this stage there. Routing
 //! happens on the sender's Node only, so this is the one place a receiving Node sees
 //! a connection's packets in both directions: where the connection table's lookup, the
 //! receiving NIC's SecurityGroup and a reply's reverse translation go (the next stages).

@@ -23,7 +23,8 @@ mod zero;
 use aya_ebpf::{macros::classifier, programs::TcContext};
 use hooks::verdict;
 
-/// TCX ingress of a Pod NIC's host-side veth: every frame a workload sends.
+/// Ingress of a Pod NIC's host-side veth (a tc filter, or a TCX link with
+/// `--port-attach tcx`): every frame a workload sends.
 #[classifier]
 pub fn port_ingress(ctx: TcContext) -> i32 {
     verdict(hooks::port::ingress(&ctx))

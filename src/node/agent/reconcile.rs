@@ -27,10 +27,14 @@ impl Agent {
             let Some(nic) = nic_of(&world, alias) else {
                 continue;
             };
-            let spec = nic::driver_for(nic)
-                .ok()
-                .and_then(|d| d.port_spec(nic, &alias.container_id, *ifindex));
-            let Some(spec) = spec else {
+            let driver = match nic::driver_for(nic) {
+                Ok(d) => d,
+                Err(e) => {
+                    tracing::warn!(nic = %alias.nic(), error = %e.msg, "not attached again");
+                    continue;
+                }
+            };
+            let Some(spec) = driver.port_spec(nic, &alias.container_id, *ifindex) else {
                 tracing::warn!(nic = %alias.nic(), "not attached again: its NetworkInterface has no VNI or address yet");
                 continue;
             };

@@ -41,13 +41,11 @@ impl NodeFeature for ElasticIps {
     fn sync(&self, world: &World, node: &NodeView<'_>) -> Result<usize, FeatureError> {
         let holders = elasticip::holders(world);
         let mut dp = node.dataplane.lock().expect("dataplane lock");
-        // A failed write of the holders does not stop the answers (each is its own map).
-        let held = match dp.set_elastic_ips(&holders) {
-            Ok(n) => n,
-            Err(e) => {
-                tracing::error!(error = %e, "cannot write the ElasticIP holders");
-                0
-            }
+        // A failed write of the holders does not stop the answers (each is its own
+        // map); it is returned once the answers are written.
+        let (held, holders_failed) = match dp.set_elastic_ips(&holders) {
+            Ok(n) => (n, None),
+            Err(e) => (0, Some(FeatureError::write("the ElasticIP holders")(e))),
         };
         if held > 0 {
             tracing::info!(
@@ -57,9 +55,11 @@ impl NodeFeature for ElasticIps {
             );
         }
         // Unreadable, the answers written stay: better than none until the MAC reads.
-        let uplink = dp.uplink().map_err(FeatureError::write(
-            "the ElasticIP ARP answers (the uplink's MAC)",
-        ))?;
+        let uplink = dp.uplink().map_err(|e| FeatureError::Read {
+            what: "the uplink's MAC",
+            kept: "the ElasticIP ARP answers are left as they are",
+            source: Box::new(e),
+        })?;
         let answers = uplink
             .map(|(_, mac)| elasticip::arp_answers(world, node.name, mac))
             .unwrap_or_default();
@@ -85,6 +85,9 @@ impl NodeFeature for ElasticIps {
         if let Some((ifindex, mac)) = uplink {
             garp::announce(ifindex, mac, new, self.rounds.load(Ordering::Relaxed));
         }
-        Ok(held + answered)
+        match holders_failed {
+            Some(e) => Err(e),
+            None => Ok(held + answered),
+        }
     }
 }

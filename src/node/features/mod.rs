@@ -30,6 +30,12 @@ pub enum FeatureError {
         what: &'static str,
         source: Box<DataplaneError>,
     },
+    #[error("cannot read {what}: {source}; {kept}")]
+    Read {
+        what: &'static str,
+        kept: &'static str,
+        source: Box<DataplaneError>,
+    },
 }
 
 impl FeatureError {

@@ -16,13 +16,18 @@ impl NodeFeature for Router {
     }
 
     fn sync(&self, world: &World, node: &NodeView<'_>) -> Result<usize, FeatureError> {
-        // Listeners first: the router's sync rewrites their lists with what it knows.
+        // Listeners first: the router's sync rewrites their lists with what it knows. A
+        // failure here is logged and does not keep the router's own maps from syncing.
         let nodes = gateway::listen_nodes(world, node.name);
-        node.dataplane
+        let listened = node
+            .dataplane
             .lock()
             .expect("dataplane lock")
             .set_listen_nodes(nodes)
-            .map_err(FeatureError::write("the listener lists"))?;
+            .map_err(FeatureError::write("the listener lists"));
+        if let Err(e) = &listened {
+            tracing::error!(error = %e, "listener lists not synced; syncing the router");
+        }
         let (want, skipped) = gateway::desired(world);
         for line in skipped {
             self.skipped.warn(line, "left out of the router");
@@ -42,6 +47,6 @@ impl NodeFeature for Router {
                 "router synced"
             );
         }
-        Ok(done.tables + done.segments + done.neighbours + done.ports)
+        Ok(listened? + done.tables + done.segments + done.neighbours + done.ports)
     }
 }

@@ -129,9 +129,11 @@ pub trait NicDriver: Sync {
         let Some((host, ifindex)) = host else {
             return Ok(());
         };
-        let Some(want) = self.port_spec(nic, ctx.container_id, ifindex) else {
-            return Ok(());
-        };
+        // A NIC the controller no longer calls finished (a held port without its
+        // address) is not as setup left it.
+        let want = self
+            .port_spec(nic, ctx.container_id, ifindex)
+            .ok_or_else(|| veth_nic::not_ready(nic))?;
         if want.kind.held_to().is_none() {
             return Ok(());
         }
@@ -208,6 +210,92 @@ pub fn nic_mac(container_id: &str, interface: &str) -> [u8; 6] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::api::networkinterface::{NetworkInterfaceSpec, NetworkInterfaceStatus};
+    use juneau_common::{
+        PortConfig,
+        port::{PORT_ACTIVE, PORT_EIP, PORT_ROUTED},
+    };
+
+    fn nic(subnet: bool, l2: bool, eip: bool) -> NetworkInterface {
+        let mut n = NetworkInterface::new(
+            "p.eth0",
+            NetworkInterfaceSpec {
+                interface: "eth0".into(),
+                subnet: subnet.then(|| "web".into()),
+                l2_network: l2.then(|| "lab".into()),
+                elastic_ip: eip.then(|| "pub".into()),
+                ..Default::default()
+            },
+        );
+        n.status = Some(NetworkInterfaceStatus {
+            vni: 7,
+            address: "10.1.0.5/24".into(),
+            ..Default::default()
+        });
+        n
+    }
+
+    /// A NIC names exactly one of a Subnet, an L2Network and an ElasticIP; anything else
+    /// is refused by name with the fix.
+    #[test]
+    fn mx_01_a_nic_kind_is_exactly_one_of_subnet_l2network_elastic_ip() {
+        assert_eq!(
+            NicKind::of(&nic(true, false, false)).unwrap(),
+            NicKind::Subnet("web")
+        );
+        assert_eq!(
+            NicKind::of(&nic(false, true, false)).unwrap(),
+            NicKind::L2Network("lab")
+        );
+        assert_eq!(
+            NicKind::of(&nic(false, false, true)).unwrap(),
+            NicKind::ElasticIp("pub")
+        );
+        let e = NicKind::of(&nic(true, true, false)).unwrap_err();
+        assert!(
+            e.msg.contains("more than one") && e.msg.contains("set exactly one"),
+            "{}",
+            e.msg
+        );
+        let e = NicKind::of(&nic(false, false, false)).unwrap_err();
+        assert!(e.msg.contains("names no Subnet"), "{}", e.msg);
+    }
+
+    /// Each driver owns its port: the kind bits come from `PortKind`, a held port is
+    /// held to the NIC's MAC and address, and a port written otherwise does not pass
+    /// as written.
+    #[test]
+    fn l2_15_eip_16_each_driver_owns_its_port_spec() {
+        let n = nic(true, false, false);
+        let s = SubnetNic.port_spec(&n, "cid", 9).unwrap();
+        assert_eq!(s.kind.flags(), PORT_ROUTED);
+        let (mac, ip) = s.kind.held_to().unwrap();
+        assert_eq!(
+            (mac, ip),
+            (nic_mac("cid", "eth0"), "10.1.0.5".parse().unwrap())
+        );
+        let e = ElasticIpNic.port_spec(&n, "cid", 9).unwrap();
+        assert_eq!(e.kind.flags(), PORT_ROUTED | PORT_EIP);
+        let l = L2NetworkNic.port_spec(&n, "cid", 9).unwrap();
+        assert_eq!((l.kind, l.kind.flags()), (PortKind::Switched, 0));
+        let mut written = PortConfig {
+            vni: 7,
+            flags: PORT_ACTIVE | PORT_ROUTED,
+            own_mac: juneau_common::FdbKey::new(mac),
+            own_ip: u32::from_ne_bytes(ip.octets()),
+            ..Default::default()
+        };
+        assert!(s.written_as(&written));
+        assert!(!e.written_as(&written), "an ElasticIP port needs its bit");
+        assert!(!l.written_as(&written), "a switched port is not routed");
+        written.own_ip = 0;
+        assert!(!s.written_as(&written), "held to its address");
+        let mut unready = n.clone();
+        unready.status.as_mut().unwrap().address.clear();
+        assert!(SubnetNic.port_spec(&unready, "cid", 9).is_none());
+        assert!(L2NetworkNic.port_spec(&unready, "cid", 9).is_some());
+    }
 
     #[test]
     fn mx_01_nic_macs_are_stable_and_locally_administered_unicast() {

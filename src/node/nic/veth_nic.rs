@@ -14,8 +14,6 @@ use crate::{
     },
 };
 
-/// Makes the veth pair of `nic`, addresses and routes its Pod end, and attaches the
-/// datapath to its host end as the port `driver` says (given the new ifindex).
 /// A NIC the controller has not finished: no VNI yet, or a held port without its
 /// address.
 pub(super) fn not_ready(nic: &NetworkInterface) -> CniError {
@@ -36,6 +34,8 @@ pub(super) fn not_ready(nic: &NetworkInterface) -> CniError {
     )
 }
 
+/// Makes the veth pair of `nic`, addresses and routes its Pod end, and attaches the
+/// datapath to its host end as the port `driver` says (given the new ifindex).
 pub fn setup(
     ctx: &NicContext<'_>,
     nl: &netlink::Session,

@@ -4,6 +4,12 @@
 //! when the server says the watch's resourceVersion expired (410 Gone), which the
 //! watcher handles by itself. Reads used to list every kind after every event: O(cluster)
 //! traffic per change, per component.
+//!
+//! The trade-off, as with every informer-based controller: a read is as fresh as the
+//! watch. While a watch is interrupted (logged, and retried with backoff) reads serve
+//! what it last delivered; the webhook's overlap rules then judge against that, and the
+//! controller's own writes (server-side apply, creations that fail on a conflict) stay
+//! the authority on what exists.
 use std::{
     sync::{
         Arc, Condvar, Mutex,
@@ -70,6 +76,11 @@ pub(super) struct Cache<K: Kind> {
     error: Arc<Mutex<Option<String>>>,
     /// Lists made so far (the first one, then one per expired watch).
     lists: Arc<AtomicU64>,
+    /// The highest resourceVersion any event of the watch carried (an object applied,
+    /// listed or deleted): a write of this process is in the cache once this reaches
+    /// the write's version, whatever happened to the object since (deleted by its
+    /// finalizer's removal, recreated by someone else).
+    seen: Arc<AtomicU64>,
 }
 
 impl<K: Kind> Cache<K> {
@@ -87,16 +98,18 @@ impl<K: Kind> Cache<K> {
             ready: Arc::default(),
             error: Arc::default(),
             lists: Arc::default(),
+            seen: Arc::default(),
         };
         let api: Api<K> = Api::all(client.clone());
         let mut config = watcher::Config::default();
         if let Some(f) = fields {
             config = config.fields(f);
         }
-        let (ready, error, lists) = (
+        let (ready, error, lists, seen) = (
             cache.ready.clone(),
             cache.error.clone(),
             cache.lists.clone(),
+            cache.seen.clone(),
         );
         let generation = generation.clone();
         let kind = K::plural(&()).into_owned();
@@ -107,6 +120,15 @@ impl<K: Kind> Cache<K> {
         rt.spawn(async move {
             reflector::reflector(writer, stream)
                 .for_each(|event| {
+                    if let Ok(
+                        watcher::Event::Apply(o)
+                        | watcher::Event::Delete(o)
+                        | watcher::Event::InitApply(o),
+                    ) = &event
+                        && let Some(v) = o.resource_version().and_then(|v| v.parse::<u64>().ok())
+                    {
+                        seen.fetch_max(v, Ordering::AcqRel);
+                    }
                     match event {
                         Ok(watcher::Event::Init) => {
                             if lists.fetch_add(1, Ordering::Relaxed) > 0 {
@@ -158,28 +180,37 @@ impl<K: Kind> Cache<K> {
         self.store.get(&key)
     }
 
-    /// A check that the cache shows `written` (an API server's answer to a write): it
-    /// holds the object at that resourceVersion or a later one.
+    /// A check that the cache shows `written` (an API server's answer to a write): its
+    /// watch has carried that resourceVersion or a later one (so an object deleted or
+    /// recreated since counts as shown), or it holds the object at that version or
+    /// later (a version that does not read as a number only matches itself).
     pub(super) fn shows(&self, written: &K) -> Expectation {
         let store = self.clone();
         let (namespace, name) = (written.namespace(), written.name_any());
         let version = written.resource_version().unwrap_or_default();
+        let numeric = version.parse::<u64>().ok();
         Box::new(move || {
-            store
-                .get(namespace.as_deref(), &name)
-                .is_some_and(|o| not_older(&o.resource_version().unwrap_or_default(), &version))
+            numeric.is_some_and(|v| store.seen.load(Ordering::Acquire) >= v)
+                || store
+                    .get(namespace.as_deref(), &name)
+                    .is_some_and(|o| not_older(&o.resource_version().unwrap_or_default(), &version))
         })
     }
 
-    /// A check that the cache shows the object deleted: gone, or being deleted (it
-    /// waits for finalizers).
+    /// A check that the cache shows the object deleted: gone, being deleted (it waits
+    /// for finalizers), or replaced by another object of the same name (someone made it
+    /// again: not the one this process deleted).
     pub(super) fn shows_deleted(&self, namespace: Option<&str>, name: &str) -> Expectation {
         let store = self.clone();
         let (namespace, name) = (namespace.map(str::to_owned), name.to_owned());
+        let deleted_uid = store
+            .get(namespace.as_deref(), &name)
+            .and_then(|o| o.meta().uid.clone());
         Box::new(move || {
-            store
-                .get(namespace.as_deref(), &name)
-                .is_none_or(|o| o.meta().deletion_timestamp.is_some())
+            store.get(namespace.as_deref(), &name).is_none_or(|o| {
+                o.meta().deletion_timestamp.is_some()
+                    || (deleted_uid.is_some() && o.meta().uid != deleted_uid)
+            })
         })
     }
 }
@@ -191,6 +222,7 @@ impl<K: Kind> Clone for Cache<K> {
             ready: self.ready.clone(),
             error: self.error.clone(),
             lists: self.lists.clone(),
+            seen: self.seen.clone(),
         }
     }
 }
@@ -210,7 +242,7 @@ pub(super) type Expectation = Box<dyn Fn() -> bool + Send>;
 
 /// A cache per kind: the [`Snapshot`]'s (from its registry), Pods and NetworkEndpoints.
 macro_rules! define_caches {
-    ($($field:ident: $ty:ident = $scope:ident),* $(,)?) => {
+    ($($field:ident: $ty:ident = $scope:ident, $origin:ident),* $(,)?) => {
         pub(super) struct Caches {
             $(pub(super) $field: Cache<$ty>,)*
             pub(super) pods: Cache<Pod>,
@@ -287,7 +319,7 @@ pub(super) trait Cached: Kind {
 }
 
 macro_rules! define_cached {
-    ($($field:ident: $ty:ident = $scope:ident),* $(,)?) => {
+    ($($field:ident: $ty:ident = $scope:ident, $origin:ident),* $(,)?) => {
         $(impl Cached for $ty {
             fn cache(caches: &Caches) -> &Cache<Self> {
                 &caches.$field

@@ -1,4 +1,4 @@
-//! TCX ingress of a Pod NIC's host-side veth (`port_ingress`), and the programs it
+//! Ingress of a Pod NIC's host-side veth (`port_ingress`: a tc filter, or a TCX link), and the programs it
 //! enters by tail call: the Vpc router (`gw_route`) and a direct ElasticIP NIC's port
 //! (`eip_port`).
 //!
