@@ -171,3 +171,20 @@ fn fuzz_typed_targets_answer_mutated_valid_inputs() {
     }
     assert!(failed.is_empty(), "targets panicked: {failed:?}");
 }
+
+/// `cargo xtask fuzz` runs the bins of `fuzz/Cargo.toml`; each is one of [`TARGETS`],
+/// and every target has its bin, so libFuzzer and the suite run the same set.
+#[test]
+fn fuzz_every_target_has_its_libfuzzer_bin_and_no_other() {
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).expect("fuzz/Cargo.toml");
+    let bins = manifest.matches("[[bin]]").count();
+    assert_eq!(bins, TARGETS.len(), "bins in fuzz/Cargo.toml");
+    for (name, _) in TARGETS {
+        assert!(
+            manifest.contains(&format!(
+                "name = \"{name}\"\npath = \"fuzz_targets/{name}.rs\""
+            )),
+            "fuzz/Cargo.toml has no bin for {name}"
+        );
+    }
+}
