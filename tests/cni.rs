@@ -72,12 +72,15 @@ fn bed(pods: &[(&str, &str)]) -> Bed {
     let socket = std::env::temp_dir().join(format!("{}.sock", node.name()));
     let agent = netns::run_in(node.path(), || {
         let dp = Dataplane::load(None).unwrap();
-        let agent = Arc::new(Agent::new(
-            "n1",
-            "10.99.9.1".parse().unwrap(),
-            Arc::new(store.clone()),
-            dp,
-        ));
+        let agent = Arc::new(
+            Agent::new(
+                "n1",
+                "10.99.9.1".parse().unwrap(),
+                Arc::new(store.clone()),
+                dp,
+            )
+            .unwrap(),
+        );
         server::listen(agent.clone(), &socket).unwrap();
         agent
     })

@@ -4,16 +4,13 @@ use std::process::Command;
 mod common;
 
 use aya::programs::{TestRun, TestRunOptions};
-use juneau::node::{
-    Dataplane,
-    dataplane::{PortKind, PortSpec},
-};
+use juneau::node::dataplane::{PortKind, PortSpec, Whole};
 
 #[test]
 fn l2_30_bpf_dump_l2_fdb_shows_what_the_datapath_learned() {
     let node = format!("jn-clitest-{}", std::process::id());
     let root = juneau::standalone::pin_dir_of(&node);
-    let mut dp = Dataplane::load(Some(&root)).unwrap();
+    let mut dp = Whole::load(Some(&root)).unwrap();
     for (ifindex, vni) in [(40, 777), (41, 777), (42, 888)] {
         dp.configure_port(PortSpec {
             ifindex,
@@ -93,7 +90,7 @@ fn l2_30_bpf_dump_l2_fdb_shows_what_the_datapath_learned() {
 fn mx_03_bpf_dump_drops_counts_each_drop_under_its_reason() {
     let node = format!("jn-clidrops-{}", std::process::id());
     let root = juneau::standalone::pin_dir_of(&node);
-    let dp = Dataplane::load(Some(&root)).unwrap();
+    let dp = Whole::load(Some(&root)).unwrap();
     let drops = || {
         let rows: Vec<(String, u64)> = serde_json::from_value(common::kubectl_juneau_json(&[
             "bpf", "dump", "drops", "--node", &node,
@@ -148,7 +145,7 @@ fn l2_13_bpf_dump_shows_the_routers_segments_routes_neighbours_and_counters() {
     use juneau_common::gw::{ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_UNSUPPORTED};
     let node = format!("jn-cligw-{}", std::process::id());
     let root = juneau::standalone::pin_dir_of(&node);
-    let mut dp = Dataplane::load(Some(&root)).unwrap();
+    let mut dp = Whole::load(Some(&root)).unwrap();
     let mac = [0x02, 0x4a, 0x4e, 0, 0, 7];
     let route = |dst: &str, kind: u32| RouteSpec {
         dst: dst.parse().unwrap(),
@@ -264,7 +261,7 @@ fn eip_25_bpf_dump_elastic_ip_direct_shows_every_holder() {
     use juneau::node::dataplane::Holder;
     let node = format!("jn-clieip-{}", std::process::id());
     let root = juneau::standalone::pin_dir_of(&node);
-    let mut dp = Dataplane::load(Some(&root)).unwrap();
+    let mut dp = Whole::load(Some(&root)).unwrap();
     let holder = |last: u8, vni: u32, vtep: [u8; 4]| Holder {
         mac: [0x02, 0, 0, 0, 0x51, last],
         vni,
@@ -375,7 +372,7 @@ fn eip_25_the_seeds_views_arp_table_fdb_and_external_address_pools() {
     use juneau::node::dataplane::{Holder, PortKind};
     let node = format!("jn-cliview-{}", std::process::id());
     let root = juneau::standalone::pin_dir_of(&node);
-    let mut dp = Dataplane::load(Some(&root)).unwrap();
+    let mut dp = Whole::load(Some(&root)).unwrap();
     let mac = |last: u8| {
         if last == 0 {
             [0; 6]
@@ -492,7 +489,7 @@ fn eip_25_the_seeds_views_arp_table_fdb_and_external_address_pools() {
 fn eip_25_bpf_dump_external_arp_table_lists_what_this_node_answers() {
     let node = format!("jn-cliarp-{}", std::process::id());
     let root = juneau::standalone::pin_dir_of(&node);
-    let mut dp = Dataplane::load(Some(&root)).unwrap();
+    let mut dp = Whole::load(Some(&root)).unwrap();
     let uplink = [0x02, 0x75, 0x6c, 0, 0, 1];
     let answers = ["10.225.32.241", "10.225.32.240"]
         .into_iter()
@@ -542,7 +539,7 @@ fn eip_25_bpf_dump_ifindex_external_network_shows_the_direct_nics_ports() {
     use juneau::node::dataplane::PortKind;
     let node = format!("jn-cliport-{}", std::process::id());
     let root = juneau::standalone::pin_dir_of(&node);
-    let mut dp = Dataplane::load(Some(&root)).unwrap();
+    let mut dp = Whole::load(Some(&root)).unwrap();
     let routed = |ip: &str, eip: bool| {
         let (mac, ip) = ([0x02, 0, 0, 0, 0x23, u8::from(eip)], ip.parse().unwrap());
         if eip {

@@ -269,12 +269,15 @@ fn cni_part(out: &mut Vec<Measurement>) {
     let node = Owned::create(&format!("jn-bench-cni-{}", std::process::id())).unwrap();
     let socket = std::env::temp_dir().join(format!("{}.sock", node.name()));
     let _agent = netns::run_in(node.path(), || {
-        let agent = Arc::new(Agent::new(
-            "n1",
-            "10.99.9.1".parse().unwrap(),
-            Arc::new(store.clone()),
-            Dataplane::load(None).unwrap(),
-        ));
+        let agent = Arc::new(
+            Agent::new(
+                "n1",
+                "10.99.9.1".parse().unwrap(),
+                Arc::new(store.clone()),
+                Dataplane::load(None).unwrap(),
+            )
+            .unwrap(),
+        );
         server::listen(agent.clone(), &socket).unwrap();
         agent
     })

@@ -9,10 +9,7 @@
 //! - the verifier's counts of both programs against the reference's hooks.
 use std::{collections::BTreeMap, net::Ipv4Addr};
 
-use juneau::node::{
-    Dataplane,
-    dataplane::{Holder, PortKind, PortSpec},
-};
+use juneau::node::dataplane::{Holder, PortKind, PortSpec, Whole};
 use juneau_common::eip::gateway_mac;
 use juneau_harness::{
     bench::{Measurement, median, write_part},
@@ -31,7 +28,7 @@ const fn eip(i: u8) -> [u8; 4] {
 }
 
 /// Ports 0 and 1 hold .100 and .101; ports 2 and 3 are an L2 segment's.
-fn bed() -> (PortBed, Dataplane) {
+fn bed() -> (PortBed, Whole) {
     let bed = PortBed::new(4);
     // The uplink runs use port 0's interface: it takes frames to its own MAC only.
     bed.ns

@@ -119,7 +119,7 @@ fn juneau_node() -> (Node, Netns) {
         .run(|| daemon::bring_up(&setup))
         .expect("bring up the Node");
     let mut node = Node {
-        dataplane,
+        dataplane: juneau::node::dataplane::Whole::of(dataplane).expect("the datapath's writers"),
         pods: Vec::new(),
         ns,
         ip: Some(setup.vtep),

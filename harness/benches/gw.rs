@@ -57,7 +57,7 @@ fn router() -> RouterState {
 /// ns per frame of the routed and the switched path, single runs interleaved.
 fn program_cost(out: &mut Vec<Measurement>) {
     let bed = PortBed::new(3);
-    let mut dp = juneau::node::Dataplane::load(None).expect("load");
+    let mut dp = juneau::node::dataplane::Whole::load(None).expect("load");
     dp.sync_router(&router()).unwrap();
     for (i, vni) in [(0, VNI_A), (1, VNI_B), (2, VNI_A)] {
         dp.configure_port(PortSpec {

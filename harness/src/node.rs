@@ -4,9 +4,8 @@ use std::net::Ipv4Addr;
 
 use juneau::{
     node::{
-        Dataplane,
         daemon::{self, NodeSetup},
-        dataplane::{PortKind, PortSpec},
+        dataplane::{PortKind, PortSpec, Whole},
         veth::{self, VethSpec},
     },
     standalone::topology,
@@ -42,7 +41,8 @@ impl PodOptions {
 /// Fields drop in declaration order: the datapath detaches before the Pods and the
 /// Node namespace go.
 pub struct Node {
-    pub dataplane: Dataplane,
+    /// The datapath with its writers, as the daemon's features hold them.
+    pub dataplane: Whole,
     pub pods: Vec<Pod>,
     pub ns: Netns,
     /// The Node's underlay address, when it has an overlay.
@@ -53,7 +53,7 @@ impl Node {
     pub fn new() -> Node {
         let ns = Netns::new("node");
         Node {
-            dataplane: Dataplane::load(None).expect("load datapath"),
+            dataplane: Whole::load(None).expect("load datapath"),
             pods: Vec::new(),
             ns,
             ip: None,
@@ -164,7 +164,7 @@ impl Cluster {
                 .run(|| daemon::bring_up(&setup))
                 .expect("bring up the Node");
             nodes.push(Node {
-                dataplane,
+                dataplane: Whole::of(dataplane).expect("the datapath's writers"),
                 pods: Vec::new(),
                 ns,
                 ip: Some(t.ip),

@@ -4,7 +4,7 @@
 use std::{collections::BTreeMap, net::Ipv4Addr};
 
 use juneau::node::{
-    Dataplane,
+    dataplane::Whole,
     gateway::{GatewaySegment, Neighbour, RouteSpec, RouterState},
 };
 use juneau_common::gw::ROUTE_CONNECTED;
@@ -69,7 +69,7 @@ pub fn state(segs: &[Seg], nbrs: &[Nbr]) -> RouterState {
 /// A Node's datapath on the ports of a [`PortBed`], for test runs of the router.
 pub struct RouterBed {
     pub bed: PortBed,
-    pub dp: Dataplane,
+    pub dp: Whole,
 }
 
 impl RouterBed {

@@ -132,7 +132,7 @@ impl PortBed {
     /// Gives the bed an underlay (`ul0`, 10.99.0.1/24) and brings the Node's datapath
     /// up on it with the daemon's own bring-up (VXLAN device, overlay and underlay
     /// programs), as Node 10.99.0.1.
-    pub fn bring_up_node(&self) -> juneau::node::Dataplane {
+    pub fn bring_up_node(&self) -> juneau::node::dataplane::Whole {
         self.ns
             .ip(&["link", "add", "ul0", "type", "veth", "peer", "name", "ulp"]);
         self.ns.ip(&["addr", "add", "10.99.0.1/24", "dev", "ul0"]);
@@ -148,6 +148,7 @@ impl PortBed {
         };
         self.ns
             .run(|| juneau::node::daemon::bring_up(&setup))
+            .and_then(|dp| Ok(juneau::node::dataplane::Whole::of(dp)?))
             .expect("bring up the Node")
     }
 

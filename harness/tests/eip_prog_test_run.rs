@@ -5,10 +5,7 @@
 //! for .100.
 use std::{collections::BTreeMap, net::Ipv4Addr};
 
-use juneau::node::{
-    Dataplane,
-    dataplane::{Holder, PortKind, PortSpec},
-};
+use juneau::node::dataplane::{Holder, PortKind, PortSpec, Whole};
 use juneau_common::eip::gateway_mac;
 use juneau_harness::{
     frames::{self, BROADCAST, fixtures::*, ones_complement},
@@ -28,7 +25,7 @@ const fn eip(i: u8) -> [u8; 4] {
 
 struct Bed {
     bed: PortBed,
-    dp: Dataplane,
+    dp: Whole,
 }
 
 fn bed() -> Bed {

@@ -6,8 +6,7 @@
 use std::net::Ipv4Addr;
 
 use juneau::node::{
-    Dataplane,
-    dataplane::{PortKind, PortSpec},
+    dataplane::{PortKind, PortSpec, Whole},
     gateway::{RouteSpec, RouterState},
 };
 use juneau_common::gw::ROUTE_UNSUPPORTED;
@@ -63,7 +62,7 @@ fn new_bed() -> RouterBed {
     // Port 3 is a third on A, so that a flood from port 0 clones to port 1 (its
     // transmit counter moves) and redirects to port 3.
     let bed = PortBed::new(4);
-    let mut dp = Dataplane::load(None).expect("load");
+    let mut dp = Whole::load(None).expect("load");
     dp.sync_router(&router()).unwrap();
     for (i, vni, mtu) in [
         (0, VNI_A, 1450),
@@ -384,7 +383,7 @@ fn l2_14_a_changed_table_is_swapped_in_whole_and_a_restarted_daemon_keeps_routin
     let bed = PortBed::new(3);
     let root = juneau::standalone::pin_dir_of(&format!("jn-gwpin-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
-    let mut dp = Dataplane::load(Some(&root)).expect("load");
+    let mut dp = Whole::load(Some(&root)).expect("load");
     dp.sync_router(&router()).unwrap();
     for (i, vni) in [(0, VNI_A), (1, VNI_A), (2, VNI_B)] {
         dp.configure_port(PortSpec {
@@ -396,7 +395,7 @@ fn l2_14_a_changed_table_is_swapped_in_whole_and_a_restarted_daemon_keeps_routin
         })
         .unwrap();
     }
-    let send = |dp: &Dataplane, ip: [u8; 4]| {
+    let send = |dp: &Whole, ip: [u8; 4]| {
         run_tc(
             &bed.ns,
             dp.l2_port_program(),
@@ -427,7 +426,7 @@ fn l2_14_a_changed_table_is_swapped_in_whole_and_a_restarted_daemon_keeps_routin
     assert_eq!(&run.data[6..12], &GW_B, "routed by the new table");
     // The daemon goes; the next adopts the pinned maps and routes from its first frame.
     drop(dp);
-    let mut dp = Dataplane::load(Some(&root)).expect("load again");
+    let mut dp = Whole::load(Some(&root)).expect("load again");
     assert!(dp.adopted());
     let run = send(&dp, far);
     assert_eq!(
@@ -565,5 +564,36 @@ fn l2_14_a_table_that_cannot_be_written_is_left_out_alone() {
     assert_eq!(
         (run.verdict, &run.data[6..12]),
         (TC_ACT_REDIRECT, &GW_B[..])
+    );
+}
+
+#[test]
+fn l2_14_the_router_and_elastic_ip_maps_have_one_writer_each_beside_the_port_owner() {
+    // The writers own their maps: a second taker finds them gone, and the port owner
+    // (the CNI's lock) keeps working without them.
+    let mut dp = Whole::load(None).expect("load");
+    assert!(matches!(
+        dp.ports.take_router(),
+        Err(juneau::node::DataplaneError::Missing("jn_gw_seg"))
+    ));
+    assert!(matches!(
+        dp.ports.take_elastic_ips(),
+        Err(juneau::node::DataplaneError::Missing("jn_eip_direct"))
+    ));
+    let bed = PortBed::new(1);
+    dp.configure_port(PortSpec {
+        ifindex: bed.ifindex(0),
+        vni: VNI_A,
+        mtu: 1450,
+        peer: true,
+        kind: PortKind::Switched,
+    })
+    .unwrap();
+    // The router's sync reaches the port only through the port owner's gateways.
+    dp.sync_router(&router()).unwrap();
+    assert!(dp.router_knows(VNI_A));
+    assert_ne!(
+        dp.port(bed.ifindex(0)).unwrap().flags & juneau_common::port::PORT_GATEWAY,
+        0
     );
 }

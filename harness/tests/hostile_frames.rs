@@ -6,10 +6,7 @@
 use std::collections::BTreeMap;
 
 use aya::programs::TestRun as _;
-use juneau::node::{
-    Dataplane,
-    dataplane::{PortKind, PortSpec},
-};
+use juneau::node::dataplane::{PortKind, PortSpec, Whole};
 use juneau_harness::{
     frames::{self, BROADCAST, fixtures::*},
     testrun::{PortBed, TC_ACT_REDIRECT, run_tc},
@@ -24,7 +21,7 @@ const STRANGER: [u8; 6] = [0x02, 0x5e, 0x00, 0x00, 0x00, 0x01];
 
 struct Bed {
     bed: PortBed,
-    dp: Dataplane,
+    dp: Whole,
 }
 
 /// Two ports on one segment (MTU 9000) with an underlay and the overlay: port 1's Pod

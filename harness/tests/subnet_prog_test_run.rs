@@ -7,8 +7,7 @@
 use std::net::Ipv4Addr;
 
 use juneau::node::{
-    Dataplane,
-    dataplane::{PortKind, PortSpec},
+    dataplane::{PortKind, PortSpec, Whole},
     gateway::RouteSpec,
 };
 use juneau_common::{
@@ -54,7 +53,7 @@ fn pod(i: u8) -> ([u8; 6], [u8; 4]) {
 
 fn new_bed() -> RouterBed {
     let bed = PortBed::new(3);
-    let mut dp = Dataplane::load(None).expect("load");
+    let mut dp = Whole::load(None).expect("load");
     let here = Ipv4Addr::UNSPECIFIED;
     let mut state = router::state(
         &[SEG_S, SEG_L],

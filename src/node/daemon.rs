@@ -289,7 +289,7 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
             "net.ipv4.conf.all.rp_filter is not 0: packets from secondary ElasticIP NICs will be dropped by the Node; set it to 0"
         );
     }
-    let agent = Arc::new(Agent::new(&cfg.node_name, vtep, cluster.clone(), dp));
+    let agent = Arc::new(Agent::new(&cfg.node_name, vtep, cluster.clone(), dp)?);
     agent
         .garp_rounds
         .store(cfg.garp_rounds, std::sync::atomic::Ordering::Relaxed);

@@ -20,7 +20,7 @@ use std::{
 
 use crate::store::Store;
 
-pub use run::{Options, Run, RunningPod};
+pub use run::{Options, Run, RunningPod, cni};
 
 use crate::scenario::{Layer, steps};
 pub use crate::scenario::{PodDef, Scenario};

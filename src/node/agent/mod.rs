@@ -22,8 +22,8 @@ use std::{
 pub use reconcile::ReconcileReport;
 
 use super::{
-    Dataplane, coalesce::Coalesced, features::Features, metrics::Metrics, netlink, nic,
-    veth::PortAlias,
+    Dataplane, DataplaneError, coalesce::Coalesced, features::Features, metrics::Metrics, netlink,
+    nic, veth::PortAlias,
 };
 use crate::{
     api::NetworkInterface,
@@ -80,9 +80,17 @@ fn cluster_err(e: ClusterError) -> CniError {
 }
 
 impl Agent {
-    pub fn new(node: &str, node_ip: Ipv4Addr, cluster: Arc<dyn Cluster>, dp: Dataplane) -> Self {
+    /// The agent of a loaded datapath; each feature takes its maps' writer from it
+    /// here (so a datapath whose writers are taken already is refused).
+    pub fn new(
+        node: &str,
+        node_ip: Ipv4Addr,
+        cluster: Arc<dyn Cluster>,
+        mut dp: Dataplane,
+    ) -> Result<Self, DataplaneError> {
         let garp_rounds = Arc::new(AtomicU32::new(super::garp::DEFAULT_ROUNDS));
-        Self {
+        let features = Features::new(garp_rounds.clone(), &mut dp)?;
+        Ok(Self {
             port_filters: dp.ports_use_filters(),
             node: node.into(),
             node_ip,
@@ -90,9 +98,9 @@ impl Agent {
             dataplane: Mutex::new(dp),
             metrics: Metrics::default(),
             syncs: Coalesced::default(),
-            features: Features::new(garp_rounds.clone()),
+            features,
             garp_rounds,
-        }
+        })
     }
 
     pub fn handle(&self, req: &Request) -> Result<Option<CniResult>, CniError> {

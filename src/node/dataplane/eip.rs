@@ -1,7 +1,9 @@
-//! The ElasticIP maps: `jn_eip_direct` (every direct ElasticIP of the cluster, by
-//! address) and `jn_ext_arp` (what this Node answers ARP for on its uplink). Each is
-//! written whole from the wanted set: new and changed entries first, stale ones last,
-//! so an ElasticIP that moves is never missing in between.
+//! The ElasticIP map writer: `jn_eip_direct` (every direct ElasticIP of the cluster,
+//! by address) and `jn_ext_arp` (what this Node answers ARP for on its uplink). It owns
+//! those maps (taken out of the loaded object by [`Dataplane::take_elastic_ips`]), so
+//! the ElasticIP feature writes them under its own lock. Each is written whole from
+//! the wanted set: new and changed entries first, stale ones last, so an ElasticIP
+//! that moves is never missing in between.
 use std::{collections::BTreeMap, net::Ipv4Addr};
 
 use aya::maps::{HashMap as BpfHashMap, MapData};
@@ -14,7 +16,7 @@ fn raw(ip: Ipv4Addr) -> u32 {
 }
 
 fn sync<V: aya::Pod + PartialEq>(
-    map: &mut BpfHashMap<&mut MapData, u32, V>,
+    map: &mut BpfHashMap<MapData, u32, V>,
     name: &'static str,
     want: &BTreeMap<u32, V>,
 ) -> Result<usize, DataplaneError> {
@@ -46,26 +48,63 @@ pub struct Holder {
     pub node: Ipv4Addr,
 }
 
+/// The local ports of direct ElasticIP NICs, by what they hold (address, raw, and
+/// MAC): read from the port owner, so that delivery to a local holder skips the
+/// segment's table.
+pub type HeldPorts = BTreeMap<(u32, FdbKey), u32>;
+
+/// The ElasticIP maps. Made by [`Dataplane::take_elastic_ips`].
+pub struct ElasticIpWriter {
+    direct: BpfHashMap<MapData, u32, EipEntry>,
+    arp: BpfHashMap<MapData, u32, ExtArp>,
+    /// The uplink's ifindex and MAC, read once per uplink (every sync asks).
+    uplink: Option<(u32, [u8; 6])>,
+}
+
 impl Dataplane {
-    /// Makes `jn_eip_direct` hold exactly `want`; returns the entries written or removed.
-    pub fn set_elastic_ips(
-        &mut self,
-        want: &BTreeMap<Ipv4Addr, Holder>,
-    ) -> Result<usize, DataplaneError> {
-        // The local holders' ports, by what they hold (address and MAC).
-        let mut local: BTreeMap<(u32, FdbKey), u32> = BTreeMap::new();
+    /// Hands the ElasticIP maps to their writer: from now on only it writes them.
+    pub fn take_elastic_ips(&mut self) -> Result<ElasticIpWriter, DataplaneError> {
+        let direct = self.take_map(map_names::EIP_DIRECT)?;
+        let arp = self.take_map(map_names::EXT_ARP)?;
+        Ok(ElasticIpWriter {
+            direct,
+            arp,
+            uplink: None,
+        })
+    }
+
+    /// The ports of direct ElasticIP NICs, by what they hold. A port that cannot be
+    /// read is left out (delivery then takes the segment's table: slower, not wrong).
+    pub fn held_ports(&self) -> HeldPorts {
+        let mut local = HeldPorts::new();
         for ifindex in self.ports() {
             match self.port(ifindex) {
                 Ok(port) if port.flags & PORT_EIP != 0 => {
                     local.insert((port.own_ip, port.own_mac), ifindex);
                 }
                 Ok(_) => {}
-                // Delivery then takes the segment's table instead: slower, not wrong.
                 Err(e) => {
                     tracing::warn!(ifindex, error = %e, "cannot read a port for the ElasticIP entries")
                 }
             }
         }
+        local
+    }
+
+    /// The uplink's ifindex (0 while the datapath has none).
+    pub fn uplink_ifindex(&self) -> Result<u32, DataplaneError> {
+        Ok(self.node_config()?.underlay_ifindex)
+    }
+}
+
+impl ElasticIpWriter {
+    /// Makes `jn_eip_direct` hold exactly `want`, each local holder pointing at its
+    /// port in `local`; returns the entries written or removed.
+    pub fn set_elastic_ips(
+        &mut self,
+        want: &BTreeMap<Ipv4Addr, Holder>,
+        local: &HeldPorts,
+    ) -> Result<usize, DataplaneError> {
         let want: BTreeMap<u32, EipEntry> = want
             .iter()
             .map(|(ip, h)| {
@@ -82,9 +121,7 @@ impl Dataplane {
                 )
             })
             .collect();
-        let name = map_names::EIP_DIRECT;
-        let mut map = BpfHashMap::try_from(self.map_mut(name)?).map_err(map_err(name))?;
-        sync(&mut map, name, &want)
+        sync(&mut self.direct, map_names::EIP_DIRECT, &want)
     }
 
     /// Makes `jn_ext_arp` hold exactly `want` (address -> the MAC answering for it).
@@ -103,16 +140,14 @@ impl Dataplane {
                 )
             })
             .collect();
-        let name = map_names::EXT_ARP;
-        let mut map = BpfHashMap::try_from(self.map_mut(name)?).map_err(map_err(name))?;
-        sync(&mut map, name, &want)
+        sync(&mut self.arp, map_names::EXT_ARP, &want)
     }
 
-    /// The uplink's ifindex and MAC, which this Node answers ARP for its ElasticIPs
-    /// with and sends gratuitous ARP from (`None` while the datapath has no uplink).
-    /// The MAC is read from the kernel once per uplink.
-    pub fn uplink(&mut self) -> Result<Option<(u32, [u8; 6])>, DataplaneError> {
-        let ifindex = self.node_config()?.underlay_ifindex;
+    /// The uplink `ifindex` (from [`Dataplane::uplink_ifindex`]) with its MAC, which
+    /// this Node answers ARP for its ElasticIPs with and sends gratuitous ARP from
+    /// (`None` while the datapath has no uplink). The MAC is read from the kernel once
+    /// per uplink.
+    pub fn uplink(&mut self, ifindex: u32) -> Result<Option<(u32, [u8; 6])>, DataplaneError> {
         if ifindex == 0 {
             return Ok(None);
         }
@@ -126,13 +161,11 @@ impl Dataplane {
 
     /// `jn_eip_direct` as written (dumps and tests).
     pub fn elastic_ips(&self) -> Result<BTreeMap<Ipv4Addr, Holder>, DataplaneError> {
-        let name = map_names::EIP_DIRECT;
-        let map: BpfHashMap<_, u32, EipEntry> =
-            BpfHashMap::try_from(self.map(name)?).map_err(map_err(name))?;
-        Ok(map
+        Ok(self
+            .direct
             .iter()
             .collect::<Result<Vec<_>, _>>()
-            .map_err(map_err(name))?
+            .map_err(map_err(map_names::EIP_DIRECT))?
             .into_iter()
             .map(|(k, e)| {
                 (
@@ -149,13 +182,11 @@ impl Dataplane {
 
     /// `jn_ext_arp` as written.
     pub fn arp_answers(&self) -> Result<BTreeMap<Ipv4Addr, [u8; 6]>, DataplaneError> {
-        let name = map_names::EXT_ARP;
-        let map: BpfHashMap<_, u32, ExtArp> =
-            BpfHashMap::try_from(self.map(name)?).map_err(map_err(name))?;
-        Ok(map
+        Ok(self
+            .arp
             .iter()
             .collect::<Result<Vec<_>, _>>()
-            .map_err(map_err(name))?
+            .map_err(map_err(map_names::EXT_ARP))?
             .into_iter()
             .map(|(k, v)| (Ipv4Addr::from(k.to_ne_bytes()), v.mac.mac))
             .collect())

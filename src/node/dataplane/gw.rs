@@ -1,6 +1,9 @@
-//! Router map writes: the tail-called programs in `jn_progs`, gateway segments
-//! (`jn_gw_seg`), one LPM trie per RouteTable (`jn_gw_rt`), neighbours (`jn_gw_nbr`) and
-//! the gateway bit and MAC of each port.
+//! The router's map writer: gateway segments (`jn_gw_seg`), one LPM trie per
+//! RouteTable (`jn_gw_rt`), neighbours (`jn_gw_nbr`, and the learned ones of
+//! `jn_gw_snoop` it retires). It owns those maps (taken out of the loaded object by
+//! [`Dataplane::take_router`]), so the router feature writes them under its own lock;
+//! the ports' gateway bits belong to the port owner ([`Dataplane::set_gateways`]),
+//! which the sync hands the gateways to between its steps.
 //!
 //! Order, so that no packet sees half a change: a changed table is built whole in a
 //! new trie and a free slot before any segment points at it; segments are written
@@ -9,31 +12,25 @@
 //! at it) until a later table reuses it.
 use std::collections::{BTreeMap, BTreeSet};
 
-use aya::maps::{
-    ArrayOfMaps, HashMap as BpfHashMap, LpmTrie, Map, MapData, ProgramArray, lpm_trie::Key,
-};
+use aya::maps::{ArrayOfMaps, HashMap as BpfHashMap, LpmTrie, Map, MapData, lpm_trie::Key};
 use juneau_common::{
     FdbKey, GwSegment, NbrEntry, NbrKey, RouteEntry,
-    gw::{GwStat, MAX_ROUTE_TABLES, NBR_SEEDED, ROUTES_PER_TABLE},
+    gw::{MAX_ROUTE_TABLES, NBR_SEEDED, ROUTES_PER_TABLE},
     map_names,
-    port::{PORT_EIP, PORT_GATEWAY},
-    tail::TAIL_PROGRAMS,
 };
 
-use super::{Dataplane, DataplaneError, map_err, prog_err};
+use super::{Dataplane, DataplaneError, map_err};
 use crate::node::gateway::{RouteSpec, RouterState};
 
 /// What the router maps hold, as this daemon wrote (or found) them.
 #[derive(Debug, Default)]
-pub(super) struct RouterMaps {
+struct RouterRecord {
     /// Table name -> (slot, routes).
     tables: BTreeMap<String, (u32, BTreeSet<RouteSpec>)>,
     /// Slots that may hold a trie no segment points at.
     stale_slots: BTreeSet<u32>,
     segments: BTreeMap<u32, GwSegment>,
     neighbours: BTreeMap<NbrKey, NbrEntry>,
-    /// Gateway MAC by VNI, for ports configured between two syncs.
-    pub(super) gateway_macs: BTreeMap<u32, [u8; 6]>,
     /// False until the first sync, which also removes what a previous daemon left.
     synced: bool,
 }
@@ -53,16 +50,6 @@ impl RouterSync {
     pub fn is_empty(&self) -> bool {
         *self == RouterSync::default()
     }
-}
-
-/// A writable handle on the hash map `name` (borrowing only the object's maps, so the
-/// router's record can be updated beside it).
-fn hash_mut<'a, K: aya::Pod, V: aya::Pod>(
-    ebpf: &'a mut aya::Ebpf,
-    name: &'static str,
-) -> Result<BpfHashMap<&'a mut MapData, K, V>, DataplaneError> {
-    let map = ebpf.map_mut(name).ok_or(DataplaneError::Missing(name))?;
-    BpfHashMap::try_from(map).map_err(map_err(name))
 }
 
 /// A delete of a key that is gone succeeds (aya reports it as ENOENT from the syscall).
@@ -94,83 +81,74 @@ fn route_entry(r: &RouteSpec) -> RouteEntry {
     }
 }
 
+/// The router's maps and the record of what they hold. Made by
+/// [`Dataplane::take_router`]; a daemon keeps it behind the router feature's lock.
+pub struct RouterWriter {
+    seg: BpfHashMap<MapData, u32, GwSegment>,
+    nbr: BpfHashMap<MapData, NbrKey, NbrEntry>,
+    snoop: BpfHashMap<MapData, NbrKey, NbrEntry>,
+    rt: ArrayOfMaps<MapData, MapData>,
+    record: RouterRecord,
+}
+
 impl Dataplane {
-    /// Puts this instance's tail-called programs (`juneau_common::tail`: the router,
-    /// the ElasticIP port and uplink programs) into `jn_progs` (an adopted array gets
-    /// each new program in one write: the next tail call enters it).
-    pub(super) fn install_tail_programs(&mut self) -> Result<(), DataplaneError> {
-        for (slot, name) in TAIL_PROGRAMS {
-            let fd = self
-                .program(name)
-                .fd()
-                .map_err(prog_err(name))?
-                .try_clone()
-                .map_err(|e| DataplaneError::Program {
-                    name,
-                    source: aya::programs::ProgramError::IOError(e),
-                })?;
-            let mut progs: ProgramArray<_> =
-                ProgramArray::try_from(self.map_mut(map_names::PROGS)?)
-                    .map_err(map_err(map_names::PROGS))?;
-            progs.set(slot, &fd, 0).map_err(map_err(map_names::PROGS))?;
-        }
-        Ok(())
+    /// Hands the router's maps to their writer: from now on only it writes them (a
+    /// second call finds them gone: [`DataplaneError::Missing`]).
+    pub fn take_router(&mut self) -> Result<RouterWriter, DataplaneError> {
+        Ok(RouterWriter {
+            seg: self.take_map(map_names::GW_SEG)?,
+            nbr: self.take_map(map_names::GW_NBR)?,
+            snoop: self.take_map(map_names::GW_SNOOP)?,
+            rt: self.take_map(map_names::GW_RT)?,
+            record: RouterRecord::default(),
+        })
     }
+}
 
-    /// True when the router serves segment `vni` (its ports get the gateway bit).
-    pub fn router_knows(&self, vni: u32) -> bool {
-        self.router.gateway_macs.contains_key(&vni)
-    }
-
-    /// The gateway bit and MAC a port of `vni` gets.
-    pub(super) fn gateway_bits(&self, vni: u32) -> (u32, FdbKey) {
-        match self.router.gateway_macs.get(&vni) {
-            Some(mac) => (PORT_GATEWAY, FdbKey::new(*mac)),
-            None => (0, FdbKey::default()),
-        }
-    }
-
+impl RouterWriter {
     /// What a previous daemon left in the router maps: its segments (and the table
     /// slots they point at) and neighbours, to be replaced or removed by the first sync.
-    fn read_router_maps(&mut self) -> Result<(), DataplaneError> {
-        let segs: BpfHashMap<_, u32, GwSegment> =
-            BpfHashMap::try_from(self.map(map_names::GW_SEG)?)
-                .map_err(map_err(map_names::GW_SEG))?;
-        let found: Vec<(u32, GwSegment)> = segs
+    fn read_maps(&mut self) -> Result<(), DataplaneError> {
+        let found: Vec<(u32, GwSegment)> = self
+            .seg
             .iter()
             .collect::<Result<_, _>>()
             .map_err(map_err(map_names::GW_SEG))?;
-        let nbrs: BpfHashMap<_, NbrKey, NbrEntry> =
-            BpfHashMap::try_from(self.map(map_names::GW_NBR)?)
-                .map_err(map_err(map_names::GW_NBR))?;
-        let neighbours: Vec<(NbrKey, NbrEntry)> = nbrs
+        let neighbours: Vec<(NbrKey, NbrEntry)> = self
+            .nbr
             .iter()
             .collect::<Result<_, _>>()
             .map_err(map_err(map_names::GW_NBR))?;
         for (vni, seg) in found {
-            self.router.stale_slots.insert(seg.table);
-            self.router.segments.insert(vni, seg);
+            self.record.stale_slots.insert(seg.table);
+            self.record.segments.insert(vni, seg);
         }
-        self.router.neighbours.extend(neighbours);
+        self.record.neighbours.extend(neighbours);
         Ok(())
     }
 
-    /// Brings the router maps and the ports' gateway bits to `want`. A table that
-    /// cannot be written (too many routes, no free slot) is logged and left out with
-    /// the segments that route by it; every other table, segment and neighbour is
-    /// still written. The record of what the maps hold (`self.router`) follows each
-    /// write as it succeeds, so a failure midway never lets a slot that a segment
-    /// still points at be handed to another table.
-    pub fn sync_router(&mut self, want: &RouterState) -> Result<RouterSync, DataplaneError> {
-        if !self.router.synced {
-            self.read_router_maps()?;
-            self.router.synced = true;
+    /// Brings the router maps to `want`, and the ports' gateway bits by
+    /// `set_gateways` (the port owner's write, given the gateway MAC of every segment
+    /// the router serves; it returns how many ports it wrote). A table that cannot be
+    /// written (too many routes, no free slot) is logged and left out with the
+    /// segments that route by it; every other table, segment and neighbour is still
+    /// written. The record of what the maps hold follows each write as it succeeds, so
+    /// a failure midway never lets a slot that a segment still points at be handed to
+    /// another table.
+    pub fn sync(
+        &mut self,
+        want: &RouterState,
+        set_gateways: impl FnOnce(BTreeMap<u32, [u8; 6]>) -> Result<usize, DataplaneError>,
+    ) -> Result<RouterSync, DataplaneError> {
+        if !self.record.synced {
+            self.read_maps()?;
+            self.record.synced = true;
         }
         let mut done = RouterSync::default();
         // 1. Tables: a changed one is built aside, in a slot nothing points at.
         for (name, routes) in &want.tables {
             if self
-                .router
+                .record
                 .tables
                 .get(name)
                 .is_some_and(|(_, r)| r == routes)
@@ -183,11 +161,11 @@ impl Dataplane {
             match written {
                 Ok(slot) => {
                     if let Some((old, _)) = self
-                        .router
+                        .record
                         .tables
                         .insert(name.clone(), (slot, routes.clone()))
                     {
-                        self.router.stale_slots.insert(old);
+                        self.record.stale_slots.insert(old);
                     }
                     done.tables += 1;
                 }
@@ -198,21 +176,21 @@ impl Dataplane {
             }
         }
         let gone: Vec<String> = self
-            .router
+            .record
             .tables
             .keys()
             .filter(|t| !want.tables.contains_key(*t))
             .cloned()
             .collect();
         for t in gone {
-            if let Some((slot, _)) = self.router.tables.remove(&t) {
-                self.router.stale_slots.insert(slot);
+            if let Some((slot, _)) = self.record.tables.remove(&t) {
+                self.record.stale_slots.insert(slot);
             }
         }
         // 2. Segments, pointing at their tables.
         let mut serving = BTreeSet::new();
         for (vni, s) in &want.segments {
-            let Some((slot, _)) = self.router.tables.get(&s.table) else {
+            let Some((slot, _)) = self.record.tables.get(&s.table) else {
                 continue;
             };
             let seg = GwSegment {
@@ -222,43 +200,36 @@ impl Dataplane {
                 prefix_len: s.prefix_len,
                 gw_mac: FdbKey::new(s.gw_mac),
             };
-            if self.router.segments.get(vni) != Some(&seg) {
-                let mut segs: BpfHashMap<_, u32, GwSegment> =
-                    hash_mut(&mut self.ebpf, map_names::GW_SEG)?;
-                segs.insert(vni, seg, 0)
+            if self.record.segments.get(vni) != Some(&seg) {
+                self.seg
+                    .insert(vni, seg, 0)
                     .map_err(map_err(map_names::GW_SEG))?;
-                self.router.segments.insert(*vni, seg);
+                self.record.segments.insert(*vni, seg);
                 done.segments += 1;
             }
             serving.insert(*vni);
         }
-        // 3. Ports enter the router only through a segment that is written.
-        self.router.gateway_macs = want
+        // 3. Ports enter the router only through a segment that is written (and their
+        //    listener lists follow the gateways).
+        let gateways = want
             .segments
             .iter()
             .filter(|(v, _)| serving.contains(*v))
             .map(|(v, s)| (*v, s.gw_mac))
             .collect();
-        done.ports = self.rewrite_port_gateways()?;
-        // Only gateway segments have listeners.
-        self.write_listen_lists()?;
+        done.ports = set_gateways(gateways)?;
         // 4. Segments that lost their gateway, now that no port enters through them;
         //    what the datapath learned on them goes too.
         let leaving: Vec<u32> = self
-            .router
+            .record
             .segments
             .keys()
             .filter(|v| !serving.contains(*v))
             .copied()
             .collect();
         for vni in &leaving {
-            let mut segs: BpfHashMap<_, u32, GwSegment> =
-                hash_mut(&mut self.ebpf, map_names::GW_SEG)?;
-            match removed(segs.remove(vni)) {
-                Ok(()) => {}
-                Err(e) => return Err(map_err(map_names::GW_SEG)(e)),
-            }
-            self.router.segments.remove(vni);
+            removed(self.seg.remove(vni)).map_err(map_err(map_names::GW_SEG))?;
+            self.record.segments.remove(vni);
             done.segments += 1;
         }
         if !leaving.is_empty() {
@@ -271,9 +242,8 @@ impl Dataplane {
 
     /// Deletes learned neighbours that match.
     fn forget_learned(&mut self, stale: impl Fn(&NbrKey) -> bool) -> Result<usize, DataplaneError> {
-        let mut map: BpfHashMap<_, NbrKey, NbrEntry> =
-            hash_mut(&mut self.ebpf, map_names::GW_SNOOP)?;
-        let keys: Vec<NbrKey> = map
+        let keys: Vec<NbrKey> = self
+            .snoop
             .keys()
             .collect::<Result<Vec<_>, _>>()
             .map_err(map_err(map_names::GW_SNOOP))?
@@ -282,7 +252,7 @@ impl Dataplane {
             .collect();
         let mut removed = 0;
         for k in &keys {
-            if map.remove(k).is_ok() {
+            if self.snoop.remove(k).is_ok() {
                 removed += 1;
             }
         }
@@ -291,11 +261,11 @@ impl Dataplane {
 
     fn free_table_slot(&self) -> Result<u32, DataplaneError> {
         let used: BTreeSet<u32> = self
-            .router
+            .record
             .tables
             .values()
             .map(|(s, _)| *s)
-            .chain(self.router.segments.values().map(|s| s.table))
+            .chain(self.record.segments.values().map(|s| s.table))
             .collect();
         (0..MAX_ROUTE_TABLES)
             .find(|s| !used.contains(s))
@@ -334,13 +304,10 @@ impl Dataplane {
                     .map_err(map_err(&trie_name))?;
             }
         }
-        let mut outer: ArrayOfMaps<_, MapData> =
-            ArrayOfMaps::try_from(self.map_mut(map_names::GW_RT)?)
-                .map_err(map_err(map_names::GW_RT))?;
-        outer
+        self.rt
             .set(slot, &inner, 0)
             .map_err(map_err(map_names::GW_RT))?;
-        self.router.stale_slots.remove(&slot);
+        self.record.stale_slots.remove(&slot);
         tracing::debug!(
             table = name,
             slot,
@@ -348,31 +315,6 @@ impl Dataplane {
             "route table written"
         );
         Ok(())
-    }
-
-    /// Sets or clears the gateway bit and MAC of every port whose segment's gateway
-    /// changed. Returns how many ports were written.
-    pub(super) fn rewrite_port_gateways(&mut self) -> Result<usize, DataplaneError> {
-        let ports: Vec<u32> = self.segments.ports().collect();
-        let mut written = 0;
-        for ifindex in ports {
-            let Some(vni) = self.segments.vni_of(ifindex) else {
-                continue;
-            };
-            let (bit, mac) = self.gateway_bits(vni);
-            let mut port = self.port(ifindex)?;
-            // A direct ElasticIP NIC's MAC for 169.254.0.1 is its network's, never a
-            // segment gateway's.
-            let direct = port.flags & PORT_EIP != 0;
-            if direct || (port.flags & PORT_GATEWAY == bit && port.gw_mac == mac) {
-                continue;
-            }
-            port.flags = (port.flags & !PORT_GATEWAY) | bit;
-            port.gw_mac = mac;
-            self.write_port(ifindex, port)?;
-            written += 1;
-        }
-        Ok(written)
     }
 
     fn sync_neighbours(&mut self, want: &RouterState) -> Result<usize, DataplaneError> {
@@ -393,28 +335,27 @@ impl Dataplane {
                 )
             })
             .collect();
-        let mut map: BpfHashMap<_, NbrKey, NbrEntry> = hash_mut(&mut self.ebpf, map_names::GW_NBR)?;
         let mut changed = 0;
         // Removals first: a full table makes room before it takes new entries.
         let gone: Vec<NbrKey> = self
-            .router
+            .record
             .neighbours
             .keys()
             .filter(|k| !desired.contains_key(*k))
             .copied()
             .collect();
         for k in &gone {
-            match removed(map.remove(k)) {
-                Ok(()) => changed += 1,
-                Err(e) => return Err(map_err(map_names::GW_NBR)(e)),
-            }
-            self.router.neighbours.remove(k);
+            removed(self.nbr.remove(k)).map_err(map_err(map_names::GW_NBR))?;
+            changed += 1;
+            self.record.neighbours.remove(k);
         }
         let mut seeded = Vec::new();
         for (k, v) in &desired {
-            if self.router.neighbours.get(k) != Some(v) {
-                map.insert(k, v, 0).map_err(map_err(map_names::GW_NBR))?;
-                self.router.neighbours.insert(*k, *v);
+            if self.record.neighbours.get(k) != Some(v) {
+                self.nbr
+                    .insert(k, v, 0)
+                    .map_err(map_err(map_names::GW_NBR))?;
+                self.record.neighbours.insert(*k, *v);
                 seeded.push(*k);
                 changed += 1;
             }
@@ -422,35 +363,20 @@ impl Dataplane {
         // An address learned from ARP before Juneau's record of it arrived (a Pod's
         // first ARP comes before its NetworkEndpoint) is the seeded one's from now on:
         // the learned binding must not come back when the seeded one goes.
-        if !seeded.is_empty() {
-            let mut learned: BpfHashMap<_, NbrKey, NbrEntry> =
-                hash_mut(&mut self.ebpf, map_names::GW_SNOOP)?;
-            for k in &seeded {
-                match removed(learned.remove(k)) {
-                    Ok(()) => {}
-                    Err(e) => return Err(map_err(map_names::GW_SNOOP)(e)),
-                }
-            }
+        for k in &seeded {
+            removed(self.snoop.remove(k)).map_err(map_err(map_names::GW_SNOOP))?;
         }
-        self.router.neighbours = desired;
+        self.record.neighbours = desired;
         Ok(changed)
     }
 
-    /// The router's counters, summed over CPUs, by name.
-    pub fn gw_stats(&self) -> Result<Vec<(&'static str, u64)>, DataplaneError> {
-        let slots = GwStat::ALL
-            .iter()
-            .map(|s| (*s as u32, s.name()))
-            .collect::<Vec<_>>();
-        self.named_counters(map_names::GW_STATS, &slots)
-    }
-
     /// The neighbours the datapath holds, seeded then learned (dumps and tests).
-    pub fn gw_neighbours(&self) -> Result<Vec<(NbrKey, NbrEntry)>, DataplaneError> {
+    pub fn neighbours(&self) -> Result<Vec<(NbrKey, NbrEntry)>, DataplaneError> {
         let mut out = Vec::new();
-        for name in [map_names::GW_NBR, map_names::GW_SNOOP] {
-            let map: BpfHashMap<_, NbrKey, NbrEntry> =
-                BpfHashMap::try_from(self.map(name)?).map_err(map_err(name))?;
+        for (name, map) in [
+            (map_names::GW_NBR, &self.nbr),
+            (map_names::GW_SNOOP, &self.snoop),
+        ] {
             for entry in map.iter() {
                 out.push(entry.map_err(map_err(name))?);
             }

@@ -35,7 +35,7 @@ impl Dataplane {
         let Some(slot) = self.segments.get(vni).map(|s| s.slot) else {
             return Ok(());
         };
-        let list = if self.router.gateway_macs.contains_key(&vni) {
+        let list = if self.gateways.contains_key(&vni) {
             self.segments.listen_list(vni, &self.listen_nodes)
         } else {
             RemoteList::default()

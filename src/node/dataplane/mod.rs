@@ -16,6 +16,8 @@ mod l2;
 mod listen;
 mod overlay;
 pub mod pins;
+mod ports_gw;
+mod whole;
 
 use std::{
     collections::HashMap,
@@ -31,12 +33,13 @@ use aya::{
         tc::{SchedClassifierLink, SchedClassifierLinkId},
     },
 };
-pub use eip::Holder;
+pub use eip::{ElasticIpWriter, Holder};
 pub use filter::{PORT_FILTER_HANDLE, PORT_FILTER_PRIORITY, PortAttach};
-pub use gw::RouterSync;
+pub use gw::{RouterSync, RouterWriter};
 use juneau_common::{l2::MAX_PORTS, map_names, prog_names};
 pub use l2::{PortKind, PortSpec, monotonic_coarse_ns};
 pub use pins::PinLayout;
+pub use whole::Whole;
 
 use super::{
     l2network::{L2Error, Segments},
@@ -162,12 +165,10 @@ pub struct Dataplane {
     adopted: bool,
     /// How ports attached from now on get their program.
     port_attach: PortAttach,
-    /// What the router maps hold.
-    router: gw::RouterMaps,
+    /// Gateway MAC by VNI: the segments the router serves (given by its sync).
+    gateways: std::collections::BTreeMap<u32, [u8; 6]>,
     /// The other Nodes that route (have endpoints), for the listener lists.
     listen_nodes: std::collections::BTreeSet<u32>,
-    /// The uplink's ifindex and MAC, read once per uplink (every sync asks).
-    uplink: Option<(u32, [u8; 6])>,
 }
 
 impl Dataplane {
@@ -196,9 +197,8 @@ impl Dataplane {
             links: HashMap::new(),
             adopted,
             port_attach: PortAttach::default(),
-            router: gw::RouterMaps::default(),
+            gateways: Default::default(),
             listen_nodes: Default::default(),
-            uplink: None,
         };
         for name in PROGRAMS {
             dp.program_mut(name)?.load().map_err(prog_err(name))?;
@@ -254,6 +254,19 @@ impl Dataplane {
 
     fn map_mut(&mut self, name: &'static str) -> Result<&mut Map, DataplaneError> {
         self.ebpf.map_mut(name).ok_or(DataplaneError::Missing(name))
+    }
+
+    /// Takes map `name` out of the loaded object for a feature's writer, typed: from
+    /// then on the writer owns it (its pin stays; the object no longer finds it).
+    fn take_map<T: TryFrom<Map, Error = MapError>>(
+        &mut self,
+        name: &'static str,
+    ) -> Result<T, DataplaneError> {
+        let map = self
+            .ebpf
+            .take_map(name)
+            .ok_or(DataplaneError::Missing(name))?;
+        T::try_from(map).map_err(map_err(name))
     }
 
     fn map(&self, name: &'static str) -> Result<&Map, DataplaneError> {

@@ -14,10 +14,12 @@ use std::{
 use super::{FeatureError, NodeFeature, NodeView};
 use crate::{
     cluster::World,
-    node::{elasticip, garp},
+    node::{dataplane::ElasticIpWriter, elasticip, garp},
 };
 
 pub struct ElasticIps {
+    /// The ElasticIP maps (their own lock).
+    writer: Mutex<ElasticIpWriter>,
     /// Rounds of gratuitous ARP for a new answer (0: none).
     rounds: Arc<AtomicU32>,
     /// The addresses this Node answers for now.
@@ -25,8 +27,9 @@ pub struct ElasticIps {
 }
 
 impl ElasticIps {
-    pub fn new(rounds: Arc<AtomicU32>) -> Self {
+    pub fn new(rounds: Arc<AtomicU32>, writer: ElasticIpWriter) -> Self {
         Self {
+            writer: Mutex::new(writer),
             rounds,
             answering: Mutex::new(BTreeSet::new()),
         }
@@ -40,10 +43,15 @@ impl NodeFeature for ElasticIps {
 
     fn sync(&self, world: &World, node: &NodeView<'_>) -> Result<usize, FeatureError> {
         let holders = elasticip::holders(world);
-        let mut dp = node.dataplane.lock().expect("dataplane lock");
+        let mut eips = self.writer.lock().expect("ElasticIP lock");
+        // What the port owner knows, read in one short hold of its lock.
+        let (local, uplink_ifindex) = {
+            let dp = node.dataplane.lock().expect("dataplane lock");
+            (dp.held_ports(), dp.uplink_ifindex())
+        };
         // A failed write of the holders does not stop the answers (each is its own
         // map); it is returned once the answers are written.
-        let (held, holders_failed) = match dp.set_elastic_ips(&holders) {
+        let (held, holders_failed) = match eips.set_elastic_ips(&holders, &local) {
             Ok(n) => (n, None),
             Err(e) => (0, Some(FeatureError::write("the ElasticIP holders")(e))),
         };
@@ -55,18 +63,21 @@ impl NodeFeature for ElasticIps {
             );
         }
         // Unreadable, the answers written stay: better than none until the MAC reads.
-        let uplink = dp.uplink().map_err(|e| FeatureError::Read {
-            what: "the uplink's MAC",
-            kept: "the ElasticIP ARP answers are left as they are",
-            source: Box::new(e),
-        })?;
+        let uplink =
+            uplink_ifindex
+                .and_then(|i| eips.uplink(i))
+                .map_err(|e| FeatureError::Read {
+                    what: "the uplink's MAC",
+                    kept: "the ElasticIP ARP answers are left as they are",
+                    source: Box::new(e),
+                })?;
         let answers = uplink
             .map(|(_, mac)| elasticip::arp_answers(world, node.name, mac))
             .unwrap_or_default();
-        let answered = dp
+        let answered = eips
             .set_arp_answers(&answers)
             .map_err(FeatureError::write("the ElasticIP ARP answers"))?;
-        drop(dp);
+        drop(eips);
         if answered > 0 {
             tracing::info!(
                 changed = answered,

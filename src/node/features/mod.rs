@@ -1,7 +1,11 @@
 //! Node features: what each keeps of the rest of the cluster in this Node's datapath.
 //! A feature is one file here: its desired state, computed from the cluster by a pure
 //! function (`node::gateway::desired`, `node::elasticip::holders`, ...), and the write
-//! of that state through its map writer, with its own bookkeeping behind its own lock.
+//! of that state through its map writer, which owns the feature's maps behind the
+//! feature's own lock (`RouterWriter`, `ElasticIpWriter`). The port array, the
+//! segments and their lists have one owner, the `Dataplane` (the CNI's ports and the
+//! remote lists); a feature takes that lock only for what it reads or asks of it, and
+//! always after its own (router, then ports), never the other way round.
 //! The agent's sync runs them in order over one read of the cluster
 //! ([`Features::sync`]); a feature that fails is logged and the others still run.
 //!
@@ -51,7 +55,8 @@ impl FeatureError {
 pub struct NodeView<'a> {
     /// This Node's name, as the cluster knows it.
     pub name: &'a str,
-    /// The map writer (its own lock: a feature takes it for its writes only).
+    /// The port owner (its own lock: a feature takes it only for what it reads or asks
+    /// of the ports, after its own lock).
     pub dataplane: &'a Mutex<Dataplane>,
 }
 
@@ -89,14 +94,15 @@ pub struct Features {
 impl Features {
     /// `garp_rounds`: rounds of gratuitous ARP for an ElasticIP this Node starts
     /// answering for (shared with the daemon, which sets it from its settings).
-    pub fn new(garp_rounds: Arc<AtomicU32>) -> Self {
-        Self {
+    /// Each feature that owns maps takes their writer from `dp` here.
+    pub fn new(garp_rounds: Arc<AtomicU32>, dp: &mut Dataplane) -> Result<Self, DataplaneError> {
+        Ok(Self {
             list: vec![
-                Box::new(Router::default()),
-                Box::new(ElasticIps::new(garp_rounds)),
+                Box::new(Router::new(dp.take_router()?)),
+                Box::new(ElasticIps::new(garp_rounds, dp.take_elastic_ips()?)),
                 Box::new(RemoteLists::default()),
             ],
-        }
+        })
     }
 
     /// Runs every feature over one read of the cluster.

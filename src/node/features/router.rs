@@ -1,13 +1,28 @@
 //! The Vpc router on this Node: gateway segments, RouteTables, neighbours and the
-//! listener lists, desired by `node::gateway` (pure) and written by
-//! `Dataplane::sync_router` (`dataplane/gw.rs`).
-use super::{FeatureError, LoggedOnce, NodeFeature, NodeView};
-use crate::{cluster::World, node::gateway};
+//! listener lists, desired by `node::gateway` (pure) and written by its
+//! `RouterWriter` (`dataplane/gw.rs`), the ports' gateway bits by the port owner.
+use std::sync::Mutex;
 
-#[derive(Default)]
+use super::{FeatureError, LoggedOnce, NodeFeature, NodeView};
+use crate::{
+    cluster::World,
+    node::{dataplane::RouterWriter, gateway},
+};
+
 pub struct Router {
+    /// The router's maps (their own lock: a CNI ADD never waits for a route table).
+    writer: Mutex<RouterWriter>,
     /// Objects the router left out, each logged once.
     skipped: LoggedOnce,
+}
+
+impl Router {
+    pub fn new(writer: RouterWriter) -> Self {
+        Self {
+            writer: Mutex::new(writer),
+            skipped: LoggedOnce::default(),
+        }
+    }
 }
 
 impl NodeFeature for Router {
@@ -32,11 +47,16 @@ impl NodeFeature for Router {
         for line in skipped {
             self.skipped.warn(line, "left out of the router");
         }
-        let done = node
-            .dataplane
+        let done = self
+            .writer
             .lock()
-            .expect("dataplane lock")
-            .sync_router(&want)
+            .expect("router lock")
+            .sync(&want, |gateways| {
+                node.dataplane
+                    .lock()
+                    .expect("dataplane lock")
+                    .set_gateways(gateways)
+            })
             .map_err(FeatureError::write("the router maps"))?;
         if !done.is_empty() {
             tracing::info!(
