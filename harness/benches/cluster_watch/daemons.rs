@@ -37,6 +37,56 @@ use juneau_common::{NbrEntry, NbrKey, map_names};
 
 use super::{ControlPlane, Run, wait_until};
 
+/// The API server's port, from the kubeconfig (`https://127.0.0.1:<port>`).
+fn api_port(kubeconfig: &std::path::Path) -> u16 {
+    let text = std::fs::read_to_string(kubeconfig).expect("the kubeconfig");
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("server: "))
+        .and_then(|u| u.rsplit(':').next()?.trim_end_matches('/').parse().ok())
+        .expect("the API server's port")
+}
+
+/// The API server inside a Node namespace: a listener on the namespace's own loopback
+/// (same address and port, so the kubeconfig and the server's certificate hold),
+/// each connection copied to the server on this process's loopback. The listener
+/// belongs to the namespace it was made in; nothing crosses any other interface.
+fn relay_api_into(ns: &std::path::Path, port: u16, stop: Arc<AtomicBool>) {
+    let listener = juneau::netns::run_in(ns, || std::net::TcpListener::bind(("127.0.0.1", port)))
+        .expect("enter the Node namespace")
+        .expect("listen on the Node namespace's loopback");
+    listener
+        .set_nonblocking(true)
+        .expect("a non-blocking listener");
+    std::thread::spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            let inside = match listener.accept() {
+                Ok((c, _)) => c,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                }
+                Err(_) => break,
+            };
+            inside
+                .set_nonblocking(false)
+                .expect("a blocking connection");
+            let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+                continue;
+            };
+            let (mut a, mut b) = (inside.try_clone().unwrap(), server.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut a, &mut b);
+                let _ = b.shutdown(std::net::Shutdown::Write);
+            });
+            let (mut a, mut b) = (server, inside);
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut a, &mut b);
+                let _ = b.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+}
+
 /// Node names unique on the machine (their sockets and pins are by name).
 fn node_names(nodes: usize) -> Vec<String> {
     let tag = std::process::id() % 100_000;
@@ -196,6 +246,13 @@ pub fn run(nodes: usize, pods: usize, burst: usize, memory_endpoints: usize) -> 
             controller::run_loop(&*ctl, &cfg, &stop);
         })
     };
+    let port = api_port(&cp.kubeconfig);
+    for n in &topo.nodes {
+        // Their loopback is down in a fresh namespace.
+        n.ns.exec(&["ip", "link", "set", "lo", "up"])
+            .expect("lo up");
+        relay_api_into(n.ns.path(), port, stop.clone());
+    }
     let specs = topo
         .nodes
         .iter()
@@ -225,7 +282,7 @@ pub fn run(nodes: usize, pods: usize, burst: usize, memory_endpoints: usize) -> 
                 .map(String::from)
                 .to_vec(),
                 log: std::env::temp_dir().join(format!("{}.log", n.name)),
-                pid_file: std::env::temp_dir().join(format!("{}.pid", n.name)),
+                pid_file: juneau::node::daemon::pid_file_of(&socket_of(&n.name)),
             }
         })
         .collect();
