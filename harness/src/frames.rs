@@ -67,6 +67,37 @@ pub fn udp(src: ([u8; 6], [u8; 4]), dst: ([u8; 6], [u8; 4]), payload: &[u8]) -> 
     f
 }
 
+/// An IPv4/UDP frame between the given ports (checksums valid).
+pub fn udp_ports(
+    src: ([u8; 6], [u8; 4], u16),
+    dst: ([u8; 6], [u8; 4], u16),
+    payload: &[u8],
+) -> Vec<u8> {
+    let b = PacketBuilder::ethernet2(src.0, dst.0)
+        .ipv4(src.1, dst.1, 64)
+        .udp(src.2, dst.2);
+    let mut f = Vec::with_capacity(b.size(payload.len()));
+    b.write(&mut f, payload).unwrap();
+    f
+}
+
+/// An IPv4/TCP segment between the given ports: a SYN (`syn`), else an ACK carrying
+/// `payload` (checksums valid).
+pub fn tcp(
+    src: ([u8; 6], [u8; 4], u16),
+    dst: ([u8; 6], [u8; 4], u16),
+    syn: bool,
+    payload: &[u8],
+) -> Vec<u8> {
+    let b = PacketBuilder::ethernet2(src.0, dst.0)
+        .ipv4(src.1, dst.1, 64)
+        .tcp(src.2, dst.2, 1000, 64240);
+    let b = if syn { b.syn() } else { b.ack(1) };
+    let mut f = Vec::with_capacity(b.size(payload.len()));
+    b.write(&mut f, payload).unwrap();
+    f
+}
+
 /// An ICMP echo request with `ttl` and `len` bytes of payload; `df` sets Don't
 /// Fragment (checksum kept valid).
 pub fn icmp_echo(

@@ -159,6 +159,7 @@ impl Cluster {
                 pin_root: None,
                 datapath_encap: true,
                 port_attach: Default::default(),
+                ct_entries: juneau_common::ct::DEFAULT_ENTRIES,
             };
             let dataplane = ns
                 .run(|| daemon::bring_up(&setup))

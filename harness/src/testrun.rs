@@ -145,6 +145,7 @@ impl PortBed {
             pin_root: None,
             datapath_encap: true,
             port_attach: Default::default(),
+            ct_entries: juneau_common::ct::DEFAULT_ENTRIES,
         };
         self.ns
             .run(|| juneau::node::daemon::bring_up(&setup))

@@ -117,6 +117,14 @@ pub struct DaemonConfig {
     /// sends none (as the reference).
     #[serde(default = "garp_rounds")]
     pub garp_rounds: u32,
+    /// Entries of the connection table: new connections are refused past it
+    /// (`CT_FULL`), established ones never evicted.
+    #[serde(default = "conntrack_entries")]
+    pub conntrack_entries: u32,
+}
+
+fn conntrack_entries() -> u32 {
+    juneau_common::ct::DEFAULT_ENTRIES
 }
 
 fn garp_rounds() -> u32 {
@@ -153,6 +161,8 @@ pub struct NodeSetup {
     pub pin_root: Option<PathBuf>,
     pub datapath_encap: bool,
     pub port_attach: PortAttach,
+    /// Entries of the connection table (`jn_ct`) when it is made.
+    pub ct_entries: u32,
 }
 
 /// Brings up a Node's datapath in the calling thread's namespace: the VXLAN device
@@ -168,7 +178,7 @@ pub fn bring_up(setup: &NodeSetup) -> Result<Dataplane, DaemonError> {
             mtu: setup.vxlan_mtu,
         },
     )?;
-    let mut dp = Dataplane::load(setup.pin_root.as_deref())?;
+    let mut dp = Dataplane::load_sized(setup.pin_root.as_deref(), setup.ct_entries)?;
     dp.set_port_attach(setup.port_attach);
     dp.attach_overlay(VXLAN_DEV, setup.vtep)?;
     // Attached either way: the uplink's program serves the ElasticIPs too.
@@ -275,6 +285,7 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         pin_root: Some(cfg.pin_dir.clone()),
         datapath_encap: cfg.datapath_encap,
         port_attach: cfg.port_attach,
+        ct_entries: cfg.conntrack_entries,
     })?;
     let adopted = dp.adopted();
     let layout = dp.pins().cloned().expect("the daemon pins");
@@ -289,6 +300,8 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
             "net.ipv4.conf.all.rp_filter is not 0: packets from secondary ElasticIP NICs will be dropped by the Node; set it to 0"
         );
     }
+    let mut dp = dp;
+    let conntrack = dp.take_conntrack()?;
     let agent = Arc::new(Agent::new(&cfg.node_name, vtep, cluster.clone(), dp)?);
     agent
         .garp_rounds
@@ -328,6 +341,7 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         stop.clone(),
         Duration::from_secs(cfg.fdb_aging),
     );
+    let ct_sweeps = sweep_conntrack(conntrack, stop.clone());
     let signal = signals().wait();
     tracing::info!(
         ?signal,
@@ -335,6 +349,7 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     );
     stop.store(true, Ordering::Relaxed);
     let _ = sweeps.join();
+    let _ = ct_sweeps.join();
     let _ = std::fs::remove_file(&cfg.cni_socket);
     let _ = std::fs::remove_file(cfg.pid_file());
     Ok(())
@@ -377,6 +392,29 @@ fn migrate(layout: &PinLayout) -> Result<(), DaemonError> {
 
 /// Keeps the remote lists in step with the cluster and ages the learning tables every
 /// tenth of the aging time (at least once a second).
+/// The connection table's collection, every 10 s on its own thread and handle: it
+/// never holds the port owner's lock, and the datapath never waits on it.
+fn sweep_conntrack(
+    mut ct: crate::node::dataplane::Conntrack,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut last = Instant::now();
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(250));
+            if last.elapsed() < Duration::from_secs(10) {
+                continue;
+            }
+            last = Instant::now();
+            match ct.sweep(None) {
+                Ok(0) => {}
+                Ok(n) => tracing::debug!(expired = n, "swept the connection table"),
+                Err(e) => tracing::warn!(error = %e, "connection table sweep failed"),
+            }
+        }
+    })
+}
+
 fn sweep(agent: Arc<Agent>, stop: Arc<AtomicBool>, aging: Duration) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let mut seen = 0;

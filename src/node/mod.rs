@@ -17,6 +17,7 @@ pub mod metrics_http;
 pub mod netlink;
 pub mod nic;
 pub mod server;
+pub mod services;
 pub mod settings;
 pub mod veth;
 pub mod vxlan;

@@ -64,6 +64,11 @@ pub struct NodeArgs {
     /// starts answering for an ElasticIP; 0 sends none [default: 3].
     #[arg(long)]
     garp_rounds: Option<u32>,
+    /// Entries of the connection table, both directions of a translated connection
+    /// counting one each; new connections past it are refused (CT_FULL), established
+    /// ones are never evicted. A table already pinned keeps its size [default: 1048576].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..))]
+    conntrack_entries: Option<u32>,
 }
 
 impl NodeArgs {
@@ -112,6 +117,7 @@ impl NodeArgs {
         }
         set("port-attach", self.port_attach.map(Into::into));
         set("garp-rounds", self.garp_rounds.map(Into::into));
+        set("conntrack-entries", self.conntrack_entries.map(Into::into));
         let from_flag = self.metrics_addr.is_some();
         let metrics = match (self.metrics_addr, file.get("metrics-addr")) {
             (Some(flag), _) => flag,

@@ -94,5 +94,17 @@ crate::slots! {
         /// IPv4 to a direct ElasticIP whose holder is on no Node this one knows (its
         /// pinned entry gone, its endpoint not yet written).
         EipNoHolder = 29 => "EIP_NO_HOLDER",
+        /// A new connection when the connection table is full: refused (and counted),
+        /// never made room for by evicting an established one.
+        CtFull = 30 => "CT_FULL",
+        /// To a Service without a backend that takes new connections: answered with
+        /// ICMP port unreachable (SVC-03).
+        SvcNoEndpoints = 31 => "SVC_NO_ENDPOINTS",
+        /// A Service's Maglev table or backend entry is missing (a write in progress).
+        NoBackend = 32 => "NO_BACKEND",
+        /// A Service connection the datapath cannot translate (SCTP to another port).
+        SvcUnsupported = 33 => "SVC_UNSUPPORTED",
+        /// A rewrite of a translated packet failed.
+        NatFailed = 34 => "NAT_FAILED",
     }
 }

@@ -5,12 +5,14 @@
 //! eBPF crate and the daemon both import them from here.
 #![no_std]
 
+pub mod ct;
 pub mod drop;
 pub mod eip;
 pub mod gw;
 pub mod l2;
 pub mod overlay;
 pub mod port;
+pub mod svc;
 pub mod tail;
 
 pub use drop::DropReason;
@@ -70,7 +72,7 @@ macro_rules! slots {
 /// A daemon adopts only pins of its own version (under `v<LAYOUT_VERSION>/` of its pin
 /// folder); any change to a map type, size or meaning must bump it, so that a new
 /// daemon builds its maps afresh and migrates instead of reading an old map wrongly.
-pub const LAYOUT_VERSION: u32 = 9;
+pub const LAYOUT_VERSION: u32 = 10;
 
 /// The names under which the maps are created and pinned. One prefix (`jn_`) so that a
 /// `bpftool map list` tells Juneau's maps apart from any other tenant of the machine.
@@ -93,10 +95,37 @@ pub mod map_names {
     pub const GW_LISTEN: &str = "jn_gw_listen";
     pub const EIP_DIRECT: &str = "jn_eip_direct";
     pub const EXT_ARP: &str = "jn_ext_arp";
+    /// The connection table (`ct`).
+    pub const CT: &str = "jn_ct";
+    /// Service frontends, backends, Maglev tables, affinities (`svc`).
+    pub const SVC: &str = "jn_svc";
+    pub const SVC_BACKEND: &str = "jn_svc_backend";
+    pub const SVC_MAGLEV: &str = "jn_svc_maglev";
+    pub const SVC_AFFINITY: &str = "jn_svc_affinity";
     /// Every map the daemon pins, in the order `kubectl-juneau` lists them.
-    pub const ALL: [&str; 17] = [
-        NODE, L2_PORT, L2_VNI, L2_FDB, L2_FLOOD, L2_REMOTE, DROPS, PROGS, GW_SEG, GW_RT, GW_NBR,
-        GW_SNOOP, GW_STATS, GW_ICMP, GW_LISTEN, EIP_DIRECT, EXT_ARP,
+    pub const ALL: [&str; 22] = [
+        NODE,
+        L2_PORT,
+        L2_VNI,
+        L2_FDB,
+        L2_FLOOD,
+        L2_REMOTE,
+        DROPS,
+        PROGS,
+        GW_SEG,
+        GW_RT,
+        GW_NBR,
+        GW_SNOOP,
+        GW_STATS,
+        GW_ICMP,
+        GW_LISTEN,
+        EIP_DIRECT,
+        EXT_ARP,
+        CT,
+        SVC,
+        SVC_BACKEND,
+        SVC_MAGLEV,
+        SVC_AFFINITY,
     ];
 }
 
@@ -145,4 +174,11 @@ mod user {
     unsafe impl aya::Pod for crate::gw::IcmpBucket {}
     unsafe impl aya::Pod for crate::EipEntry {}
     unsafe impl aya::Pod for crate::ExtArp {}
+    unsafe impl aya::Pod for crate::ct::CtKey {}
+    unsafe impl aya::Pod for crate::ct::CtEntry {}
+    unsafe impl aya::Pod for crate::svc::SvcKey {}
+    unsafe impl aya::Pod for crate::svc::SvcEntry {}
+    unsafe impl aya::Pod for crate::svc::Backend {}
+    unsafe impl aya::Pod for crate::svc::AffinityKey {}
+    unsafe impl aya::Pod for crate::svc::Affinity {}
 }

@@ -7,17 +7,32 @@
 //! happens on the sender's Node only, so this is the one place a receiving Node sees
 //! a connection's packets in both directions: where the connection table's lookup, the
 //! receiving NIC's SecurityGroup and a reply's reverse translation go (the next stages).
-//! Today it only picks the redirect; a stage that refuses a frame returns its reason.
+//! A Service reply gets its ClusterIP back here (`svc::reverse`), for ports that
+//! consume Services (routed and gateway ports: Subnet and gateway-L2Network NICs); a
+//! switched port without a gateway never reaches a Service and pays nothing. Then the
+//! redirect; a stage that refuses a frame returns its reason.
 use aya_ebpf::{
     helpers::{bpf_redirect, bpf_redirect_peer},
     programs::TcContext,
 };
-use juneau_common::{DropReason, port::PORT_PEER};
+use juneau_common::{
+    DropReason,
+    port::{PORT_EIP, PORT_GATEWAY, PORT_PEER, PORT_ROUTED},
+};
+
+use crate::{eth, maps, svc};
 
 /// Straight into the peer's namespace when the port is a Pod veth (its ingress is
 /// entered directly, no veth transmit or backlog hop), else to the port's egress.
 #[inline(always)]
-pub fn to_port(_ctx: &TcContext, ifindex: u32, flags: u32) -> Result<i32, DropReason> {
+pub fn to_port(ctx: &TcContext, ifindex: u32, flags: u32) -> Result<i32, DropReason> {
+    if flags & (PORT_ROUTED | PORT_GATEWAY) != 0 && flags & PORT_EIP == 0 && eth::is_ip(ctx) {
+        let zone = maps::jn_l2_port
+            .get(ifindex)
+            .map(|p| p.vni)
+            .ok_or(DropReason::NotAPort)?;
+        svc::reverse(ctx, zone)?;
+    }
     // SAFETY: plain helper calls.
     Ok(unsafe {
         if flags & PORT_PEER != 0 {

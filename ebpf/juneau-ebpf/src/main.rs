@@ -1,12 +1,13 @@
 //! Juneau's eBPF datapath. The entry points are here and nothing else: one program
 //! per hook, named by the hook, and the programs hooks enter by tail call. Each runs
 //! its hook's pipeline (`hooks/`), which composes the feature stages (`l2`, `overlay`,
-//! `gw`, `eip`) over the delivery stage (`deliver`), the wire formats and the maps
+//! `gw`, `eip`, `svc` on `conntrack`) over the delivery stage (`deliver`), the wire formats and the maps
 //! (`maps`; their types in `juneau-common`).
 #![no_std]
 #![no_main]
 
 mod arp;
+mod conntrack;
 mod deliver;
 mod drop;
 mod eip;
@@ -15,8 +16,10 @@ mod gw;
 mod hooks;
 mod ipv4;
 mod l2;
+mod l4;
 mod maps;
 mod overlay;
+mod svc;
 mod tail;
 mod zero;
 

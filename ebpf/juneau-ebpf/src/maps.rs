@@ -9,12 +9,16 @@ use aya_ebpf::{
 use juneau_common::{
     DropReason, EipEntry, ExtArp, FdbEntry, FdbKey, FloodList, GwSegment, NbrEntry, NbrKey,
     NodeConfig, PortConfig, RemoteList, RouteEntry,
+    ct::{CtEntry, CtKey, DEFAULT_ENTRIES},
     eip::{MAX_EIPS, MAX_EXT_ARP},
     gw::{
         GwStat, IcmpBucket, MAX_GW_SEGMENTS, MAX_NEIGHBOURS, MAX_ROUTE_TABLES, MAX_SNOOPED,
         ROUTES_PER_TABLE, RouteAddr,
     },
     l2::{FDB_ENTRIES, MAX_PORTS, MAX_SEGMENTS},
+    svc::{
+        Affinity, AffinityKey, Backend, MAGLEV_SLOTS, MAX_BACKENDS, MAX_SERVICES, SvcEntry, SvcKey,
+    },
     tail::TAIL_SLOTS,
 };
 
@@ -94,3 +98,30 @@ pub static jn_eip_direct: HashMap<u32, EipEntry, { MAX_EIPS as usize }> = HashMa
 /// The addresses this Node answers ARP for on its uplink (its ARPAdvertisements).
 #[btf_map]
 pub static jn_ext_arp: HashMap<u32, ExtArp, { MAX_EXT_ARP as usize }> = HashMap::new();
+
+/// The connection table: one direction of a connection per entry (Services now; the
+/// NAT mapping and policy's allow record in the same entry later). Preallocated, so a
+/// full table refuses new connections instead of evicting; sized at load by the
+/// daemon's setting.
+#[btf_map]
+pub static jn_ct: HashMap<CtKey, CtEntry, { DEFAULT_ENTRIES as usize }> = HashMap::new();
+
+/// Service frontends: (ClusterIP, port, protocol) -> the Service's id and backends.
+#[btf_map]
+pub static jn_svc: HashMap<SvcKey, SvcEntry, { MAX_SERVICES as usize }> = HashMap::new();
+
+/// Backends by id (the Maglev tables' values).
+#[btf_map]
+pub static jn_svc_backend: Array<Backend, { MAX_BACKENDS as usize }> = Array::new();
+
+/// One Maglev table per Service id (slots -> backend ids), swapped in whole.
+#[btf_map]
+pub static jn_svc_maglev: ArrayOfMaps<
+    Array<u32, { MAGLEV_SLOTS as usize }>,
+    { MAX_SERVICES as usize },
+> = ArrayOfMaps::new();
+
+/// `sessionAffinity: ClientIP`: a client's backend and when it last came. An LRU:
+/// losing an affinity under pressure costs a new backend, never a connection.
+#[btf_map]
+pub static jn_svc_affinity: LruHashMap<AffinityKey, Affinity, 65536> = LruHashMap::new();

@@ -9,6 +9,7 @@
 //! a port is deactivated before anything it uses is taken away.
 mod adopt;
 mod counters;
+mod ct;
 mod eip;
 mod filter;
 mod gw;
@@ -17,6 +18,7 @@ mod listen;
 mod overlay;
 pub mod pins;
 mod ports_gw;
+mod svc;
 mod whole;
 
 use std::{
@@ -33,12 +35,14 @@ use aya::{
         tc::{SchedClassifierLink, SchedClassifierLinkId},
     },
 };
+pub use ct::Conntrack;
 pub use eip::{ElasticIpWriter, Holder};
 pub use filter::{PORT_FILTER_HANDLE, PORT_FILTER_PRIORITY, PortAttach};
 pub use gw::{RouterSync, RouterWriter};
 use juneau_common::{l2::MAX_PORTS, map_names, prog_names};
 pub use l2::{PortKind, PortSpec, monotonic_coarse_ns};
 pub use pins::PinLayout;
+pub use svc::{ServiceSync, ServiceWriter};
 pub use whole::Whole;
 
 use super::{
@@ -89,6 +93,8 @@ pub enum DataplaneError {
         max = juneau_common::gw::ROUTES_PER_TABLE
     )]
     TooManyRoutes { table: String, routes: usize },
+    #[error("no free id among {1} {0}: remove some, or raise the limit in juneau_common")]
+    Full(&'static str, u32),
     #[error(
         "segment slot {0} has no learning table (an earlier write failed midway); delete the Pod's NIC and add it again"
     )]
@@ -178,8 +184,15 @@ impl Dataplane {
     /// the programs loaded now (`bpf_link_update`, atomic: no frame is missed), and the
     /// bookkeeping rebuilt from the maps. Links to interfaces that are gone are unpinned.
     pub fn load(pin_root: Option<&Path>) -> Result<Self, DataplaneError> {
+        Self::load_sized(pin_root, juneau_common::ct::DEFAULT_ENTRIES)
+    }
+
+    /// [`Dataplane::load`] with a connection table of `ct_entries` (a table already
+    /// pinned keeps its size: its connections are adopted, not resized away).
+    pub fn load_sized(pin_root: Option<&Path>, ct_entries: u32) -> Result<Self, DataplaneError> {
         let pins = pin_root.map(PinLayout::new);
         let mut loader = EbpfLoader::new();
+        loader.map_max_entries(map_names::CT, ct_entries.max(2));
         let mut adopted = false;
         if let Some(layout) = &pins {
             layout.prepare()?;

@@ -10,8 +10,11 @@ use std::{
 
 use juneau_common::{NbrEntry, NbrKey};
 
-use super::{Dataplane, DataplaneError, ElasticIpWriter, Holder, RouterSync, RouterWriter};
-use crate::node::gateway::RouterState;
+use super::{
+    Conntrack, Dataplane, DataplaneError, ElasticIpWriter, Holder, RouterSync, RouterWriter,
+    ServiceSync, ServiceWriter,
+};
+use crate::node::{gateway::RouterState, services::ServiceState};
 
 /// The port owner (reached through `Deref`) with the router's and the ElasticIPs'
 /// writers beside it.
@@ -19,6 +22,8 @@ pub struct Whole {
     pub ports: Dataplane,
     pub router: RouterWriter,
     pub eips: ElasticIpWriter,
+    pub services: ServiceWriter,
+    pub conntrack: Conntrack,
 }
 
 impl Whole {
@@ -32,6 +37,8 @@ impl Whole {
         Ok(Self {
             router: ports.take_router()?,
             eips: ports.take_elastic_ips()?,
+            services: ports.take_services()?,
+            conntrack: ports.take_conntrack()?,
             ports,
         })
     }
@@ -57,6 +64,11 @@ impl Whole {
         want: &BTreeMap<Ipv4Addr, [u8; 6]>,
     ) -> Result<usize, DataplaneError> {
         self.eips.set_arp_answers(want)
+    }
+
+    /// The Services' frontends, backends and Maglev tables.
+    pub fn sync_services(&mut self, want: &ServiceState) -> Result<ServiceSync, DataplaneError> {
+        self.services.sync(want)
     }
 
     pub fn gw_neighbours(&self) -> Result<Vec<(NbrKey, NbrEntry)>, DataplaneError> {

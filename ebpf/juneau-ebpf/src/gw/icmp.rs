@@ -36,6 +36,7 @@ const QUOTE: usize = 28;
 /// Errors a CPU may save up.
 const BURST: u64 = 100;
 
+#[derive(Clone, Copy)]
 pub enum IcmpError {
     TimeExceeded,
     /// Fragmentation needed, with the next hop's MTU.
@@ -45,6 +46,9 @@ pub enum IcmpError {
     /// No neighbour for the address: destination host unreachable (what a router
     /// whose ARP went unanswered says; this one never asks, L2-18).
     HostUnreachable,
+    /// A Service without a backend that takes connections: port unreachable, from the
+    /// ClusterIP (what kube-proxy's reject says).
+    PortUnreachable(u32),
 }
 
 /// The checksum of `N` 16-bit words read raw from the packet at `at` (in memory order).
@@ -160,6 +164,11 @@ pub fn error(
         }
         IcmpError::NetUnreachable => (DropReason::NoRoute, ICMP_DEST_UNREACH, 0u8, 0u32),
         IcmpError::HostUnreachable => (DropReason::NoNeighbour, ICMP_DEST_UNREACH, 1u8, 0u32),
+        IcmpError::PortUnreachable(_) => (DropReason::SvcNoEndpoints, ICMP_DEST_UNREACH, 3u8, 0u32),
+    };
+    let from = match kind {
+        IcmpError::PortUnreachable(service) => service,
+        _ => seg.gw_ip,
     };
     let (start, end) = (ctx.data(), ctx.data_end());
     if start + ETH_HLEN + QUOTE > end {
@@ -214,7 +223,7 @@ pub fn error(
             ((TTL as u16) << 8 | IPPROTO_ICMP as u16).to_be(),
         );
         store::<u16>(start + ip_at + 10, 0);
-        store::<u32>(start + ip_at + 12, seg.gw_ip);
+        store::<u32>(start + ip_at + 12, from);
         store::<u32>(start + ip_at + 16, ip.saddr);
         store::<u16>(start + ip_at + 10, csum_words::<10>(start + ip_at));
         store::<u16>(

@@ -16,7 +16,7 @@ use crate::{
     eth::{self, load, store},
     ipv4::{self, Ipv4, martian},
     l2::flood,
-    maps, overlay,
+    maps, overlay, svc,
 };
 
 const IPPROTO_ICMP: u8 = 1;
@@ -41,6 +41,25 @@ pub fn ipv4(
     if ip.daddr == seg.gw_ip {
         return to_router(ctx, ifindex, port, seg, &ip);
     }
+    // A ClusterIP: the packet goes on to the connection's backend (SVC-01).
+    let ip = match svc::egress(ctx, port.vni, &ip)? {
+        svc::Egress::Pass => ip,
+        svc::Egress::Translated(backend) => Ipv4 {
+            daddr: backend,
+            ..ip
+        },
+        svc::Egress::Reject => {
+            let from = ip.daddr;
+            return icmp::error(
+                ctx,
+                ifindex,
+                port,
+                seg,
+                &ip,
+                IcmpError::PortUnreachable(from),
+            );
+        }
+    };
     let table = maps::jn_gw_rt.get(seg.table).ok_or(DropReason::NoRoute)?;
     let key = aya_ebpf::maps::lpm_trie::Key::new(32, ip.daddr.to_ne_bytes());
     let Some(route): Option<RouteEntry> = table.get(&key).copied() else {

@@ -1,0 +1,116 @@
+//! The connection table (`jn_ct`): one table per Node that Services, policy and NAT
+//! share (see `docs/connection-table.md`). An entry is one direction of a connection as
+//! its packets show it, in the zone of the port it was seen at; a translated connection
+//! has two entries, the original direction's and the reply's, each holding what its
+//! packets need (the backend to send to; the Service address to restore).
+//!
+//! The table is a preallocated hash: when it is full a new connection's insert fails
+//! (`BPF_NOEXIST`) and the connection is refused and counted (`CT_FULL`); nothing that is
+//! established is ever evicted, as an LRU would. Entries expire by protocol state and
+//! last sight; the daemon's sweep deletes them (a delete only of an entry still expired
+//! when it is read again), never holding anything the datapath waits on.
+
+/// Default size: a Node of 1M connections (`juneau node --conntrack-size` sets it).
+pub const DEFAULT_ENTRIES: u32 = 1 << 20;
+
+/// IP protocols the table tracks by ports.
+pub const PROTO_TCP: u8 = 6;
+pub const PROTO_UDP: u8 = 17;
+pub const PROTO_SCTP: u8 = 132;
+/// ICMP echo: tracked by its identifier (in `sport`, `dport` 0).
+pub const PROTO_ICMP: u8 = 1;
+
+/// Key of `jn_ct`: the zone (the VNI of the segment of the port the direction was seen
+/// at: Vpcs overlap, segments do not) and the 5-tuple as the packet carries it,
+/// addresses and ports in network order. IPv6 gets a key of its own type (and map),
+/// never a widened one.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CtKey {
+    pub zone: u32,
+    pub saddr: u32,
+    pub daddr: u32,
+    pub sport: u16,
+    pub dport: u16,
+    pub proto: u8,
+    pub pad: [u8; 3],
+}
+
+/// A direction never answered yet (TCP: SYN seen; UDP: nothing back).
+pub const CT_NEW: u8 = 0;
+/// Both directions seen (TCP: the SYN answered).
+pub const CT_ESTABLISHED: u8 = 1;
+/// A FIN was seen: the connection is closing.
+pub const CT_CLOSING: u8 = 2;
+/// An RST was seen, or both FINs: gone after the short timeout.
+pub const CT_CLOSED: u8 = 3;
+
+/// The entry is the reply direction of a connection (its packets come back).
+pub const CT_F_REPLY: u8 = 1;
+/// The connection is to a Service: the original direction's destination is rewritten
+/// to `backend`, the reply's source back to `service`.
+pub const CT_F_SERVICE: u8 = 2;
+/// The connection came by session affinity (statistics only).
+pub const CT_F_AFFINITY: u8 = 4;
+
+/// Value of `jn_ct`. The fields of the next features are reserved in place (the NAT
+/// mapping; the allow record of NetworkACL and SecurityGroup), so that they add their
+/// meaning, not a second table or a layout change.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CtEntry {
+    /// CLOCK_MONOTONIC_COARSE ns of the last packet of either direction seen here.
+    pub last_seen_ns: u64,
+    /// `CT_*` state.
+    pub state: u8,
+    /// `CT_F_*`.
+    pub flags: u8,
+    /// TCP flags seen in this direction (ORed), for the state and the dumps.
+    pub tcp_flags: u8,
+    pub pad0: u8,
+    /// The Service's id (`jn_svc` value), 0 for none: the reply's lookup and the dumps.
+    pub service: u32,
+    /// Service: the backend (original direction: rewrite the destination to it).
+    pub backend_ip: u32,
+    pub backend_port: u16,
+    /// Service: the ClusterIP's port (reply direction: the source restored to it).
+    pub service_port: u16,
+    /// Service: the ClusterIP (reply direction: the source restored to it).
+    pub service_ip: u32,
+    /// NAT (reserved): the translated address and port.
+    pub nat_ip: u32,
+    pub nat_port: u16,
+    pub pad1: u16,
+    /// Policy (reserved): the rule-set version the connection was allowed under, and
+    /// the verdict's bits.
+    pub policy_version: u32,
+    pub policy: u32,
+}
+
+const _: () = assert!(core::mem::size_of::<CtKey>() == 20);
+const _: () = assert!(core::mem::size_of::<CtEntry>() == 48);
+
+/// Lifetimes by state (ns), Cilium's and the reference's order of magnitude: a TCP
+/// connection that goes quiet is kept 6 hours (Cilium's 21,600 s), an unanswered SYN
+/// 60 s, a closing one 10 s; UDP and ICMP 60 s after their last packet.
+pub mod timeout {
+    const S: u64 = 1_000_000_000;
+    pub const TCP_ESTABLISHED: u64 = 21_600 * S;
+    pub const TCP_NEW: u64 = 60 * S;
+    pub const TCP_CLOSING: u64 = 10 * S;
+    pub const OTHER: u64 = 60 * S;
+}
+
+impl CtEntry {
+    /// How long after its last packet this entry expires.
+    pub const fn lifetime(&self, proto: u8) -> u64 {
+        if proto != PROTO_TCP && proto != PROTO_SCTP {
+            return timeout::OTHER;
+        }
+        match self.state {
+            CT_ESTABLISHED => timeout::TCP_ESTABLISHED,
+            CT_NEW => timeout::TCP_NEW,
+            _ => timeout::TCP_CLOSING,
+        }
+    }
+}

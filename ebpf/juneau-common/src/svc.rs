@@ -1,0 +1,73 @@
+//! ClusterIP Services in the datapath (kube-proxy-free): frontends (`jn_svc`, the
+//! ClusterIP, port and protocol a consuming Vpc's Pods reach), each with its Maglev
+//! table (`jn_svc_maglev`, one inner array per Service) naming its backends
+//! (`jn_svc_backend`). A connection's first packet picks its backend here; every later
+//! packet of it finds the backend in its connection entry (`ct`).
+
+/// Frontends every Node holds (a ClusterIP port and protocol each).
+pub const MAX_SERVICES: u32 = 65536;
+/// Backends of every Service together.
+pub const MAX_BACKENDS: u32 = 262_144;
+/// Slots of a Service's Maglev table (a prime; see the daemon's `maglev.rs`).
+pub const MAGLEV_SLOTS: u32 = 1021;
+
+/// Key of `jn_svc`: the ClusterIP (network order), the port (network order) and the
+/// IP protocol.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SvcKey {
+    pub ip: u32,
+    pub port: u16,
+    pub proto: u8,
+    pub pad: u8,
+}
+
+/// The Service keeps each client on one backend (`sessionAffinity: ClientIP`).
+pub const SVC_AFFINITY: u32 = 1;
+
+/// Value of `jn_svc`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SvcEntry {
+    /// The Service's id: its Maglev table's slot in `jn_svc_maglev`, and the
+    /// connections' `service`. Never 0.
+    pub id: u32,
+    /// Backends able to take new connections (0: rejected with ICMP port unreachable).
+    pub backends: u32,
+    /// `SVC_*`.
+    pub flags: u32,
+    /// With `SVC_AFFINITY`: seconds a client stays on its backend.
+    pub affinity_s: u32,
+}
+
+/// Value of `jn_svc_backend[id]`: where a backend is.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Backend {
+    /// Network order.
+    pub ip: u32,
+    /// Network order.
+    pub port: u16,
+    pub pad: u16,
+}
+
+/// Key of `jn_svc_affinity`: the Service and the client.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AffinityKey {
+    pub service: u32,
+    pub client: u32,
+}
+
+/// Value of `jn_svc_affinity`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Affinity {
+    pub backend: u32,
+    pub pad: u32,
+    pub last_seen_ns: u64,
+}
+
+const _: () = assert!(core::mem::size_of::<SvcKey>() == 8);
+const _: () = assert!(core::mem::size_of::<SvcEntry>() == 16);
+const _: () = assert!(core::mem::size_of::<Backend>() == 8);

@@ -1,0 +1,100 @@
+//! The address and port rewrites of a Service connection, checksums kept right by the
+//! kernel's helpers (which also handle a packet whose transport checksum the sender
+//! left to the device: only the pseudo-header part changes then).
+use aya_ebpf::programs::TcContext;
+use juneau_common::{
+    DropReason,
+    ct::{PROTO_TCP, PROTO_UDP},
+};
+
+use crate::{
+    eth::ETH_HLEN,
+    ipv4::Ipv4,
+    l4::{self, Ports},
+};
+
+/// The address is part of the transport checksum's pseudo-header.
+const BPF_F_PSEUDO_HDR: u64 = 1 << 4;
+/// A UDP checksum of 0 (none) stays 0.
+const BPF_F_MARK_MANGLED_0: u64 = 1 << 5;
+const IP_CSUM: usize = ETH_HLEN + 10;
+const IP_SADDR: usize = ETH_HLEN + 12;
+const IP_DADDR: usize = ETH_HLEN + 16;
+
+/// The transport checksum's offset and the helper's flags, for the protocols whose
+/// checksum covers the ports and the pseudo-header (TCP, UDP); `None` for the others
+/// (SCTP's CRC covers no addresses; ICMP's none of either).
+#[inline(always)]
+fn l4_csum(proto: u8) -> Option<(usize, u64)> {
+    match proto {
+        PROTO_TCP => Some((l4::TCP_CSUM, 0)),
+        PROTO_UDP => Some((l4::UDP_CSUM, BPF_F_MARK_MANGLED_0)),
+        _ => None,
+    }
+}
+
+/// Rewrites one address (at `addr_at`) and, when the transport header has ports and
+/// this one changes, the port at `port_at`.
+#[inline(always)]
+fn rewrite(
+    ctx: &TcContext,
+    proto: u8,
+    addr_at: usize,
+    old_addr: u32,
+    new_addr: u32,
+    port_at: Option<(usize, u16, u16)>,
+) -> Result<(), DropReason> {
+    let failed = |_| DropReason::NatFailed;
+    if let Some((csum, extra)) = l4_csum(proto) {
+        ctx.l4_csum_replace(
+            csum,
+            old_addr as u64,
+            new_addr as u64,
+            BPF_F_PSEUDO_HDR | extra | 4,
+        )
+        .map_err(failed)?;
+        if let Some((_, old, new)) = port_at
+            && old != new
+        {
+            ctx.l4_csum_replace(csum, old as u64, new as u64, extra | 2)
+                .map_err(failed)?;
+        }
+    }
+    ctx.l3_csum_replace(IP_CSUM, old_addr as u64, new_addr as u64, 4)
+        .map_err(failed)?;
+    ctx.store(addr_at, &new_addr, 0).map_err(failed)?;
+    if let Some((at, old, new)) = port_at
+        && old != new
+    {
+        ctx.store(at, &new, 0).map_err(failed)?;
+    }
+    Ok(())
+}
+
+/// The Service's address and port -> the backend's (the original direction).
+#[inline(always)]
+pub fn destination(
+    ctx: &TcContext,
+    ip: &Ipv4,
+    ports: &Ports,
+    addr: u32,
+    port: u16,
+) -> Result<(), DropReason> {
+    let port_at =
+        (ip.proto != juneau_common::ct::PROTO_ICMP).then_some((l4::L4 + 2, ports.dport, port));
+    rewrite(ctx, ip.proto, IP_DADDR, ip.daddr, addr, port_at)
+}
+
+/// The backend's address and port -> the Service's (the reply direction).
+#[inline(always)]
+pub fn source(
+    ctx: &TcContext,
+    ip: &Ipv4,
+    ports: &Ports,
+    addr: u32,
+    port: u16,
+) -> Result<(), DropReason> {
+    let port_at =
+        (ip.proto != juneau_common::ct::PROTO_ICMP).then_some((l4::L4, ports.sport, port));
+    rewrite(ctx, ip.proto, IP_SADDR, ip.saddr, addr, port_at)
+}

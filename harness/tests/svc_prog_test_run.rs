@@ -1,0 +1,311 @@
+//! BPF_PROG_TEST_RUN tests of ClusterIP Services in the datapath (SVC-01, SVC-03): the
+//! first packet of a connection from a Subnet Pod to a ClusterIP leaves translated to
+//! its backend (bytes compared, checksums valid), the reply is given the ClusterIP back
+//! where it is delivered, later packets keep their backend, Maglev spreads new
+//! connections, affinity keeps a client, a Service without endpoints rejects with ICMP
+//! port unreachable (counted, no entry made), and a full table refuses new connections
+//! while established ones keep flowing.
+//!
+//! Subnet S (10.0.3.0/24): the client on port 0, backends on ports 1 and 2.
+use std::{collections::BTreeMap, net::Ipv4Addr};
+
+use juneau::node::{
+    dataplane::{PortKind, PortSpec, Whole},
+    services::{Frontend, FrontendKey, ServiceState},
+};
+use juneau_common::ct::{CT_ESTABLISHED, CT_F_REPLY, CT_F_SERVICE, PROTO_TCP, PROTO_UDP};
+use juneau_harness::{
+    frames::{self, fixtures::*, ones_complement},
+    router::{self, RouterBed, Seg},
+    testrun::{PortBed, TC_ACT_REDIRECT, TC_ACT_SHOT},
+};
+
+const VNI_S: u32 = 12;
+const GW_S: [u8; 6] = [0x02, 0x4a, 0x4e, 0, 0, 12];
+const SEG_S: Seg = Seg {
+    vni: VNI_S,
+    cidr: "10.0.3.0/24",
+    gw: [10, 0, 3, 1],
+    gw_mac: GW_S,
+    mtu: 1500,
+};
+const DNS: [u8; 4] = [10, 96, 0, 10];
+const API: [u8; 4] = [10, 96, 0, 1];
+const EMPTY: [u8; 4] = [10, 96, 0, 20];
+const STICKY: [u8; 4] = [10, 96, 0, 30];
+
+const fn s_ip(i: u8) -> [u8; 4] {
+    [10, 0, 3, 10 + i]
+}
+
+fn client(sport: u16) -> ([u8; 6], [u8; 4], u16) {
+    (pod_mac(0), s_ip(0), sport)
+}
+
+fn services() -> ServiceState {
+    let key = |ip: [u8; 4], port, proto| FrontendKey {
+        ip: ip.into(),
+        port,
+        proto,
+    };
+    let be = |i: u8, port| (Ipv4Addr::from(s_ip(i)), port);
+    ServiceState {
+        frontends: BTreeMap::from([
+            (
+                key(DNS, 53, PROTO_UDP),
+                Frontend {
+                    backends: vec![be(1, 5353)],
+                    affinity_s: None,
+                },
+            ),
+            (
+                key(API, 443, PROTO_TCP),
+                Frontend {
+                    backends: vec![be(1, 6443), be(2, 6443)],
+                    affinity_s: None,
+                },
+            ),
+            (key(EMPTY, 80, PROTO_TCP), Frontend::default()),
+            (
+                key(STICKY, 80, PROTO_TCP),
+                Frontend {
+                    backends: vec![be(1, 8080), be(2, 8080)],
+                    affinity_s: Some(10_800),
+                },
+            ),
+        ]),
+    }
+}
+
+fn bed_sized(ct_entries: u32) -> RouterBed {
+    let bed = PortBed::new(3);
+    let mut dp = Whole::of(juneau::node::Dataplane::load_sized(None, ct_entries).expect("load"))
+        .expect("writers");
+    let here = Ipv4Addr::UNSPECIFIED;
+    let state = router::state(
+        &[SEG_S],
+        &(0..3u8)
+            .map(|i| (VNI_S, s_ip(i), pod_mac(i), here))
+            .collect::<Vec<_>>(),
+    );
+    dp.sync_router(&state).unwrap();
+    for i in 0..3u8 {
+        dp.configure_port(PortSpec {
+            ifindex: bed.ifindex(i as usize),
+            vni: VNI_S,
+            mtu: 0,
+            peer: true,
+            kind: PortKind::Subnet {
+                mac: pod_mac(i),
+                ip: s_ip(i).into(),
+            },
+        })
+        .unwrap();
+    }
+    dp.sync_services(&services()).unwrap();
+    RouterBed { bed, dp }
+}
+
+fn bed() -> RouterBed {
+    bed_sized(1024)
+}
+
+fn assert_checksums(f: &[u8]) {
+    assert_eq!(ones_complement(&f[14..34]), 0, "IPv4 header checksum");
+}
+
+/// The backend (port index) a translated frame went to, by its destination address.
+fn backend_of(frame: &[u8]) -> u8 {
+    frame[33] - 10
+}
+
+#[test]
+fn svc_01_the_first_packet_goes_to_its_backend_and_the_reply_gets_the_cluster_ip_back() {
+    let b = bed();
+    // A DNS query to the ClusterIP, sent to the gateway's MAC as every off-link packet.
+    let query = frames::udp_ports(client(40000), (GW_S, DNS, 53), b"query");
+    let run = b.send(0, &query);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    // Within the Subnet: no hop, the sender's MAC kept; to the backend and its port.
+    let want = frames::udp_ports(client(40000), (pod_mac(1), s_ip(1), 5353), b"query");
+    assert_eq!(
+        run.data, want,
+        "translated to the backend, checksums as a sender's"
+    );
+    // Its pair of entries, in the client's zone.
+    let ct = b.dp.conntrack.entries().unwrap();
+    assert_eq!(ct.len(), 2, "{ct:?}");
+    assert!(
+        ct.iter()
+            .all(|(k, e)| k.zone == VNI_S && e.flags & CT_F_SERVICE != 0)
+    );
+    // The backend's answer, routed to the client: the ClusterIP and port are its source.
+    let answer = frames::udp_ports(
+        (pod_mac(1), s_ip(1), 5353),
+        (pod_mac(0), s_ip(0), 40000),
+        b"answer",
+    );
+    let run = b.send(1, &answer);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    let want = frames::udp_ports(
+        (pod_mac(1), DNS, 53),
+        (pod_mac(0), s_ip(0), 40000),
+        b"answer",
+    );
+    assert_eq!(run.data, want, "the reply leaves as the ClusterIP's");
+    let ct = b.dp.conntrack.entries().unwrap();
+    assert!(
+        ct.iter().all(|(_, e)| e.state == CT_ESTABLISHED),
+        "answered: both directions established {ct:?}"
+    );
+    // A packet the backend sends that no connection expects keeps its own source.
+    let other = frames::udp_ports(
+        (pod_mac(1), s_ip(1), 5353),
+        (pod_mac(0), s_ip(0), 40001),
+        b"x",
+    );
+    assert_eq!(b.send(1, &other).data, other);
+}
+
+#[test]
+fn svc_01_tcp_is_translated_and_every_later_packet_keeps_its_backend() {
+    let b = bed();
+    let syn = frames::tcp(client(50000), (GW_S, API, 443), true, b"");
+    let run = b.send(0, &syn);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    assert_checksums(&run.data);
+    let first = backend_of(&run.data);
+    assert!(first == 1 || first == 2);
+    let want = frames::tcp(
+        client(50000),
+        (pod_mac(first), s_ip(first), 6443),
+        true,
+        b"",
+    );
+    assert_eq!(run.data, want);
+    // The next segments of the connection: the same backend, whatever the table says.
+    for _ in 0..5 {
+        let data = frames::tcp(client(50000), (GW_S, API, 443), false, b"GET /version");
+        let run = b.send(0, &data);
+        assert_eq!(backend_of(&run.data), first);
+        let want = frames::tcp(
+            client(50000),
+            (pod_mac(first), s_ip(first), 6443),
+            false,
+            b"GET /version",
+        );
+        assert_eq!(run.data, want);
+    }
+    // New connections are spread by Maglev over both backends.
+    let mut used = [0u32; 3];
+    for sport in 0..64u16 {
+        let run = b.send(
+            0,
+            &frames::tcp(client(51000 + sport), (GW_S, API, 443), true, b""),
+        );
+        assert_eq!(run.verdict, TC_ACT_REDIRECT);
+        used[backend_of(&run.data) as usize] += 1;
+    }
+    assert!(
+        used[1] > 10 && used[2] > 10,
+        "both backends take connections: {used:?}"
+    );
+}
+
+#[test]
+fn svc_03_affinity_keeps_a_client_on_its_backend() {
+    let b = bed();
+    let first = backend_of(
+        &b.send(0, &frames::tcp(client(1000), (GW_S, STICKY, 80), true, b""))
+            .data,
+    );
+    for sport in 1001..1040u16 {
+        let run = b.send(
+            0,
+            &frames::tcp(client(sport), (GW_S, STICKY, 80), true, b""),
+        );
+        assert_eq!(backend_of(&run.data), first, "source port {sport}");
+    }
+}
+
+#[test]
+fn svc_03_a_service_without_endpoints_rejects_with_port_unreachable_counted() {
+    let b = bed();
+    let syn = frames::tcp(client(50000), (GW_S, EMPTY, 80), true, b"");
+    let run = b.send(0, &syn);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "sent back to the client");
+    let f = &run.data;
+    assert_eq!(&f[..6], &pod_mac(0), "to the client");
+    assert_eq!(f[23], 1, "ICMP");
+    assert_eq!(&f[26..30], &EMPTY, "from the ClusterIP");
+    assert_eq!(&f[30..34], &s_ip(0));
+    assert_eq!(
+        (f[34], f[35]),
+        (3, 3),
+        "destination unreachable, port unreachable"
+    );
+    assert_eq!(&f[42..62], &syn[14..34], "quoting the SYN's header");
+    assert_checksums(f);
+    assert_eq!(ones_complement(&f[34..]), 0, "ICMP checksum");
+    assert_eq!(b.drops()["SVC_NO_ENDPOINTS"], 1);
+    assert!(
+        b.dp.conntrack.entries().unwrap().is_empty(),
+        "a refused connection leaves no entry"
+    );
+}
+
+#[test]
+fn svc_03_a_full_table_refuses_new_connections_and_keeps_established_ones() {
+    // Room for two connections (two entries each).
+    let b = bed_sized(4);
+    for sport in [40000, 40001] {
+        let run = b.send(0, &frames::udp_ports(client(sport), (GW_S, DNS, 53), b"q"));
+        assert_eq!(run.verdict, TC_ACT_REDIRECT);
+    }
+    let run = b.send(0, &frames::udp_ports(client(40002), (GW_S, DNS, 53), b"q"));
+    assert_eq!(run.verdict, TC_ACT_SHOT, "a third connection is refused");
+    assert_eq!(b.drops()["CT_FULL"], 1);
+    // The established two keep flowing, both ways.
+    for sport in [40000, 40001] {
+        let run = b.send(
+            0,
+            &frames::udp_ports(client(sport), (GW_S, DNS, 53), b"again"),
+        );
+        assert_eq!(run.verdict, TC_ACT_REDIRECT, "{sport}");
+        let answer = frames::udp_ports(
+            (pod_mac(1), s_ip(1), 5353),
+            (pod_mac(0), s_ip(0), sport),
+            b"a",
+        );
+        let run = b.send(1, &answer);
+        assert_eq!(
+            &run.data[26..30],
+            &DNS,
+            "{sport}: answered as the ClusterIP"
+        );
+    }
+    assert_eq!(b.drops()["CT_FULL"], 1);
+    assert_eq!(b.dp.conntrack.entries().unwrap().len(), 4);
+}
+
+#[test]
+fn svc_03_the_sweep_collects_finished_connections_and_keeps_live_ones() {
+    let mut b = bed();
+    b.send(0, &frames::udp_ports(client(40000), (GW_S, DNS, 53), b"q"));
+    let now = juneau::node::dataplane::monotonic_coarse_ns();
+    assert_eq!(b.dp.conntrack.sweep(Some(now)).unwrap(), 0, "live");
+    assert_eq!(
+        b.dp.conntrack.sweep(Some(now + 61_000_000_000)).unwrap(),
+        2,
+        "a minute of silence ends a UDP connection, both directions"
+    );
+    assert!(b.dp.conntrack.entries().unwrap().is_empty());
+    let reply_only =
+        b.dp.conntrack
+            .entries()
+            .unwrap()
+            .iter()
+            .filter(|(_, e)| e.flags & CT_F_REPLY != 0)
+            .count();
+    assert_eq!(reply_only, 0);
+}

@@ -1,0 +1,181 @@
+//! The connection table (`jn_ct`): its size (set at load, from the daemon's setting),
+//! its dump, and the sweep that collects expired connections (nothing else deletes:
+//! the datapath only inserts and updates). Pinned like every map, so connections
+//! outlive a daemon restart.
+//!
+//! The sweep reads a batch of entries, then deletes each pair whose both directions
+//! are past their lifetime, reading each again just before (a packet that came
+//! meanwhile keeps it). It holds no lock the datapath waits on: map reads and deletes
+//! are the kernel's per-bucket operations.
+use aya::maps::{HashMap as BpfHashMap, MapData};
+use juneau_common::{
+    ct::{CT_CLOSED, CT_CLOSING, CT_F_REPLY, CT_F_SERVICE, CtEntry, CtKey, timeout},
+    map_names,
+};
+
+use super::{Dataplane, DataplaneError, map_err, monotonic_coarse_ns};
+
+/// The reply direction's key of a Service connection's original direction.
+fn reply_key(key: &CtKey, e: &CtEntry) -> CtKey {
+    CtKey {
+        zone: key.zone,
+        saddr: e.backend_ip,
+        daddr: key.saddr,
+        sport: e.backend_port,
+        dport: key.sport,
+        proto: key.proto,
+        pad: [0; 3],
+    }
+}
+
+/// Whether a connection whose directions are `a` and `b` is over at `now`: both quiet
+/// past their lifetimes, or both closing (or one closed) and quiet past the short one.
+fn expired(proto: u8, a: &CtEntry, b: Option<&CtEntry>, now: u64) -> bool {
+    let quiet = |e: &CtEntry, for_ns: u64| now.saturating_sub(e.last_seen_ns) > for_ns;
+    let Some(b) = b else {
+        return quiet(a, a.lifetime(proto));
+    };
+    let closed = a.state == CT_CLOSED
+        || b.state == CT_CLOSED
+        || (a.state == CT_CLOSING && b.state == CT_CLOSING);
+    if closed {
+        return quiet(a, timeout::TCP_CLOSING) && quiet(b, timeout::TCP_CLOSING);
+    }
+    quiet(a, a.lifetime(proto)) && quiet(b, b.lifetime(proto))
+}
+
+/// The connection table's handle for its sweep and dumps (taken by
+/// [`Dataplane::take_conntrack`]: the sweep runs on its own thread, never under the
+/// port owner's lock).
+pub struct Conntrack {
+    map: BpfHashMap<MapData, CtKey, CtEntry>,
+}
+
+impl Dataplane {
+    pub fn take_conntrack(&mut self) -> Result<Conntrack, DataplaneError> {
+        Ok(Conntrack {
+            map: self.take_map(map_names::CT)?,
+        })
+    }
+}
+
+impl Conntrack {
+    /// Every entry of the table (dumps and tests).
+    pub fn entries(&self) -> Result<Vec<(CtKey, CtEntry)>, DataplaneError> {
+        self.map
+            .iter()
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(map_err(map_names::CT))
+    }
+
+    /// Deletes the connections that are over (both directions); returns how many
+    /// entries went. `now`: the datapath's clock ([`monotonic_coarse_ns`]) or a test's.
+    pub fn sweep(&mut self, now: Option<u64>) -> Result<usize, DataplaneError> {
+        let now = now.unwrap_or_else(monotonic_coarse_ns);
+        let entries = self.entries()?;
+        let map = &mut self.map;
+        let mut removed = 0;
+        for (key, e) in &entries {
+            // Pairs are judged from their original direction; an entry without one (a
+            // reply whose original went, or not a Service's) by itself.
+            if e.flags & CT_F_REPLY != 0 {
+                continue;
+            }
+            let pair = (e.flags & CT_F_SERVICE != 0).then(|| reply_key(key, e));
+            // Read again: a packet since the batch keeps the connection.
+            let Ok(a) = map.get(key, 0) else { continue };
+            let b = pair.and_then(|k| map.get(&k, 0).ok().map(|v| (k, v)));
+            if !expired(key.proto, &a, b.as_ref().map(|(_, v)| v), now) {
+                continue;
+            }
+            if map.remove(key).is_ok() {
+                removed += 1;
+            }
+            if let Some((k, _)) = b
+                && map.remove(&k).is_ok()
+            {
+                removed += 1;
+            }
+        }
+        // Replies whose original direction is gone, quiet past their lifetime.
+        for (key, e) in &entries {
+            if e.flags & CT_F_REPLY == 0 {
+                continue;
+            }
+            if let Ok(v) = map.get(key, 0)
+                && now.saturating_sub(v.last_seen_ns) > v.lifetime(key.proto)
+                && map.remove(key).is_ok()
+            {
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use juneau_common::ct::{CT_ESTABLISHED, CT_NEW, PROTO_TCP, PROTO_UDP};
+
+    use super::*;
+
+    fn e(state: u8, last: u64) -> CtEntry {
+        CtEntry {
+            state,
+            last_seen_ns: last,
+            ..CtEntry::default()
+        }
+    }
+
+    #[test]
+    fn svc_03_entries_expire_by_protocol_state() {
+        const S: u64 = 1_000_000_000;
+        let now = 100_000 * S;
+        // UDP: 60 s after the last packet of either direction.
+        assert!(!expired(
+            PROTO_UDP,
+            &e(CT_ESTABLISHED, now - 59 * S),
+            Some(&e(CT_ESTABLISHED, now - 61 * S)),
+            now
+        ));
+        assert!(expired(
+            PROTO_UDP,
+            &e(CT_ESTABLISHED, now - 61 * S),
+            Some(&e(CT_ESTABLISHED, now - 61 * S)),
+            now
+        ));
+        // TCP established: hours, not minutes.
+        assert!(!expired(
+            PROTO_TCP,
+            &e(CT_ESTABLISHED, now - 3600 * S),
+            Some(&e(CT_ESTABLISHED, now - 3600 * S)),
+            now
+        ));
+        // An unanswered SYN: a minute.
+        assert!(expired(
+            PROTO_TCP,
+            &e(CT_NEW, now - 61 * S),
+            Some(&e(CT_NEW, now - 61 * S)),
+            now
+        ));
+        // Closed by FIN both ways or an RST: ten seconds.
+        assert!(expired(
+            PROTO_TCP,
+            &e(CT_CLOSING, now - 11 * S),
+            Some(&e(CT_CLOSING, now - 11 * S)),
+            now
+        ));
+        assert!(!expired(
+            PROTO_TCP,
+            &e(CT_CLOSING, now - 11 * S),
+            Some(&e(CT_ESTABLISHED, now - 11 * S)),
+            now
+        ));
+        assert!(expired(
+            PROTO_TCP,
+            &e(CT_CLOSED, now - 11 * S),
+            Some(&e(CT_ESTABLISHED, now - 11 * S)),
+            now
+        ));
+    }
+}
