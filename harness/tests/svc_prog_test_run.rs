@@ -309,3 +309,78 @@ fn svc_03_the_sweep_collects_finished_connections_and_keeps_live_ones() {
             .count();
     assert_eq!(reply_only, 0);
 }
+
+#[test]
+fn svc_03_connections_outlive_the_daemon_and_keep_their_backend() {
+    let root = juneau::standalone::pin_dir_of(&format!("jn-svcpin-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let bed = PortBed::new(3);
+    let setup = |dp: &mut Whole| {
+        let here = Ipv4Addr::UNSPECIFIED;
+        let state = router::state(
+            &[SEG_S],
+            &(0..3u8)
+                .map(|i| (VNI_S, s_ip(i), pod_mac(i), here))
+                .collect::<Vec<_>>(),
+        );
+        dp.sync_router(&state).unwrap();
+        for i in 0..3u8 {
+            dp.configure_port(PortSpec {
+                ifindex: bed.ifindex(i as usize),
+                vni: VNI_S,
+                mtu: 0,
+                peer: true,
+                kind: PortKind::Subnet {
+                    mac: pod_mac(i),
+                    ip: s_ip(i).into(),
+                },
+            })
+            .unwrap();
+        }
+    };
+    let load = || {
+        Whole::of(juneau::node::Dataplane::load_sized(Some(&root), 1024).expect("load"))
+            .expect("writers")
+    };
+    let mut dp = load();
+    setup(&mut dp);
+    dp.sync_services(&services()).unwrap();
+    let send = |dp: &Whole, frame: &[u8]| {
+        juneau_harness::testrun::run_tc(&bed.ns, dp.l2_port_program(), bed.ifindex(0), frame, 1)
+    };
+    let syn = frames::tcp(client(50000), (GW_S, API, 443), true, b"");
+    let backend = backend_of(&send(&dp, &syn).data);
+    // The daemon goes; the next adopts the pinned table before any sync of its own.
+    drop(dp);
+    let dp = load();
+    assert!(dp.adopted());
+    assert_eq!(
+        dp.conntrack.entries().unwrap().len(),
+        2,
+        "the connection's entries kept"
+    );
+    let data = frames::tcp(client(50000), (GW_S, API, 443), false, b"more");
+    let run = send(&dp, &data);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT);
+    assert_eq!(
+        backend_of(&run.data),
+        backend,
+        "the same backend after the restart"
+    );
+    // Its first sync of Services removes what the previous daemon left and nobody wants.
+    let mut dp = dp;
+    let mut fewer = services();
+    fewer.frontends.retain(|k, _| k.ip != Ipv4Addr::from(DNS));
+    dp.sync_services(&fewer).unwrap();
+    let query = frames::udp_ports(client(40000), (GW_S, DNS, 53), b"q");
+    let run = send(&dp, &query);
+    assert_ne!(
+        &run.data[30..34],
+        &s_ip(1),
+        "a removed Service is no longer translated"
+    );
+    // And an established connection keeps its backend through the new tables.
+    assert_eq!(backend_of(&send(&dp, &data).data), backend);
+    drop(dp);
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -417,6 +417,7 @@ fn bench() -> Result<()> {
         "eip",
         "eip_pps",
         "eip_failover",
+        "svc",
     ] {
         run(cargo().args(["bench", "--quiet", "-p", "juneau-harness", "--bench", b]))?;
     }
@@ -432,6 +433,7 @@ fn bench() -> Result<()> {
         "eip",
         "eip_pps",
         "eip_failover",
+        "svc",
     ] {
         let text = std::fs::read_to_string(parts.join(format!("{part}.json")))
             .with_context(|| format!("benchmark part {part} is missing"))?;

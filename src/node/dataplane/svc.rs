@@ -13,7 +13,7 @@ use std::{
     net::Ipv4Addr,
 };
 
-use aya::maps::{Array, ArrayOfMaps, HashMap as BpfHashMap, Map, MapData};
+use aya::maps::{Array, HashMap as BpfHashMap, MapData};
 use juneau_common::{
     map_names,
     svc::{Backend, MAGLEV_SLOTS, MAX_BACKENDS, MAX_SERVICES, SVC_AFFINITY, SvcEntry, SvcKey},
@@ -34,12 +34,19 @@ pub struct ServiceSync {
 pub struct ServiceWriter {
     frontends: BpfHashMap<MapData, SvcKey, SvcEntry>,
     backends: Array<MapData, Backend>,
-    tables: ArrayOfMaps<MapData, MapData>,
+    /// `jn_svc_maglev` (written by batches only).
+    tables: MapData,
     /// Frontend -> (id, what was written for it, its Maglev table as indices into the
     /// frontend's backends): a change of backends is applied to the table written.
     written: BTreeMap<FrontendKey, (u32, Frontend, Vec<u32>)>,
     /// Backend -> (id, Services using it).
     backend_ids: BTreeMap<(Ipv4Addr, u16), (u32, usize)>,
+    service_ids: Ids,
+    backend_slots: Ids,
+    /// False until the first sync, which also removes the frontends a previous daemon
+    /// left that are no longer wanted (its connections go on: their entries name the
+    /// backend itself, not an id).
+    synced: bool,
 }
 
 impl Dataplane {
@@ -48,11 +55,91 @@ impl Dataplane {
         Ok(ServiceWriter {
             frontends: self.take_map(map_names::SVC)?,
             backends: self.take_map(map_names::SVC_BACKEND)?,
-            tables: self.take_map(map_names::SVC_MAGLEV)?,
+            tables: match self.ebpf.take_map(map_names::SVC_MAGLEV) {
+                Some(aya::maps::Map::ArrayOfMaps(data)) => data,
+                _ => return Err(DataplaneError::Missing(map_names::SVC_MAGLEV)),
+            },
             written: BTreeMap::new(),
             backend_ids: BTreeMap::new(),
+            service_ids: Ids::new(MAX_SERVICES, "Services"),
+            backend_slots: Ids::new(MAX_BACKENDS, "Service backends"),
+            synced: false,
         })
     }
+}
+
+/// A frontend staged by a sync: key, id, what it wants, its table's slots (indices
+/// into its backends) and the new table (none without backends).
+type Staged = (FrontendKey, u32, Frontend, Vec<u32>, Option<MapData>);
+
+fn raw_fd(map: &MapData) -> u32 {
+    use std::os::fd::{AsFd, AsRawFd};
+    map.fd().as_fd().as_raw_fd() as u32
+}
+
+fn batch_err(name: &str, e: std::io::Error) -> DataplaneError {
+    DataplaneError::Map {
+        name: name.to_owned(),
+        source: aya::maps::MapError::SyscallError(aya::sys::SyscallError {
+            call: "bpf_map_update_batch",
+            io_error: e,
+        }),
+    }
+}
+
+/// `values[i]` at `keys[i]` of the map `fd`, in one `BPF_MAP_UPDATE_BATCH` (4-byte keys
+/// and values: a Maglev table's slots, or a map of maps' inner map fds). One syscall
+/// instead of one per entry, and for a map of maps one wait for running programs
+/// instead of one per entry (~7 ms each here).
+fn batch_update(fd: u32, keys: &[u32], values: &[u32]) -> std::io::Result<()> {
+    /// `union bpf_attr`'s `batch` member.
+    #[repr(C)]
+    struct BatchAttr {
+        in_batch: u64,
+        out_batch: u64,
+        keys: u64,
+        values: u64,
+        count: u32,
+        map_fd: u32,
+        elem_flags: u64,
+        flags: u64,
+    }
+    const BPF_MAP_UPDATE_BATCH: libc::c_long = 26;
+    assert_eq!(keys.len(), values.len());
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let mut attr = BatchAttr {
+        in_batch: 0,
+        out_batch: 0,
+        keys: keys.as_ptr() as u64,
+        values: values.as_ptr() as u64,
+        count: keys.len() as u32,
+        map_fd: fd,
+        elem_flags: 0,
+        flags: 0,
+    };
+    // SAFETY: the attribute points at `keys` and `values`, both alive for the call and
+    // `count` long; the kernel reads them and writes only `count` back.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_MAP_UPDATE_BATCH,
+            &mut attr as *mut BatchAttr,
+            size_of::<BatchAttr>() as u32,
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if attr.count as usize != keys.len() {
+        return Err(std::io::Error::other(format!(
+            "{} of {} entries written",
+            attr.count,
+            keys.len()
+        )));
+    }
+    Ok(())
 }
 
 /// The bytes Maglev names a backend by: its address and port.
@@ -76,22 +163,62 @@ fn svc_key(k: &FrontendKey) -> SvcKey {
     }
 }
 
-/// The smallest id in `1..max` that `used` does not hold.
-fn free_id(
-    used: impl Iterator<Item = u32>,
+/// Ids `1..max`, handed out lowest first and taken back when freed (O(log n) each).
+#[derive(Debug)]
+struct Ids {
+    free: BTreeSet<u32>,
+    next: u32,
     max: u32,
     what: &'static str,
-) -> Result<u32, DataplaneError> {
-    let used: BTreeSet<u32> = used.collect();
-    (1..max)
-        .find(|i| !used.contains(i))
-        .ok_or(DataplaneError::Full(what, max))
+}
+
+impl Ids {
+    fn new(max: u32, what: &'static str) -> Self {
+        Self {
+            free: BTreeSet::new(),
+            next: 1,
+            max,
+            what,
+        }
+    }
+
+    fn take(&mut self) -> Result<u32, DataplaneError> {
+        if let Some(id) = self.free.pop_first() {
+            return Ok(id);
+        }
+        if self.next >= self.max {
+            return Err(DataplaneError::Full(self.what, self.max));
+        }
+        self.next += 1;
+        Ok(self.next - 1)
+    }
+
+    fn give_back(&mut self, id: u32) {
+        self.free.insert(id);
+    }
 }
 
 impl ServiceWriter {
     /// Brings the maps to `want`.
     pub fn sync(&mut self, want: &ServiceState) -> Result<ServiceSync, DataplaneError> {
         let mut done = ServiceSync::default();
+        if !self.synced {
+            let wanted: BTreeSet<SvcKey> = want.frontends.keys().map(svc_key).collect();
+            let left: Vec<SvcKey> = self
+                .frontends
+                .keys()
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(map_err(map_names::SVC))?
+                .into_iter()
+                .filter(|k| !wanted.contains(k))
+                .collect();
+            for k in left {
+                if self.frontends.remove(&k).is_ok() {
+                    done.frontends += 1;
+                }
+            }
+            self.synced = true;
+        }
         // Frontends that go (or change their key: a new frontend) first, so the ids and
         // backends they free can be reused.
         let gone: Vec<FrontendKey> = self
@@ -110,27 +237,31 @@ impl ServiceWriter {
             }
             done.frontends += 1;
             // Its table stays until the id is reused: nothing points at it now.
-            let _ = id;
+            self.service_ids.give_back(id);
             done.backends += self.release(&old.backends);
         }
+        let mut staged: Vec<Staged> = Vec::new();
         for (key, front) in &want.frontends {
             if self.written.get(key).is_some_and(|(_, f, _)| f == front) {
                 continue;
             }
             let id = match self.written.get(key) {
                 Some((id, _, _)) => *id,
-                None => free_id(
-                    self.written.values().map(|(i, _, _)| *i),
-                    MAX_SERVICES,
-                    "Services",
-                )?,
+                None => self.service_ids.take()?,
             };
             // 1. Backends (new ones get ids).
             let mut ids = Vec::with_capacity(front.backends.len());
             for b in &front.backends {
-                ids.push(self.acquire(*b, &mut done)?);
+                match self.acquire(*b, &mut done) {
+                    Ok(id) => ids.push(id),
+                    Err(e) => {
+                        self.release(&front.backends[..ids.len()]);
+                        self.unstage(&staged);
+                        return Err(e);
+                    }
+                }
             }
-            // 2. The table, built aside and swapped in: from the one written before
+            // 2. The table, built aside: from the one written before
             //    when there is one (only the slots of backends that changed move).
             let slots = match self.written.get(key) {
                 Some((_, old, prev)) => maglev::rebalance(
@@ -141,11 +272,37 @@ impl ServiceWriter {
                 ),
                 None => maglev::table(&names(&front.backends), MAGLEV_SLOTS),
             };
-            if !slots.is_empty() {
-                self.write_table(id, slots.iter().map(|i| ids[*i as usize]))?;
-                done.tables += 1;
-            }
-            // 3. The frontend.
+            let table = if slots.is_empty() {
+                None
+            } else {
+                match self.make_table(id, slots.iter().map(|i| ids[*i as usize])) {
+                    Ok(t) => Some(t),
+                    Err(e) => {
+                        self.release(&front.backends);
+                        self.unstage(&staged);
+                        return Err(e);
+                    }
+                }
+            };
+            staged.push((*key, id, front.clone(), slots, table));
+        }
+        // 3. Every new table in one batch (the kernel waits for running programs once
+        //    per update of a map of maps: once, not once per Service).
+        let tables: Vec<(u32, &MapData)> = staged
+            .iter()
+            .filter_map(|(_, id, _, _, t)| t.as_ref().map(|t| (*id, t)))
+            .collect();
+        if let Err(e) = batch_update(
+            raw_fd(&self.tables),
+            &tables.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+            &tables.iter().map(|(_, t)| raw_fd(t)).collect::<Vec<_>>(),
+        ) {
+            self.unstage(&staged);
+            return Err(batch_err(map_names::SVC_MAGLEV, e));
+        }
+        done.tables += tables.len();
+        // 4. The frontends, now that their tables are in place.
+        for (key, id, front, slots, _) in staged {
             let entry = SvcEntry {
                 id,
                 backends: front.backends.len() as u32,
@@ -157,10 +314,10 @@ impl ServiceWriter {
                 affinity_s: front.affinity_s.unwrap_or(0),
             };
             self.frontends
-                .insert(svc_key(key), entry, 0)
+                .insert(svc_key(&key), entry, 0)
                 .map_err(map_err(map_names::SVC))?;
             done.frontends += 1;
-            if let Some((_, old, _)) = self.written.insert(*key, (id, front.clone(), slots)) {
+            if let Some((_, old, _)) = self.written.insert(key, (id, front, slots)) {
                 done.backends += self.release(&old.backends);
             }
         }
@@ -177,11 +334,7 @@ impl ServiceWriter {
             *users += 1;
             return Ok(*id);
         }
-        let id = free_id(
-            self.backend_ids.values().map(|(i, _)| *i),
-            MAX_BACKENDS,
-            "Service backends",
-        )?;
+        let id = self.backend_slots.take()?;
         let entry = Backend {
             ip: u32::from_ne_bytes(b.0.octets()),
             port: b.1.to_be(),
@@ -203,7 +356,9 @@ impl ServiceWriter {
             if let Some((_, users)) = self.backend_ids.get_mut(b) {
                 *users -= 1;
                 if *users == 0 {
-                    self.backend_ids.remove(b);
+                    if let Some((id, _)) = self.backend_ids.remove(b) {
+                        self.backend_slots.give_back(id);
+                    }
                     freed += 1;
                 }
             }
@@ -211,11 +366,12 @@ impl ServiceWriter {
         freed
     }
 
-    fn write_table(
+    /// A new Maglev table holding `slots` (backend ids), not yet pointed at.
+    fn make_table(
         &mut self,
         id: u32,
         slots: impl Iterator<Item = u32>,
-    ) -> Result<(), DataplaneError> {
+    ) -> Result<MapData, DataplaneError> {
         let name = format!("jn_mg_{id}");
         let obj = aya_obj::Map::new_from_params(
             aya_obj::generated::bpf_map_type::BPF_MAP_TYPE_ARRAY as u32,
@@ -225,18 +381,21 @@ impl ServiceWriter {
             0,
         );
         let inner = MapData::create(obj, &name, None).map_err(map_err(&name))?;
-        {
-            let info = inner.info().map_err(map_err(&name))?;
-            let data = MapData::from_id(info.id()).map_err(map_err(&name))?;
-            let mut table: Array<_, u32> =
-                Array::try_from(Map::Array(data)).map_err(map_err(&name))?;
-            for (slot, backend) in slots.enumerate() {
-                table.set(slot as u32, backend, 0).map_err(map_err(&name))?;
+        let table: Vec<u32> = slots.collect();
+        let keys: Vec<u32> = (0..table.len() as u32).collect();
+        batch_update(raw_fd(&inner), &keys, &table).map_err(|e| batch_err(&name, e))?;
+        Ok(inner)
+    }
+
+    /// Gives back what staged frontends took (a sync that fails midway).
+    fn unstage(&mut self, staged: &[Staged]) {
+        for (key, id, front, _, _) in staged {
+            self.release(&front.backends);
+            if !self.written.contains_key(key) {
+                // Its id was new: nothing points at it.
+                self.service_ids.give_back(*id);
             }
         }
-        self.tables
-            .set(id, &inner, 0)
-            .map_err(map_err(map_names::SVC_MAGLEV))
     }
 
     /// The frontends as written, with their ids (dumps and tests).
