@@ -614,3 +614,130 @@ fn eip_25_bpf_dump_ifindex_external_network_shows_the_direct_nics_ports() {
     drop(dp);
     let _ = std::fs::remove_dir_all(root);
 }
+
+#[test]
+fn svc_01_bpf_dump_services_backends_and_conntrack_show_what_the_maps_hold() {
+    use juneau::node::services::{Frontend, FrontendKey, ServiceState};
+    use juneau_common::ct::{CT_ESTABLISHED, CT_F_REPLY, CT_F_SERVICE, CtEntry, CtKey};
+    let node = format!("jn-clisvc-{}", std::process::id());
+    let root = juneau::standalone::pin_dir_of(&node);
+    let _ = std::fs::remove_dir_all(&root);
+    let mut dp = Whole::of(juneau::node::Dataplane::load_sized(Some(&root), 64).unwrap()).unwrap();
+    let dns: std::net::Ipv4Addr = "10.96.0.10".parse().unwrap();
+    let backend: std::net::Ipv4Addr = "10.0.3.11".parse().unwrap();
+    let want = ServiceState {
+        frontends: [
+            (
+                FrontendKey {
+                    ip: dns,
+                    port: 53,
+                    proto: 17,
+                },
+                Frontend {
+                    backends: vec![(backend, 5353)],
+                    affinity_s: None,
+                },
+            ),
+            (
+                FrontendKey {
+                    ip: "10.96.0.1".parse().unwrap(),
+                    port: 443,
+                    proto: 6,
+                },
+                Frontend {
+                    backends: vec![("10.0.3.12".parse().unwrap(), 6443)],
+                    affinity_s: Some(10_800),
+                },
+            ),
+        ]
+        .into(),
+    };
+    dp.sync_services(&want).unwrap();
+    // A connection's pair, as the datapath writes it.
+    let raw = |a: std::net::Ipv4Addr| u32::from_ne_bytes(a.octets());
+    let client: std::net::Ipv4Addr = "10.0.3.10".parse().unwrap();
+    let fwd = CtKey {
+        zone: 12,
+        saddr: raw(client),
+        daddr: raw(dns),
+        sport: 40000u16.to_be(),
+        dport: 53u16.to_be(),
+        proto: 17,
+        pad: [0; 3],
+    };
+    let entry = CtEntry {
+        last_seen_ns: juneau::node::dataplane::monotonic_coarse_ns(),
+        state: CT_ESTABLISHED,
+        flags: CT_F_SERVICE,
+        service: 1,
+        backend_ip: raw(backend),
+        backend_port: 5353u16.to_be(),
+        service_ip: raw(dns),
+        service_port: 53u16.to_be(),
+        ..CtEntry::default()
+    };
+    let rev = CtKey {
+        saddr: raw(backend),
+        daddr: raw(client),
+        sport: 5353u16.to_be(),
+        dport: 40000u16.to_be(),
+        ..fwd
+    };
+    {
+        let data =
+            aya::maps::MapData::from_pin(dp.pins().unwrap().maps_dir().join("jn_ct")).unwrap();
+        let mut ct: aya::maps::HashMap<_, CtKey, CtEntry> =
+            aya::maps::HashMap::try_from(aya::maps::Map::HashMap(data)).unwrap();
+        ct.insert(fwd, entry, 0).unwrap();
+        ct.insert(
+            rev,
+            CtEntry {
+                flags: CT_F_SERVICE | CT_F_REPLY,
+                ..entry
+            },
+            0,
+        )
+        .unwrap();
+    }
+    let dump = |map: &str, rest: &[&str]| {
+        let mut args = vec!["bpf", "dump", map, "--node", &node];
+        args.extend(rest);
+        kubectl_juneau(&args)
+    };
+    let (ok, text, err) = dump("services", &[]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        table_rows(&text),
+        [
+            ["10.96.0.1", "443", "tcp", "1", "1", "10800s"],
+            ["10.96.0.10", "53", "udp", "2", "1", "-"],
+        ]
+    );
+    let (ok, text, err) = dump("backends", &["--filter", "addr=10.0.3.11"]);
+    assert!(ok, "{err}");
+    assert_eq!(table_rows(&text), [["2", "10.0.3.11", "5353"]]);
+    let (ok, text, err) = dump("conntrack", &["--filter", "addr=10.96.0.10"]);
+    assert!(ok, "{err}");
+    let rows = table_rows(&text);
+    assert_eq!(rows.len(), 2, "{text}");
+    assert_eq!(
+        rows[0][..7],
+        [
+            "12",
+            "udp",
+            "10.0.3.10:40000",
+            "10.96.0.10:53",
+            "original",
+            "established",
+            "10.0.3.11:5353"
+        ]
+    );
+    assert_eq!(rows[1][4..7], ["reply", "established", "10.96.0.10:53"]);
+    let (ok, text, _) = dump("conntrack", &["--filter", "addr=10.9.9.9"]);
+    assert!(ok);
+    assert!(table_rows(&text).is_empty(), "filtered out: {text}");
+    let (ok, _, err) = dump("conntrack", &["--filter", "port=53"]);
+    assert!(!ok && err.contains("conntrack filters on addr"), "{err}");
+    drop(dp);
+    let _ = std::fs::remove_dir_all(&root);
+}

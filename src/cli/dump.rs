@@ -1,5 +1,6 @@
 //! `kubectl juneau bpf dump MAP --node N`: which map a name reads, and how its rows
-//! print. The reads are in `maps.rs`, `gw.rs`, `eip.rs` and `views.rs`, one per feature.
+//! print. The reads are in `maps.rs`, `gw.rs`, `eip.rs`, `svc.rs` and `views.rs`, one per
+//! feature.
 use super::{
     CliError,
     output::{Output, counters, json, show},
@@ -120,6 +121,21 @@ pub fn dump(
                 }
             }
         }
+        "services" => show(
+            &super::dump_services(&dir, &filter)?,
+            output,
+            super::service_table,
+        ),
+        "backends" => show(
+            &super::dump_backends(&dir, &filter)?,
+            output,
+            super::backend_table,
+        ),
+        "conntrack" => show(
+            &super::dump_conntrack(&dir, &filter)?,
+            output,
+            super::connection_table,
+        ),
         "elastic_ip_direct" => show(
             &super::dump_elastic_ips(&dir, node, &filter)?,
             output,

@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 use super::CliError;
 
 /// The names `bpf dump` accepts, in the order its help and errors list them.
-pub const DUMPABLE_MAPS: [&str; 13] = [
+pub const DUMPABLE_MAPS: [&str; 16] = [
     "l2_fdb",
     "drops",
     "gw_seg",
@@ -21,10 +21,13 @@ pub const DUMPABLE_MAPS: [&str; 13] = [
     "arp_table",
     "fdb",
     "external_address_pools",
+    "services",
+    "backends",
+    "conntrack",
 ];
 
 /// The dump a name asks for: one of [`DUMPABLE_MAPS`], also reached through the
-/// pinned map's own name (`jn_eip_direct`, `jn_ext_arp`, `jn_gw_rt`), so that a name
+/// pinned map's own name (`jn_eip_direct`, `jn_ext_arp`, `jn_gw_rt`, `jn_svc`, `jn_ct`), so that a name
 /// read off bpffs works too. `None` for anything else.
 pub fn dumpable(name: &str) -> Option<&'static str> {
     let name = name.trim_start_matches("jn_");
@@ -32,6 +35,9 @@ pub fn dumpable(name: &str) -> Option<&'static str> {
         "gw_rt" => "gw_routes",
         "eip_direct" => "elastic_ip_direct",
         "ext_arp" => "external_arp_table",
+        "svc" => "services",
+        "svc_backend" => "backends",
+        "ct" => "conntrack",
         other => other,
     };
     DUMPABLE_MAPS.iter().copied().find(|m| *m == canonical)
@@ -47,6 +53,7 @@ pub fn filter_keys(map: &str) -> &'static [&'static str] {
         "arp_table" => &["subnet_id", "ipaddr"],
         "fdb" => &["subnet_id"],
         "external_address_pools" => &["addr"],
+        "services" | "backends" | "conntrack" => &["addr"],
         _ => &[],
     }
 }

@@ -12,6 +12,7 @@ mod gw;
 mod maps;
 pub mod output;
 mod source;
+mod svc;
 pub mod trace;
 mod views;
 
@@ -30,6 +31,10 @@ pub use gw::{
 };
 pub use maps::{FdbRow, dump_drops, dump_fdb, parse_inner_key};
 pub use source::read_world;
+pub use svc::{
+    BackendRow, ConnectionRow, ServiceRow, backend_table, connection_table, dump_backends,
+    dump_conntrack, dump_services, service_table,
+};
 pub use views::{
     ArpTableRow, FdbViewRow, PoolRow, arp_table, dump_address_pools, dump_arp_table, dump_fdb_view,
     fdb_table, pool_table,

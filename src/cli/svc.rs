@@ -1,0 +1,226 @@
+//! `bpf dump` of the Services' maps and the connection table: frontends (`services`),
+//! backends (`backends`) and connections (`conntrack`), read from the pins, each
+//! narrowed by `--filter addr=<IPv4>`.
+use std::{fmt::Write, net::Ipv4Addr, path::Path};
+
+use aya::maps::{Array, HashMap, Map};
+use juneau_common::{
+    ct::{
+        CT_CLOSED, CT_CLOSING, CT_ESTABLISHED, CT_F_AFFINITY, CT_F_REPLY, CT_F_SERVICE, CtEntry,
+        CtKey,
+    },
+    map_names,
+    svc::{Backend, SVC_AFFINITY, SvcEntry, SvcKey},
+};
+use serde::Serialize;
+
+use super::{CliError, Filter, open};
+
+fn ip(raw: u32) -> Ipv4Addr {
+    Ipv4Addr::from(raw.to_ne_bytes())
+}
+
+fn proto(p: u8) -> String {
+    match p {
+        1 => "icmp".into(),
+        6 => "tcp".into(),
+        17 => "udp".into(),
+        132 => "sctp".into(),
+        other => other.to_string(),
+    }
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct ServiceRow {
+    pub addr: String,
+    pub port: u16,
+    pub protocol: String,
+    pub id: u32,
+    pub backends: u32,
+    /// `sessionAffinity: ClientIP` timeout, seconds (0: none).
+    pub affinity_seconds: u32,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct BackendRow {
+    pub id: u32,
+    pub addr: String,
+    pub port: u16,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct ConnectionRow {
+    /// The VNI of the segment the direction was seen at.
+    pub zone: u32,
+    pub protocol: String,
+    pub src: String,
+    pub dst: String,
+    /// `original` or `reply`.
+    pub direction: String,
+    pub state: String,
+    /// The backend (original direction) or the ClusterIP restored (reply).
+    pub translated: String,
+    pub service: u32,
+    pub age_seconds: u64,
+}
+
+pub fn dump_services(dir: &Path, filter: &Filter) -> Result<Vec<ServiceRow>, CliError> {
+    let name = map_names::SVC;
+    let map: HashMap<_, SvcKey, SvcEntry> = Map::from_map_data(open(dir, name)?)
+        .and_then(HashMap::try_from)
+        .map_err(|e| CliError::Map(name, e))?;
+    let mut rows: Vec<ServiceRow> = map
+        .iter()
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CliError::Map(name, e))?
+        .into_iter()
+        .filter(|(k, _)| filter.addr.is_none_or(|a| a == ip(k.ip)))
+        .map(|(k, e)| ServiceRow {
+            addr: ip(k.ip).to_string(),
+            port: u16::from_be(k.port),
+            protocol: proto(k.proto),
+            id: e.id,
+            backends: e.backends,
+            affinity_seconds: if e.flags & SVC_AFFINITY != 0 {
+                e.affinity_s
+            } else {
+                0
+            },
+        })
+        .collect();
+    rows.sort_by_key(|r| (r.addr.parse::<Ipv4Addr>().ok(), r.port, r.protocol.clone()));
+    Ok(rows)
+}
+
+pub fn dump_backends(dir: &Path, filter: &Filter) -> Result<Vec<BackendRow>, CliError> {
+    let name = map_names::SVC_BACKEND;
+    let map: Array<_, Backend> = Map::from_map_data(open(dir, name)?)
+        .and_then(Array::try_from)
+        .map_err(|e| CliError::Map(name, e))?;
+    let mut rows = Vec::new();
+    for (id, b) in map.iter().enumerate() {
+        let b = b.map_err(|e| CliError::Map(name, e))?;
+        if b.ip == 0 || filter.addr.is_some_and(|a| a != ip(b.ip)) {
+            continue;
+        }
+        rows.push(BackendRow {
+            id: id as u32,
+            addr: ip(b.ip).to_string(),
+            port: u16::from_be(b.port),
+        });
+    }
+    Ok(rows)
+}
+
+pub fn dump_conntrack(dir: &Path, filter: &Filter) -> Result<Vec<ConnectionRow>, CliError> {
+    let name = map_names::CT;
+    let map: HashMap<_, CtKey, CtEntry> = Map::from_map_data(open(dir, name)?)
+        .and_then(HashMap::try_from)
+        .map_err(|e| CliError::Map(name, e))?;
+    let now = crate::node::dataplane::monotonic_coarse_ns();
+    let mut rows: Vec<(CtKey, ConnectionRow)> = Vec::new();
+    for entry in map.iter() {
+        let (k, e) = entry.map_err(|e| CliError::Map(name, e))?;
+        let reply = e.flags & CT_F_REPLY != 0;
+        let translated = if e.flags & CT_F_SERVICE == 0 {
+            String::new()
+        } else if reply {
+            format!("{}:{}", ip(e.service_ip), u16::from_be(e.service_port))
+        } else {
+            format!("{}:{}", ip(e.backend_ip), u16::from_be(e.backend_port))
+        };
+        let touches = |a: Ipv4Addr| {
+            [k.saddr, k.daddr, e.backend_ip, e.service_ip]
+                .iter()
+                .any(|r| *r != 0 && ip(*r) == a)
+        };
+        if filter.addr.is_some_and(|a| !touches(a)) {
+            continue;
+        }
+        rows.push((
+            k,
+            ConnectionRow {
+                zone: k.zone,
+                protocol: proto(k.proto),
+                src: format!("{}:{}", ip(k.saddr), u16::from_be(k.sport)),
+                dst: format!("{}:{}", ip(k.daddr), u16::from_be(k.dport)),
+                direction: if reply { "reply" } else { "original" }.into(),
+                state: match e.state {
+                    CT_ESTABLISHED => "established",
+                    CT_CLOSING => "closing",
+                    CT_CLOSED => "closed",
+                    _ => "new",
+                }
+                .into(),
+                translated: if e.flags & CT_F_AFFINITY != 0 && !reply {
+                    format!("{translated} (affinity)")
+                } else {
+                    translated
+                },
+                service: e.service,
+                age_seconds: now.saturating_sub(e.last_seen_ns) / 1_000_000_000,
+            },
+        ));
+    }
+    rows.sort_by_key(|(k, _)| *k);
+    Ok(rows.into_iter().map(|(_, r)| r).collect())
+}
+
+pub fn service_table(rows: &[ServiceRow]) -> String {
+    let mut out = format!(
+        "{:<16} {:>5} {:<5} {:>5} {:>8} AFFINITY\n",
+        "ADDR", "PORT", "PROTO", "ID", "BACKENDS"
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "{:<16} {:>5} {:<5} {:>5} {:>8} {}",
+            r.addr,
+            r.port,
+            r.protocol,
+            r.id,
+            r.backends,
+            if r.affinity_seconds == 0 {
+                "-".to_string()
+            } else {
+                format!("{}s", r.affinity_seconds)
+            }
+        );
+    }
+    out
+}
+
+pub fn backend_table(rows: &[BackendRow]) -> String {
+    let mut out = format!("{:>7} {:<16} PORT\n", "ID", "ADDR");
+    for r in rows {
+        let _ = writeln!(out, "{:>7} {:<16} {}", r.id, r.addr, r.port);
+    }
+    out
+}
+
+pub fn connection_table(rows: &[ConnectionRow]) -> String {
+    let mut out = format!(
+        "{:>8} {:<5} {:<22} {:<22} {:<8} {:<11} {:<22} {:>5} AGE\n",
+        "ZONE", "PROTO", "SRC", "DST", "DIR", "STATE", "TRANSLATED", "SVC"
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "{:>8} {:<5} {:<22} {:<22} {:<8} {:<11} {:<22} {:>5} {}s",
+            r.zone,
+            r.protocol,
+            r.src,
+            r.dst,
+            r.direction,
+            r.state,
+            if r.translated.is_empty() {
+                "-"
+            } else {
+                &r.translated
+            },
+            r.service,
+            r.age_seconds
+        );
+    }
+    out
+}
