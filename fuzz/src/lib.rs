@@ -12,6 +12,7 @@ use juneau::{
     store::{Object, Store},
 };
 
+pub mod datapath;
 pub mod targets;
 
 /// One target: the bytes libFuzzer (or the replay test) hands over.
@@ -24,6 +25,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("scenario", targets::scenario),
     ("admission_review", targets::admission_review),
     ("frames", targets::frames),
+    ("datapath", datapath::datapath),
 ];
 
 /// Reads a typed input out of the bytes as libfuzzer-sys's typed `fuzz_target!` does

@@ -54,6 +54,19 @@ pub fn run_tc_each(
 /// Runs `prog` `repeat` times on `frame` arriving on `ingress`, inside `ns` (helpers
 /// that look interfaces up resolve them there).
 pub fn run_tc(ns: &Netns, prog: &SchedClassifier, ingress: u32, frame: &[u8], repeat: u32) -> Run {
+    try_run_tc(ns, prog, ingress, frame, repeat).expect("BPF_PROG_TEST_RUN")
+}
+
+/// [`run_tc`], with the kernel's refusal of the input (a frame BPF_PROG_TEST_RUN
+/// cannot make an skb of) returned instead of a panic: for the fuzzer, whose inputs
+/// may be such frames.
+pub fn try_run_tc(
+    ns: &Netns,
+    prog: &SchedClassifier,
+    ingress: u32,
+    frame: &[u8],
+    repeat: u32,
+) -> Result<Run, aya::programs::ProgramError> {
     let ctx = ctx_for(ingress);
     let mut out = vec![0u8; frame.len() + 256];
     let result = ns.run(|| {
@@ -65,13 +78,13 @@ pub fn run_tc(ns: &Netns, prog: &SchedClassifier, ingress: u32, frame: &[u8], re
             ..Default::default()
         })
     });
-    let result = result.expect("BPF_PROG_TEST_RUN");
+    let result = result?;
     out.truncate(result.data_size_out as usize);
-    Run {
+    Ok(Run {
         verdict: result.return_value,
         data: out,
         per_run: result.duration,
-    }
+    })
 }
 
 /// As [`run_tc`] (once), the frame received by interface `dev` itself (`ifindex` too):
