@@ -362,7 +362,13 @@ fn l2_13_verifier_counts_stay_within_generous_budgets_below_the_kernel_limit() {
         ("gw_route", 150_000),
         ("eip_port", 50_000),
         ("eip_uplink", 50_000),
+        ("deliver_svc", 15_000),
     ];
+    assert_eq!(
+        budgets.len(),
+        juneau_common::prog_names::ALL.len(),
+        "every program has a budget"
+    );
     for (name, budget) in budgets {
         let n =
             b.dp.program(name)

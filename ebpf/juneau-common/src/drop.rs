@@ -106,5 +106,8 @@ crate::slots! {
         SvcUnsupported = 33 => "SVC_UNSUPPORTED",
         /// A rewrite of a translated packet failed.
         NatFailed = 34 => "NAT_FAILED",
+        /// The delivery program of Service-consuming ports is missing from `jn_progs`
+        /// (a daemon that has not installed it yet).
+        NoDeliveryProgram = 35 => "NO_DELIVERY_PROGRAM",
     }
 }

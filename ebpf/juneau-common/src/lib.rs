@@ -146,13 +146,17 @@ pub mod prog_names {
     /// ARP for and IPv4 to ElasticIPs on the uplink, entered by a tail call from
     /// `underlay_ingress`.
     pub const EIP_UPLINK: &str = "eip_uplink";
-    pub const ALL: [&str; 6] = [
+    /// Delivery into a port that consumes Services (a reply given its ClusterIP back),
+    /// entered by a tail call from the delivery stage.
+    pub const DELIVER_SVC: &str = "deliver_svc";
+    pub const ALL: [&str; 7] = [
         PORT_INGRESS,
         OVERLAY_INGRESS,
         UNDERLAY_INGRESS,
         GW_ROUTE,
         EIP_PORT,
         EIP_UPLINK,
+        DELIVER_SVC,
     ];
 }
 

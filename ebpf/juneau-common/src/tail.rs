@@ -8,14 +8,19 @@ pub const TAIL_ROUTER: u32 = 0;
 pub const TAIL_EIP_PORT: u32 = 1;
 /// ElasticIPs on the uplink (`eip_uplink`), from `underlay_ingress`.
 pub const TAIL_EIP_UPLINK: u32 = 2;
+/// Delivery into a port that consumes Services (`deliver_svc`), from every delivery
+/// site: the reply's translation back, then the redirect, verified once instead of
+/// inlined at each site.
+pub const TAIL_DELIVER_SVC: u32 = 3;
 /// Slots of `jn_progs`, with room for the next stages (Services, policy, NAT).
 pub const TAIL_SLOTS: u32 = 16;
 
 /// Every slot and the program the daemon puts in it.
-pub const TAIL_PROGRAMS: [(u32, &str); 3] = [
+pub const TAIL_PROGRAMS: [(u32, &str); 4] = [
     (TAIL_ROUTER, prog_names::GW_ROUTE),
     (TAIL_EIP_PORT, prog_names::EIP_PORT),
     (TAIL_EIP_UPLINK, prog_names::EIP_UPLINK),
+    (TAIL_DELIVER_SVC, prog_names::DELIVER_SVC),
 ];
 
 // Every slot in the table, and none given twice.

@@ -20,25 +20,51 @@ use juneau_common::{
     port::{PORT_EIP, PORT_GATEWAY, PORT_PEER, PORT_ROUTED},
 };
 
-use crate::{eth, maps, svc};
+use juneau_common::tail::TAIL_DELIVER_SVC;
+
+use crate::{eth, maps, svc, tail};
 
 /// Straight into the peer's namespace when the port is a Pod veth (its ingress is
 /// entered directly, no veth transmit or backlog hop), else to the port's egress.
+/// IPv4 into a port that consumes Services goes by `deliver_svc` (a tail call, with
+/// the port in the packet's control block), which gives a reply its ClusterIP back.
 #[inline(always)]
 pub fn to_port(ctx: &TcContext, ifindex: u32, flags: u32) -> Result<i32, DropReason> {
     if flags & (PORT_ROUTED | PORT_GATEWAY) != 0 && flags & PORT_EIP == 0 && eth::is_ip(ctx) {
-        let zone = maps::jn_l2_port
-            .get(ifindex)
-            .map(|p| p.vni)
-            .ok_or(DropReason::NotAPort)?;
-        svc::reverse(ctx, zone)?;
+        // SAFETY: the context pointer is valid for the program's run; cb is scratch
+        // space the program owns.
+        unsafe {
+            (*ctx.skb.skb).cb[0] = ifindex;
+            (*ctx.skb.skb).cb[1] = flags;
+        }
+        tail::call(ctx, TAIL_DELIVER_SVC);
+        return Err(DropReason::NoDeliveryProgram);
     }
+    Ok(redirect(ifindex, flags))
+}
+
+#[inline(always)]
+fn redirect(ifindex: u32, flags: u32) -> i32 {
     // SAFETY: plain helper calls.
-    Ok(unsafe {
+    unsafe {
         if flags & PORT_PEER != 0 {
             bpf_redirect_peer(ifindex, 0) as i32
         } else {
             bpf_redirect(ifindex, 0) as i32
         }
-    })
+    }
+}
+
+/// `deliver_svc`: the port handed over in the control block, the reply's translation
+/// back (`svc::reverse`, in the port's zone), then the redirect.
+#[inline(always)]
+pub fn svc_port(ctx: &TcContext) -> Result<i32, DropReason> {
+    // SAFETY: as above.
+    let (ifindex, flags) = unsafe { ((*ctx.skb.skb).cb[0], (*ctx.skb.skb).cb[1]) };
+    let zone = maps::jn_l2_port
+        .get(ifindex)
+        .map(|p| p.vni)
+        .ok_or(DropReason::NotAPort)?;
+    svc::reverse(ctx, zone)?;
+    Ok(redirect(ifindex, flags))
 }

@@ -59,6 +59,13 @@ pub fn eip_port(ctx: TcContext) -> i32 {
     verdict(hooks::port::eip(&ctx))
 }
 
+/// Delivery into a Service-consuming port, entered by a tail call from the delivery
+/// stage of every hook.
+#[classifier]
+pub fn deliver_svc(ctx: TcContext) -> i32 {
+    verdict(deliver::svc_port(&ctx))
+}
+
 /// ElasticIPs on the uplink, entered from `underlay_ingress` by a tail call.
 #[classifier]
 pub fn eip_uplink(ctx: TcContext) -> i32 {

@@ -125,7 +125,7 @@ fn prog_err(name: &'static str) -> impl FnOnce(ProgramError) -> DataplaneError {
     move |source| DataplaneError::Program { name, source }
 }
 
-const PROGRAMS: [&str; 6] = prog_names::ALL;
+const PROGRAMS: [&str; 7] = prog_names::ALL;
 
 /// One program attached to one interface.
 #[derive(Debug)]
