@@ -622,6 +622,14 @@ fn svc_01_bpf_dump_services_backends_and_conntrack_show_what_the_maps_hold() {
     let node = format!("jn-clisvc-{}", std::process::id());
     let root = juneau::standalone::pin_dir_of(&node);
     let _ = std::fs::remove_dir_all(&root);
+    // The pins go by name also when an assertion fails.
+    struct Unpin(std::path::PathBuf);
+    impl Drop for Unpin {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _unpin = Unpin(root.clone());
     let mut dp = Whole::of(juneau::node::Dataplane::load_sized(Some(&root), 64).unwrap()).unwrap();
     let dns: std::net::Ipv4Addr = "10.96.0.10".parse().unwrap();
     let backend: std::net::Ipv4Addr = "10.0.3.11".parse().unwrap();
@@ -739,5 +747,4 @@ fn svc_01_bpf_dump_services_backends_and_conntrack_show_what_the_maps_hold() {
     let (ok, _, err) = dump("conntrack", &["--filter", "port=53"]);
     assert!(!ok && err.contains("conntrack filters on addr"), "{err}");
     drop(dp);
-    let _ = std::fs::remove_dir_all(&root);
 }

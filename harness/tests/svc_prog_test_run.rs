@@ -314,6 +314,14 @@ fn svc_03_the_sweep_collects_finished_connections_and_keeps_live_ones() {
 fn svc_03_connections_outlive_the_daemon_and_keep_their_backend() {
     let root = juneau::standalone::pin_dir_of(&format!("jn-svcpin-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
+    // The pins go by name also when an assertion fails.
+    struct Unpin(std::path::PathBuf);
+    impl Drop for Unpin {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _unpin = Unpin(root.clone());
     let bed = PortBed::new(3);
     let setup = |dp: &mut Whole| {
         let here = Ipv4Addr::UNSPECIFIED;
@@ -381,6 +389,4 @@ fn svc_03_connections_outlive_the_daemon_and_keep_their_backend() {
     );
     // And an established connection keeps its backend through the new tables.
     assert_eq!(backend_of(&send(&dp, &data).data), backend);
-    drop(dp);
-    let _ = std::fs::remove_dir_all(&root);
 }
