@@ -77,10 +77,8 @@ fn services() -> ServiceState {
     }
 }
 
-fn bed_sized(ct_entries: u32) -> RouterBed {
-    let bed = PortBed::new(3);
-    let mut dp = Whole::of(juneau::node::Dataplane::load_sized(None, ct_entries).expect("load"))
-        .expect("writers");
+/// The router and the three Subnet ports on `dp`, as the daemon writes them.
+fn plumb(dp: &mut Whole, bed: &PortBed) {
     let here = Ipv4Addr::UNSPECIFIED;
     let state = router::state(
         &[SEG_S],
@@ -102,6 +100,13 @@ fn bed_sized(ct_entries: u32) -> RouterBed {
         })
         .unwrap();
     }
+}
+
+fn bed_sized(ct_entries: u32) -> RouterBed {
+    let bed = PortBed::new(3);
+    let mut dp = Whole::of(juneau::node::Dataplane::load_sized(None, ct_entries).expect("load"))
+        .expect("writers");
+    plumb(&mut dp, &bed);
     dp.sync_services(&services()).unwrap();
     RouterBed { bed, dp }
 }
@@ -323,35 +328,12 @@ fn svc_03_connections_outlive_the_daemon_and_keep_their_backend() {
     }
     let _unpin = Unpin(root.clone());
     let bed = PortBed::new(3);
-    let setup = |dp: &mut Whole| {
-        let here = Ipv4Addr::UNSPECIFIED;
-        let state = router::state(
-            &[SEG_S],
-            &(0..3u8)
-                .map(|i| (VNI_S, s_ip(i), pod_mac(i), here))
-                .collect::<Vec<_>>(),
-        );
-        dp.sync_router(&state).unwrap();
-        for i in 0..3u8 {
-            dp.configure_port(PortSpec {
-                ifindex: bed.ifindex(i as usize),
-                vni: VNI_S,
-                mtu: 0,
-                peer: true,
-                kind: PortKind::Subnet {
-                    mac: pod_mac(i),
-                    ip: s_ip(i).into(),
-                },
-            })
-            .unwrap();
-        }
-    };
     let load = || {
         Whole::of(juneau::node::Dataplane::load_sized(Some(&root), 1024).expect("load"))
             .expect("writers")
     };
     let mut dp = load();
-    setup(&mut dp);
+    plumb(&mut dp, &bed);
     dp.sync_services(&services()).unwrap();
     let send = |dp: &Whole, frame: &[u8]| {
         juneau_harness::testrun::run_tc(&bed.ns, dp.l2_port_program(), bed.ifindex(0), frame, 1)
