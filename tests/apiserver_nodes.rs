@@ -9,24 +9,17 @@
 mod containerd;
 #[path = "common/control_plane.rs"]
 mod control_plane;
+#[path = "common/node_bed.rs"]
+mod node_bed;
 #[path = "common/relay.rs"]
 mod relay;
 
-use std::{
-    path::{Path, PathBuf},
-    process::{Command, Stdio},
-    time::{Duration, Instant},
-};
+use std::{process::Command, time::Duration};
 
 use containerd::Containerd;
 use control_plane::{ControlPlane, Owned};
-use juneau::standalone::topology::{Topology, UNDERLAY_DEV};
-
-fn as_account(cp: &ControlPlane, account: &str) -> String {
-    cp.kubectl_ok(&["create", "token", account, "-n", "juneau-system"])
-        .trim()
-        .to_owned()
-}
+use juneau::standalone::topology::Topology;
+use node_bed::{NodeDaemon, TestDir, as_account, start_node, wait_for};
 
 fn pod(name: &str, node: &str) -> String {
     format!(
@@ -35,88 +28,6 @@ fn pod(name: &str, node: &str) -> String {
          spec:\n  nodeName: {node}\n  containers: [{{name: c, image: {img}, imagePullPolicy: Never}}]\n",
         img = containerd::BUSYBOX
     )
-}
-
-/// Polls `f` until it gives a value or `within` passes (then panics with `what`).
-fn wait_for<T>(within: Duration, what: impl Fn() -> String, f: impl Fn() -> Option<T>) -> T {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "{}", what());
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// One Node: its daemon (killed with the test) and where its files are.
-struct NodeDaemon {
-    socket: PathBuf,
-    log: PathBuf,
-    pins: PathBuf,
-    child: Option<Owned>,
-}
-
-impl Drop for NodeDaemon {
-    fn drop(&mut self) {
-        // The daemon first (it could still be pinning), then its pins: they keep
-        // programs and maps after it, and a test's go with it.
-        drop(self.child.take());
-        let _ = juneau::node::dataplane::pins::remove_tree(&self.pins);
-    }
-}
-
-fn start_node(cp: &ControlPlane, topo: &Topology, node: &str, dir: &Path) -> NodeDaemon {
-    let ns = &topo.nodes.iter().find(|n| n.name == node).unwrap().ns;
-    let upstream = cp.server().trim_start_matches("https://").parse().unwrap();
-    let port = relay::relay_into(ns.path(), upstream);
-    let kubeconfig = cp.kubeconfig_for_token_via(
-        &format!("juneau-node-{node}"),
-        &as_account(cp, "juneau-node"),
-        &format!("https://127.0.0.1:{port}"),
-    );
-    // The daemon's lock sits beside its socket: one folder per Node.
-    let own = dir.join(node);
-    std::fs::create_dir_all(&own).unwrap();
-    let socket = own.join("cni.sock");
-    let log = own.join("daemon.log");
-    let pins = PathBuf::from(format!(
-        "/sys/fs/bpf/juneau-e2e-{}-{node}",
-        std::process::id()
-    ));
-    let child = Owned::spawn(
-        Command::new("ip")
-            .args(["netns", "exec", ns.name()])
-            .arg(env!("CARGO_BIN_EXE_juneau"))
-            .args(["node", "--node-name", node, "--underlay", UNDERLAY_DEV])
-            .args(["--metrics-addr", "off", "--kubeconfig"])
-            .arg(&kubeconfig)
-            .arg("--cni-socket")
-            .arg(&socket)
-            .arg("--pin-dir")
-            .arg(&pins)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap()),
-    );
-    // The guard first: its pins go even when the daemon never comes up.
-    let daemon = NodeDaemon {
-        socket,
-        log,
-        pins,
-        child: Some(child),
-    };
-    wait_for(
-        Duration::from_secs(60),
-        || {
-            format!(
-                "{node}'s daemon did not open its CNI socket: {}",
-                std::fs::read_to_string(&daemon.log).unwrap_or_default()
-            )
-        },
-        || daemon.socket.exists().then_some(()),
-    );
-    daemon
 }
 
 /// `kubectl get <kind> -n default -o json`'s items.
@@ -207,7 +118,7 @@ fn l2_01_mx_01_pods_made_by_containerd_on_two_nodes_ping_each_other_and_del_remo
     .unwrap();
     let nodes: Vec<NodeDaemon> = ["node-a", "node-b"]
         .iter()
-        .map(|n| start_node(&cp, &topo, n, dir))
+        .map(|n| start_node(&cp, &topo, n, dir, "juneau-e2e"))
         .collect();
     let (pause, busybox) = containerd::test_images(&dir.join("images"));
     let runtimes: Vec<Containerd> = ["node-a", "node-b"]
@@ -317,20 +228,4 @@ fn l2_01_mx_01_pods_made_by_containerd_on_two_nodes_ping_each_other_and_del_remo
     drop(runtimes);
     drop(nodes);
     drop(topo);
-}
-
-/// The test's folder, removed however the test ends (declared first, dropped last).
-struct TestDir(PathBuf);
-
-impl TestDir {
-    fn new(path: PathBuf) -> TestDir {
-        std::fs::create_dir_all(&path).unwrap();
-        TestDir(path)
-    }
-}
-
-impl Drop for TestDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }

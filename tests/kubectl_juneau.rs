@@ -169,6 +169,7 @@ fn l2_13_bpf_dump_shows_the_routers_segments_routes_neighbours_and_counters() {
                 mtu: 1450,
                 prefix_len: 24,
                 table: "main".into(),
+                services: true,
             },
         )]
         .into_iter()
@@ -659,6 +660,7 @@ fn svc_01_bpf_dump_services_backends_and_conntrack_show_what_the_maps_hold() {
             ),
         ]
         .into(),
+        ..Default::default()
     };
     dp.sync_services(&want).unwrap();
     // A connection's pair, as the datapath writes it.
@@ -723,7 +725,7 @@ fn svc_01_bpf_dump_services_backends_and_conntrack_show_what_the_maps_hold() {
     );
     let (ok, text, err) = dump("backends", &["--filter", "addr=10.0.3.11"]);
     assert!(ok, "{err}");
-    assert_eq!(table_rows(&text), [["2", "10.0.3.11", "5353"]]);
+    assert_eq!(table_rows(&text), [["2", "10.0.3.11", "5353", "pod"]]);
     let (ok, text, err) = dump("conntrack", &["--filter", "addr=10.96.0.10"]);
     assert!(ok, "{err}");
     let rows = table_rows(&text);

@@ -58,6 +58,8 @@ fn pod(name: &str, node: &str) -> PodDef {
             r#"[{"interface": "eth0", "l2Network": "lab"}]"#.to_owned(),
         )]
         .into(),
+        labels: Default::default(),
+        ports: Default::default(),
         segment: None,
         addresses: Vec::new(),
         bridge_hosts: Vec::new(),
@@ -143,20 +145,6 @@ fn vni(run: &Run) -> u32 {
         .vni
 }
 
-/// `n` bytes of a deterministic stream (xorshift), so the receiver can check every one.
-fn stream(n: usize) -> Vec<u8> {
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut out = Vec::with_capacity(n + 8);
-    while out.len() < n {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out.truncate(n);
-    out
-}
-
 const STREAM_BYTES: usize = 32 << 20;
 
 #[test]
@@ -177,7 +165,7 @@ fn l2_28_mx_03_a_daemon_killed_with_sigkill_comes_back_without_losing_a_ping_or_
     let db_ns = run.pod("rs-db").unwrap().ns.path().to_owned();
     let listener =
         juneau::netns::run_in(&db_ns, || TcpListener::bind("0.0.0.0:5001").unwrap()).unwrap();
-    let data = std::sync::Arc::new(stream(STREAM_BYTES));
+    let data = std::sync::Arc::new(common::stream(STREAM_BYTES));
     let expected = data.clone();
     let receiver = std::thread::spawn(move || {
         let (mut conn, _) = listener.accept().unwrap();
@@ -340,7 +328,10 @@ fn l2_28_mx_03_a_daemon_killed_with_sigkill_comes_back_without_losing_a_ping_or_
         progs.contains(&("underlay_ingress", "underlay")),
         "{rows:?}"
     );
-    assert_eq!(rows.len(), 3, "nothing attached twice: {rows:?}");
+    // The Service device's peer (SVC-02: the Node has a Service source address in the
+    // default Subnet, given once it has a Pod NIC).
+    assert!(progs.contains(&("svc_host", "service")), "{rows:?}");
+    assert_eq!(rows.len(), 4, "nothing attached twice: {rows:?}");
     // And it works as before: a new Pod on the restarted Node reaches the old ones.
     run.add_pod(&pod("rs-new", "rs-a")).unwrap();
     run.settle();

@@ -52,6 +52,35 @@ fn l2_05_l2_14_l2_15_l2_21_subnet_scenario_routes_subnet_nics_through_the_datapa
 }
 
 #[test]
+fn svc_01_svc_03_pods_resolve_cluster_dns_and_reach_a_service_whose_backend_goes_mid_run_and_a_backend_reaches_itself()
+ {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let stdout = once_with(
+        "scenarios/stack/services-dns.yaml",
+        "the Services scenario failed",
+    );
+    assert!(stdout.contains("step 15:"), "{stdout}");
+    assert!(!stdout.contains("step 16:"), "{stdout}");
+    // The count of the requests made while the backend went, as the scenario said it.
+    assert!(stdout.contains("deleted pod web-1"), "{stdout}");
+    assert!(
+        stdout.contains(" failed") && stdout.contains("0 failed"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn svc_02_pods_reach_node_address_backends_on_their_own_node_and_on_another() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let stdout = once_with(
+        "scenarios/stack/services-host.yaml",
+        "the host-backend scenario failed",
+    );
+    assert!(stdout.contains("step 9:"), "{stdout}");
+    assert!(!stdout.contains("step 10:"), "{stdout}");
+}
+
+#[test]
 fn eip_01_eip_08_eip_09_eip_10_eip_11_eip_13_eip_18_elastic_ips_on_pod_nics_are_reached_from_outside()
  {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

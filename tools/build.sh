@@ -2,7 +2,7 @@
 # Builds the Kubernetes testbed's binaries from Go modules into a per-machine cache.
 #
 #   tools/build.sh k8s etcd            # some components
-#   tools/build.sh all                 # k8s etcd containerd crictl runc
+#   tools/build.sh all                 # k8s etcd containerd crictl runc coredns
 #   tools/build.sh --update-modules k8s  # rewrite tools/k8s/go.mod from versions.env, tidy
 #
 # Output: ${JUNEAU_TOOLS_CACHE:-/var/cache/juneau-tools}/<component>-<version>/bin/
@@ -77,7 +77,15 @@ component_vars() {
 		cgo=1
 		ldflags="-s -w -X main.version=${RUNC_VERSION#v}"
 		;;
-	*) die "unknown component '$1' (k8s etcd containerd crictl runc all)" ;;
+	coredns)
+		# Cluster DNS for the Kubernetes testbed's Services test (issue 29): the
+		# kubernetes plugin watches the real API server.
+		version=$COREDNS_VERSION mainmod=github.com/coredns/coredns
+		bins=(coredns)
+		pkgs=(github.com/coredns/coredns)
+		ldflags="-s -w -X github.com/coredns/coredns/coremain.GitCommit=module-$COREDNS_VERSION"
+		;;
+	*) die "unknown component '$1' (k8s etcd containerd crictl runc coredns all)" ;;
 	esac
 }
 
@@ -108,6 +116,7 @@ update_module() {
 	containerd) GOFLAGS=-buildvcs=false go mod edit -require="github.com/containerd/containerd/v2@$CONTAINERD_VERSION" ;;
 	crictl) GOFLAGS=-buildvcs=false go mod edit -require="sigs.k8s.io/cri-tools@$CRICTL_VERSION" ;;
 	runc) GOFLAGS=-buildvcs=false go mod edit -require="github.com/opencontainers/runc@$RUNC_VERSION" ;;
+	coredns) GOFLAGS=-buildvcs=false go mod edit -require="github.com/coredns/coredns@$COREDNS_VERSION" ;;
 	esac
 	GOFLAGS=-buildvcs=false "${NICE[@]}" go mod tidy
 	# a dependency could raise the pinned module through MVS; refuse that drift
@@ -159,7 +168,7 @@ comps=()
 for a in "$@"; do
 	case $a in
 	--update-modules) update=1 ;;
-	all) comps+=(k8s etcd containerd crictl runc) ;;
+	all) comps+=(k8s etcd containerd crictl runc coredns) ;;
 	-h | --help) sed -n '2,12p' "$0"; exit 0 ;;
 	*) comps+=("$a") ;;
 	esac

@@ -93,6 +93,9 @@ fn bed() -> Bed {
             front([10, 96, 0, 30], 80, 6, &[(1, 8080), (2, 8080)], Some(60)),
             front([10, 96, 0, 40], 9, 132, &[(2, 9)], None),
         ]),
+        // No Service source address is set on this bed: a backend outside every
+        // Subnet is refused (NO_SOURCE_ADDRESS) before any entry is written.
+        host_backends: Default::default(),
     })
     .expect("services");
     Bed { dp, bed }

@@ -8,7 +8,12 @@
 //! - a full connection table: established connections keep flowing (lost packets
 //!   counted at the receiving port's frame) while new ones are refused and counted;
 //! - programming: 10,000 Services with 5 backends each (50,000 endpoints) into the
-//!   maps, against the same frontends written without their Maglev tables.
+//!   maps, against the same frontends written without their Maglev tables;
+//! - propagation (`svc/propagation.rs`): a new Service and a backend gone, until every
+//!   Node's maps show it, on the standalone stack.
+#[path = "svc/propagation.rs"]
+mod propagation;
+
 use std::{collections::BTreeMap, net::Ipv4Addr, time::Instant};
 
 use juneau::node::{
@@ -46,6 +51,7 @@ fn api() -> ServiceState {
                 affinity_s: None,
             },
         )]),
+        ..Default::default()
     }
 }
 
@@ -233,6 +239,7 @@ fn programming(out: &mut Vec<Measurement>) {
                 )
             })
             .collect(),
+        ..Default::default()
     };
     let with = want(5);
     let mut dp = Whole::load(None).expect("load");
@@ -264,5 +271,6 @@ fn main() {
     churn(&mut out);
     full_table(&mut out);
     programming(&mut out);
+    propagation::run(&mut out);
     write_part("svc", &out);
 }

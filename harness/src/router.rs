@@ -56,6 +56,9 @@ pub fn state(segs: &[Seg], nbrs: &[Nbr]) -> RouterState {
                 mtu: g.mtu,
                 prefix_len: g.connected().dst.prefix_len() as u32,
                 table: "t".into(),
+                // The beds' Vpc consumes Services (SVC-01); a bed clears it to check
+                // a Vpc that does not.
+                services: true,
             },
         );
     }

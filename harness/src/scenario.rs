@@ -257,9 +257,10 @@ fn steps(s: &Scenario, r: &mut Running, say: &mut dyn FnMut(String)) -> Result<(
                     "  step {n}: {node} aged {removed} entr(ies) older than {aging_seconds}s"
                 ));
             }
-            Step::Daemon { .. } | Step::Run { .. } | Step::Ping { .. } => {
+            Step::Daemon { .. } | Step::Run { .. } | Step::Ping { .. } | Step::Sleep { .. } => {
                 unreachable!("shared steps are run by run_common")
             }
+            Step::DeletePod { .. } => unreachable!("refused by Scenario::check"),
         }
     }
     Ok(())

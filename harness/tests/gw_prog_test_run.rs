@@ -363,6 +363,7 @@ fn l2_13_verifier_counts_stay_within_generous_budgets_below_the_kernel_limit() {
         ("eip_port", 50_000),
         ("eip_uplink", 50_000),
         ("deliver_svc", 15_000),
+        ("svc_host", 15_000),
     ];
     assert_eq!(
         budgets.len(),

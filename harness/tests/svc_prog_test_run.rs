@@ -13,7 +13,11 @@ use juneau::node::{
     dataplane::{PortKind, PortSpec, Whole},
     services::{Frontend, FrontendKey, ServiceState},
 };
-use juneau_common::ct::{CT_ESTABLISHED, CT_F_REPLY, CT_F_SERVICE, PROTO_TCP, PROTO_UDP};
+use juneau_common::{
+    FdbKey,
+    ct::{CT_ESTABLISHED, CT_F_REPLY, CT_F_SERVICE, PROTO_TCP, PROTO_UDP, ZONE_HOST},
+    svc::SvcHost,
+};
 use juneau_harness::{
     frames::{self, fixtures::*, ones_complement},
     router::{self, RouterBed, Seg},
@@ -33,6 +37,16 @@ const DNS: [u8; 4] = [10, 96, 0, 10];
 const API: [u8; 4] = [10, 96, 0, 1];
 const EMPTY: [u8; 4] = [10, 96, 0, 20];
 const STICKY: [u8; 4] = [10, 96, 0, 30];
+/// A Service whose backend is a Node's address (SVC-02), and that Node's address.
+const KUBE: [u8; 4] = [10, 96, 0, 40];
+const NODE_ADDR: [u8; 4] = [172, 18, 0, 2];
+/// This Node's Service source address, and its Service device's MAC.
+const SOURCE: [u8; 4] = [10, 0, 3, 250];
+const DEVICE_MAC: [u8; 6] = [0x02, 0x5e, 0x77, 0, 0, 1];
+/// A Service whose only backend is the client itself (hairpin), and the address the
+/// client's source becomes.
+const SELF_SVC: [u8; 4] = [10, 96, 0, 50];
+const HAIRPIN: [u8; 4] = [169, 254, 42, 1];
 
 const fn s_ip(i: u8) -> [u8; 4] {
     [10, 0, 3, 10 + i]
@@ -67,6 +81,20 @@ fn services() -> ServiceState {
             ),
             (key(EMPTY, 80, PROTO_TCP), Frontend::default()),
             (
+                key(SELF_SVC, 80, PROTO_TCP),
+                Frontend {
+                    backends: vec![be(0, 8080)],
+                    affinity_s: None,
+                },
+            ),
+            (
+                key(KUBE, 443, PROTO_TCP),
+                Frontend {
+                    backends: vec![(NODE_ADDR.into(), 6443)],
+                    affinity_s: None,
+                },
+            ),
+            (
                 key(STICKY, 80, PROTO_TCP),
                 Frontend {
                     backends: vec![be(1, 8080), be(2, 8080)],
@@ -74,6 +102,7 @@ fn services() -> ServiceState {
                 },
             ),
         ]),
+        host_backends: [NODE_ADDR.into()].into(),
     }
 }
 
@@ -218,6 +247,136 @@ fn svc_01_tcp_is_translated_and_every_later_packet_keeps_its_backend() {
 }
 
 #[test]
+fn svc_02_a_node_address_backend_is_reached_through_the_stack_from_the_source_address() {
+    let b = bed();
+    let syn = frames::tcp(client(50000), (GW_S, KUBE, 443), true, b"");
+    // No source address yet: refused, named, nothing left behind.
+    assert_eq!(b.send(0, &syn).verdict, TC_ACT_SHOT);
+    assert_eq!(b.drops()["NO_SOURCE_ADDRESS"], 1);
+    assert!(b.dp.conntrack.entries().unwrap().is_empty());
+    // The Service device is port 2's interface here: what matters is the redirect to
+    // it and the bytes.
+    let device = b.bed.ifindex(2);
+    let mut b = b;
+    b.dp.services
+        .set_host(SvcHost {
+            ifindex: device,
+            snat_ip: u32::from_ne_bytes(SOURCE),
+            mac: FdbKey::new(DEVICE_MAC),
+        })
+        .unwrap();
+    let run = b.send(0, &syn);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    // Both addresses translated, the client's port kept (it is free), the device's
+    // MAC as destination so the stack takes it; checksums as a sender's.
+    let want = frames::tcp(
+        (pod_mac(0), SOURCE, 50000),
+        (DEVICE_MAC, NODE_ADDR, 6443),
+        true,
+        b"",
+    );
+    assert_eq!(run.data, want);
+    let ct = b.dp.conntrack.entries().unwrap();
+    assert_eq!(ct.len(), 3, "the pair and the stack's reply entry: {ct:?}");
+    let host = ct
+        .iter()
+        .find(|(k, _)| k.zone == ZONE_HOST)
+        .expect("an entry in the host zone");
+    assert_eq!(host.0.daddr, u32::from_ne_bytes(SOURCE));
+    assert_eq!(host.1.nat_zone, VNI_S);
+    // A second client with the same port toward the same backend gets another port.
+    let other = frames::tcp((pod_mac(1), s_ip(1), 50000), (GW_S, KUBE, 443), true, b"");
+    let run = b.send(1, &other);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    let sport = u16::from_be_bytes([run.data[34], run.data[35]]);
+    assert_ne!(sport, 50000, "a port of its own");
+    assert!((32768..61000).contains(&sport));
+    assert_eq!(&run.data[26..30], &SOURCE);
+    // The Node's answer to the source address, as the stack routes it out of the
+    // device to its peer: svc_host gives it back to the client as the ClusterIP's.
+    let answer = frames::tcp(
+        ([0x02, 0x5e, 0x77, 0, 0, 2], NODE_ADDR, 6443),
+        (DEVICE_MAC, SOURCE, 50000),
+        false,
+        b"v1.37",
+    );
+    let run = b.bed.send(b.dp.program("svc_host"), 2, &answer);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    let want = frames::tcp((GW_S, KUBE, 443), client(50000), false, b"v1.37");
+    assert_eq!(run.data, want, "to the client, from the ClusterIP");
+    // Later packets of the connection keep their source port.
+    let data = frames::tcp(client(50000), (GW_S, KUBE, 443), false, b"GET");
+    let run = b.send(0, &data);
+    let want = frames::tcp(
+        (pod_mac(0), SOURCE, 50000),
+        (DEVICE_MAC, NODE_ADDR, 6443),
+        false,
+        b"GET",
+    );
+    assert_eq!(run.data, want);
+    // What no connection expects at the device is dropped under its name.
+    let stray = frames::tcp(
+        ([0x02, 0x5e, 0x77, 0, 0, 2], NODE_ADDR, 6443),
+        (DEVICE_MAC, SOURCE, 40000),
+        false,
+        b"x",
+    );
+    assert_eq!(
+        b.bed.send(b.dp.program("svc_host"), 2, &stray).verdict,
+        TC_ACT_SHOT
+    );
+    assert_eq!(b.drops()["NOT_A_REPLY"], 1);
+}
+
+#[test]
+fn svc_01_a_pod_reaches_itself_through_its_service_and_its_reply_comes_back_translated() {
+    let b = bed();
+    let syn = frames::tcp(client(50000), (GW_S, SELF_SVC, 80), true, b"");
+    let run = b.send(0, &syn);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    // To itself at the target port, from the hairpin address: its reply must leave it.
+    let want = frames::tcp(
+        (pod_mac(0), HAIRPIN, 50000),
+        (pod_mac(0), s_ip(0), 8080),
+        true,
+        b"",
+    );
+    assert_eq!(run.data, want);
+    // Its answer to the hairpin address, through its gateway: from the ClusterIP, to
+    // itself, as its socket expects.
+    let answer = frames::tcp(
+        (pod_mac(0), s_ip(0), 8080),
+        (GW_S, HAIRPIN, 50000),
+        false,
+        b"ok",
+    );
+    let run = b.send(0, &answer);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    let want = frames::tcp(
+        (pod_mac(0), SELF_SVC, 80),
+        (pod_mac(0), s_ip(0), 50000),
+        false,
+        b"ok",
+    );
+    assert_eq!(run.data, want);
+    let ct = b.dp.conntrack.entries().unwrap();
+    assert_eq!(ct.len(), 2, "{ct:?}");
+    assert!(
+        ct.iter().all(|(_, e)| e.state == CT_ESTABLISHED),
+        "answered: {ct:?}"
+    );
+    // The next packet of the connection keeps both translations.
+    let data = frames::tcp(client(50000), (GW_S, SELF_SVC, 80), false, b"more");
+    let want = frames::tcp(
+        (pod_mac(0), HAIRPIN, 50000),
+        (pod_mac(0), s_ip(0), 8080),
+        false,
+        b"more",
+    );
+    assert_eq!(b.send(0, &data).data, want);
+}
+
+#[test]
 fn svc_03_affinity_keeps_a_client_on_its_backend() {
     let b = bed();
     let first = backend_of(
@@ -231,6 +390,27 @@ fn svc_03_affinity_keeps_a_client_on_its_backend() {
         );
         assert_eq!(backend_of(&run.data), first, "source port {sport}");
     }
+}
+
+#[test]
+fn svc_01_a_vpc_that_does_not_consume_services_routes_a_cluster_ip_as_any_address() {
+    let mut b = bed();
+    let mut state = router::state(
+        &[SEG_S],
+        &(0..3u8)
+            .map(|i| (VNI_S, s_ip(i), pod_mac(i), Ipv4Addr::UNSPECIFIED))
+            .collect::<Vec<_>>(),
+    );
+    state.segments.get_mut(&VNI_S).unwrap().services = false;
+    b.dp.sync_router(&state).unwrap();
+    let query = frames::udp_ports(client(40000), (GW_S, DNS, 53), b"query");
+    let run = b.send(0, &query);
+    // No route to the Service CIDR in the Vpc: network unreachable back to the client,
+    // and no connection made.
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    assert_eq!(run.data[23], 1, "ICMP");
+    assert_eq!((run.data[34], run.data[35]), (3, 0), "network unreachable");
+    assert!(b.dp.conntrack.entries().unwrap().is_empty());
 }
 
 #[test]

@@ -18,6 +18,7 @@ pub mod object;
 pub mod pod;
 pub mod routetable;
 pub mod securitygroup;
+pub mod service;
 pub mod subnet;
 pub mod vpc;
 
@@ -35,6 +36,7 @@ pub use object::{Object, ObjectError};
 pub use pod::PodRecord;
 pub use routetable::RouteTable;
 pub use securitygroup::SecurityGroup;
+pub use service::{EndpointSliceRecord, ServiceRecord};
 pub use subnet::Subnet;
 pub use vpc::{TransitGateway, Vpc, VpcPeering};
 

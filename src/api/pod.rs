@@ -22,6 +22,9 @@ pub struct PodRecord {
     /// Its labels: KubeVirt names a virt-launcher Pod's VM there.
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
+    /// Its containers' named ports (a Service's `targetPort` by name).
+    #[serde(default)]
+    pub ports: BTreeMap<String, u16>,
 }
 
 /// What KubeVirt puts on every virt-launcher Pod.

@@ -44,4 +44,20 @@ pub struct SubnetStatus {
     pub gateway_mac: String,
     #[serde(default)]
     pub conditions: Vec<Condition>,
+    /// A Vpc's `natSourceSubnet`: each Node's Service source address (SVC-02), held
+    /// out of the Pods' addresses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_addresses: Vec<NodeAddress>,
+}
+
+/// One Node's Service source address: connections from other Vpcs and to Node
+/// addresses leave that Node from it, and its replies come back to it.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeAddress {
+    pub node: String,
+    pub address: String,
+    /// The Node's VTEP: the other Nodes route the address there.
+    #[serde(rename = "nodeIP")]
+    pub node_ip: String,
 }

@@ -20,6 +20,30 @@ pub struct VpcSpec {
     pub enforce_security_groups: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint_pool: Option<EndpointPool>,
+    /// The cluster's Services for this Vpc's Pods. Without it they reach no ClusterIP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<VpcService>,
+}
+
+/// `spec.service` of a Vpc (SVC-01, SVC-02).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct VpcService {
+    /// The Vpc's Pods reach every ClusterIP Service of the cluster.
+    #[serde(default)]
+    pub consume: bool,
+    /// This Vpc provides backends to others (its Pods, and the Nodes' addresses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<ServiceProvider>,
+}
+
+/// How a consumer in another Vpc reaches this Vpc's backends (SVC-02).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceProvider {
+    /// A Subnet of this Vpc: each Node's source address for connections from other
+    /// Vpcs to backends here comes from it.
+    pub nat_source_subnet: String,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]

@@ -40,12 +40,15 @@ enum Cmd {
         what: DescribeCmd,
     },
     /// The path of a packet from one Pod NIC to another, from the cluster's objects,
-    /// with the source Node's learned table when its maps are on this machine. A NIC
-    /// holding an ElasticIP directly is refused (EIP-21).
+    /// with the source Node's learned table when its maps are on this machine; or, to a
+    /// Service frontend, which backend a connection gets and why (with the Node's
+    /// connections when its maps are here). A NIC holding an ElasticIP directly is
+    /// refused (EIP-21).
     Trace {
         /// The source: `<pod>` (its eth0) or `<pod>.<iface>`.
         from: String,
-        /// The destination: `<pod>`, `<pod>.<iface>` or an IPv4 address of a NIC.
+        /// The destination: `<pod>`, `<pod>.<iface>`, an IPv4 address of a NIC, or a
+        /// Service frontend `<ClusterIP>:<port>[/tcp|udp|sctp]`.
         to: String,
         #[command(flatten)]
         source: Source,
@@ -168,6 +171,18 @@ fn run() -> Result<(), cli::CliError> {
             output,
         } => {
             let world = cli::read_world(source.store.as_deref(), source.kubeconfig.as_deref())?;
+            // A Service frontend (`<ClusterIP>:<port>[/proto]`): which backend, and why.
+            if let Some(frontend) = cli::trace_svc::parse_frontend(&to) {
+                let hops = cli::trace_svc::trace(
+                    &world,
+                    &source.namespace,
+                    &from,
+                    frontend,
+                    &cli::trace_svc::local_datapath,
+                )?;
+                show(&hops, output, cli::trace::render);
+                return Ok(());
+            }
             let hops = cli::trace::trace(
                 &world,
                 &source.namespace,

@@ -17,8 +17,8 @@ pub struct AttachmentRow {
     pub hook: &'static str,
     pub program: String,
     pub program_id: u32,
-    /// `<namespace>/<pod>.<iface>` for a Pod NIC, `overlay` for the VXLAN device, empty
-    /// for anything Juneau did not make.
+    /// `<namespace>/<pod>.<iface>` for a Pod NIC, `overlay` for the VXLAN device,
+    /// `service` for the Service device's peer, empty for anything Juneau did not make.
     pub owner: String,
 }
 
@@ -27,6 +27,8 @@ fn owner_of(alias: &str) -> String {
         a.nic()
     } else if alias == vxlan::OWNER_ALIAS {
         "overlay".into()
+    } else if alias == crate::node::netlink::svc_device::SERVICE_ALIAS {
+        "service".into()
     } else {
         String::new()
     }

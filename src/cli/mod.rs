@@ -14,6 +14,7 @@ pub mod output;
 mod source;
 mod svc;
 pub mod trace;
+pub mod trace_svc;
 mod views;
 
 use std::path::{Path, PathBuf};

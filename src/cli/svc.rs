@@ -6,11 +6,11 @@ use std::{fmt::Write, net::Ipv4Addr, path::Path};
 use aya::maps::{Array, HashMap, Map};
 use juneau_common::{
     ct::{
-        CT_CLOSED, CT_CLOSING, CT_ESTABLISHED, CT_F_AFFINITY, CT_F_REPLY, CT_F_SERVICE, CtEntry,
-        CtKey,
+        CT_CLOSED, CT_CLOSING, CT_ESTABLISHED, CT_F_AFFINITY, CT_F_REPLY, CT_F_SERVICE, CT_F_SNAT,
+        CtEntry, CtKey, ZONE_HOST,
     },
     map_names,
-    svc::{Backend, SVC_AFFINITY, SvcEntry, SvcKey},
+    svc::{BACKEND_HOST, Backend, SVC_AFFINITY, SvcEntry, SvcKey},
 };
 use serde::Serialize;
 
@@ -46,6 +46,9 @@ pub struct BackendRow {
     pub id: u32,
     pub addr: String,
     pub port: u16,
+    /// `pod` (routed to), or `node` (through the Node's stack from its Service source
+    /// address, SVC-02).
+    pub via: String,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
@@ -107,6 +110,12 @@ pub fn dump_backends(dir: &Path, filter: &Filter) -> Result<Vec<BackendRow>, Cli
             id: id as u32,
             addr: ip(b.ip).to_string(),
             port: u16::from_be(b.port),
+            via: if b.flags & BACKEND_HOST != 0 {
+                "node"
+            } else {
+                "pod"
+            }
+            .into(),
         });
     }
     Ok(rows)
@@ -122,10 +131,21 @@ pub fn dump_conntrack(dir: &Path, filter: &Filter) -> Result<Vec<ConnectionRow>,
     for entry in map.iter() {
         let (k, e) = entry.map_err(|e| CliError::Map(name, e))?;
         let reply = e.flags & CT_F_REPLY != 0;
+        let nat = format!("{}:{}", ip(e.nat_ip), u16::from_be(e.nat_port));
+        let snat = e.flags & CT_F_SNAT != 0;
         let translated = if e.flags & CT_F_SERVICE == 0 {
             String::new()
+        } else if reply && k.zone == ZONE_HOST {
+            // The stack's reply to the source address: given back to the client.
+            format!("to {nat} (zone {})", e.nat_zone)
         } else if reply {
             format!("{}:{}", ip(e.service_ip), u16::from_be(e.service_port))
+        } else if snat {
+            format!(
+                "{}:{} from {nat}",
+                ip(e.backend_ip),
+                u16::from_be(e.backend_port)
+            )
         } else {
             format!("{}:{}", ip(e.backend_ip), u16::from_be(e.backend_port))
         };
@@ -191,9 +211,9 @@ pub fn service_table(rows: &[ServiceRow]) -> String {
 }
 
 pub fn backend_table(rows: &[BackendRow]) -> String {
-    let mut out = format!("{:>7} {:<16} PORT\n", "ID", "ADDR");
+    let mut out = format!("{:>7} {:<16} {:>5} VIA\n", "ID", "ADDR", "PORT");
     for r in rows {
-        let _ = writeln!(out, "{:>7} {:<16} {}", r.id, r.addr, r.port);
+        let _ = writeln!(out, "{:>7} {:<16} {:>5} {}", r.id, r.addr, r.port, r.via);
     }
     out
 }

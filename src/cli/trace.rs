@@ -118,6 +118,42 @@ fn endpoint_of<'w>(world: &'w World, nic: &NetworkInterface) -> Option<&'w Netwo
         .find(|e| name_of(*e) == name_of(nic) && ns_of(*e) == ns_of(nic))
 }
 
+/// A trace's source NIC, as a Service trace reads it.
+pub struct SourceNic {
+    pub name: String,
+    pub node: String,
+    pub address: String,
+    pub ip: Ipv4Addr,
+    pub segment: String,
+    pub vpc: String,
+    pub vni: u32,
+}
+
+/// The attached, non-direct NIC `from` names.
+pub fn source_nic(world: &World, namespace: &str, from: &str) -> Result<SourceNic, CliError> {
+    let src = resolve(world, namespace, from)?;
+    refuse_direct(src)?;
+    let ep = endpoint_of(world, src).ok_or_else(|| {
+        CliError::Usage(format!(
+            "NetworkInterface {}/{} is not attached (no NetworkEndpoint): its Pod's ADD has              not completed",
+            ns_of(src),
+            name_of(src)
+        ))
+    })?;
+    let (segment, vpc, vni) = segment(&world.objects, src);
+    Ok(SourceNic {
+        name: name_of(src).to_owned(),
+        node: ep.spec.node_name.clone(),
+        address: ep.spec.address.clone(),
+        ip: ip_of(src).ok_or_else(|| {
+            CliError::Usage(format!("NetworkInterface {} has no address", name_of(src)))
+        })?,
+        segment,
+        vpc,
+        vni,
+    })
+}
+
 /// The steps of a packet from `from` to `to`. `fdb` answers "what does this Node's
 /// learned table hold for this MAC in this VNI" when the Node's maps are readable.
 pub fn trace(

@@ -3,9 +3,9 @@
 use std::collections::BTreeMap;
 
 use crate::api::{
-    ARPAdvertisement, NetworkInterface, RouteTable, Subnet, Vpc, elasticip::ElasticIPStatus,
-    elasticipattachment::ElasticIPAttachmentStatus, externalnetwork::ExternalNetworkStatus,
-    l2network::L2NetworkStatus, subnet::SubnetStatus,
+    ARPAdvertisement, EndpointSliceRecord, NetworkInterface, RouteTable, Subnet, Vpc,
+    elasticip::ElasticIPStatus, elasticipattachment::ElasticIPAttachmentStatus,
+    externalnetwork::ExternalNetworkStatus, l2network::L2NetworkStatus, subnet::SubnetStatus,
 };
 
 /// What the objects should look like.
@@ -44,6 +44,10 @@ pub struct Desired {
     pub eip_finalize: Vec<String>,
     #[serde(default)]
     pub eip_release: Vec<String>,
+    /// The EndpointSlices this controller maintains (`controller::endpointslice`),
+    /// when it maintains them: every slice it manages is replaced by these.
+    #[serde(default)]
+    pub endpoint_slices: Option<Vec<EndpointSliceRecord>>,
 }
 
 /// How [`Desired`] and the backends name a namespaced object (ElasticIPs and their

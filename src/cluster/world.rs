@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Snapshot;
-use crate::api::{NetworkEndpoint, PodRecord};
+use crate::api::{EndpointSliceRecord, NetworkEndpoint, PodRecord, ServiceRecord};
 
 /// Everything the cluster holds.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -12,6 +12,12 @@ pub struct World {
     pub objects: Snapshot,
     pub endpoints: Vec<NetworkEndpoint>,
     pub pods: Vec<PodRecord>,
+    /// The cluster's Services and EndpointSlices (Kubernetes' own kinds, read as
+    /// records: `api::service`).
+    #[serde(default)]
+    pub services: Vec<ServiceRecord>,
+    #[serde(default)]
+    pub endpoint_slices: Vec<EndpointSliceRecord>,
     /// Pods admitted so far: the embedded store's creation order (EIP-20's oldest).
     #[serde(default)]
     pub pods_admitted: u64,

@@ -6,7 +6,11 @@ use ipnet::Ipv4Net;
 
 use crate::{
     admission::validate::Snapshot,
-    api::{DEFAULT_VPC, Subnet, Vpc, subnet::SubnetSpec, vpc::VpcSpec},
+    api::{
+        DEFAULT_VPC, Subnet, Vpc,
+        subnet::SubnetSpec,
+        vpc::{ServiceProvider, VpcService, VpcSpec},
+    },
 };
 
 /// The default Vpc and Subnet to create, those that do not exist yet.
@@ -14,10 +18,22 @@ pub fn missing(snap: &Snapshot, cidr: Option<Ipv4Net>) -> (Option<Vpc>, Option<S
     let Some(cidr) = cidr else {
         return (None, None);
     };
-    let vpc = snap
-        .vpc(DEFAULT_VPC)
-        .is_none()
-        .then(|| Vpc::new(DEFAULT_VPC, VpcSpec::default()));
+    let vpc = snap.vpc(DEFAULT_VPC).is_none().then(|| {
+        Vpc::new(
+            DEFAULT_VPC,
+            VpcSpec {
+                // The default Vpc's Pods use cluster DNS and Services (SVC-01), and
+                // provide backends to the others (SVC-02), as the reference's does.
+                service: Some(VpcService {
+                    consume: true,
+                    provider: Some(ServiceProvider {
+                        nat_source_subnet: DEFAULT_VPC.into(),
+                    }),
+                }),
+                ..VpcSpec::default()
+            },
+        )
+    });
     let subnet = snap.subnet(DEFAULT_VPC).is_none().then(|| {
         Subnet::new(
             DEFAULT_VPC,
@@ -43,6 +59,8 @@ mod tests {
         let (vpc, subnet) = (vpc.unwrap(), subnet.unwrap());
         assert_eq!(subnet.spec.vpc, "default");
         assert_eq!(subnet.spec.cidr, "10.16.0.0/16");
+        // SVC-01: the default Vpc's Pods reach the cluster's Services.
+        assert!(vpc.spec.service.as_ref().is_some_and(|s| s.consume));
         // The default Subnet passes the same admission as any other.
         snap.vpcs.push(vpc);
         crate::admission::validate::validate_subnet_create(&subnet, &snap).unwrap();

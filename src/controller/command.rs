@@ -50,6 +50,8 @@ impl ControllerArgs {
         let cfg = super::Config {
             default_l2_mtu: self.default_l2_mtu,
             default_subnet_cidr,
+            // A cluster's kube-controller-manager writes the slices.
+            endpoint_slices: false,
         };
         let cluster = match KubeCluster::connect(self.kubeconfig.as_deref(), CONTROLLER) {
             Ok(c) => c,

@@ -5,11 +5,13 @@
 pub mod bootstrap;
 pub mod command;
 pub mod elasticip;
+pub mod endpointslice;
 pub mod externalnetwork;
 pub mod ipam;
 pub mod l2network;
 pub mod pod;
 pub mod routetable;
+pub mod service_source;
 pub mod subnet;
 
 use crate::cluster::{Cluster, ClusterError, Desired, World};
@@ -22,6 +24,9 @@ pub struct Config {
     /// `--default-subnet-cidr`: the default Subnet's CIDR, made with the default Vpc
     /// when absent; `None` makes neither.
     pub default_subnet_cidr: Option<ipnet::Ipv4Net>,
+    /// Maintain the EndpointSlices of Services with a selector (`endpointslice`):
+    /// where no kube-controller-manager runs, the standalone mode.
+    pub endpoint_slices: bool,
 }
 
 /// The default Subnet's CIDR unless told otherwise (kube-ovn's `ovn-default`).
@@ -32,6 +37,7 @@ impl Default for Config {
         Self {
             default_l2_mtu: 1450,
             default_subnet_cidr: DEFAULT_SUBNET_CIDR.parse().ok(),
+            endpoint_slices: false,
         }
     }
 }
@@ -64,9 +70,22 @@ pub fn reconcile(world: &World, cfg: &Config) -> Desired {
         unreadable,
     } = pod::reconcile_all(&world.pods, &objects);
     let eips = elasticip::reconcile(&objects, &world.pods, &mut interfaces);
+    let mut subnet_status = subnet_status;
+    for (subnet, addresses) in service_source::reconcile(&objects, &world.endpoints, &interfaces) {
+        if let Some(st) = subnet_status.get_mut(&subnet) {
+            st.node_addresses = addresses;
+        }
+    }
     let route_tables = routetable::reconcile_all(&objects);
     let (default_vpc, default_subnet) = bootstrap::missing(&world.objects, cfg.default_subnet_cidr);
+    let endpoint_slices = cfg.endpoint_slices.then(|| {
+        // The slices read the NICs as this pass makes them.
+        let mut w = world.clone();
+        w.objects.interfaces = interfaces.clone();
+        endpointslice::reconcile_all(&w)
+    });
     Desired {
+        endpoint_slices,
         l2_status,
         subnet_status,
         default_vpc,

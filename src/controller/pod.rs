@@ -44,6 +44,15 @@ impl Pools {
                 p.entry(&key).0.insert(a);
             }
         }
+        // The Nodes' Service source addresses (SVC-02) are no Pod's to take.
+        for s in &snap.subnets {
+            let key = format!("subnet/{}", s.metadata.name.as_deref().unwrap_or(""));
+            for a in s.status.iter().flat_map(|st| &st.node_addresses) {
+                if let Ok(ip) = a.address.parse() {
+                    p.entry(&key).0.insert(ip);
+                }
+            }
+        }
         p
     }
 

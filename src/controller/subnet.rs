@@ -48,6 +48,8 @@ pub fn reconcile_all(snap: &Snapshot) -> BTreeMap<String, SubnetStatus> {
                 gateway: first_host(&cidr).to_string(),
                 gateway_mac,
                 conditions: vec![Condition::new("Ready", true, "Reconciled", "")],
+                // Kept; the Service source pass (`service_source`) moves them.
+                node_addresses: old.node_addresses,
             },
         );
     }

@@ -73,6 +73,12 @@ pub struct PodDef {
     /// Stack layer: the Pod's annotations (its NICs).
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,
+    /// Stack layer: its labels (Service selectors match them).
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Stack layer: its containers' named ports (a Service's `targetPort` by name).
+    #[serde(default)]
+    pub ports: BTreeMap<String, u16>,
     /// Datapath layer: the segment its eth0 is plugged into.
     #[serde(default)]
     pub segment: Option<String>,
@@ -115,6 +121,11 @@ pub enum Step {
     },
     /// Datapath layer: wait, then age Node `node`'s tables with `aging_seconds`.
     Age { node: String, aging_seconds: f64 },
+    /// Stack layer: delete a Pod as a kubelet does (CNI DEL, then the API), and wait
+    /// until the daemons have seen it.
+    DeletePod { name: String },
+    /// Stack layer: wait this many seconds (programs started by `daemon` run on).
+    Sleep { seconds: f64 },
 }
 
 #[derive(Debug, Deserialize)]
@@ -196,6 +207,16 @@ impl Scenario {
             if !self.segments.is_empty() {
                 return Err("segments: a stack scenario declares L2Networks under objects".into());
             }
+            if let Some(p) = self
+                .pods
+                .iter()
+                .find(|p| !p.addresses.is_empty() || p.segment.is_some())
+            {
+                return Err(format!(
+                    "pods: {:?}: segment and addresses are the datapath layer's; a stack Pod names its network in annotations",
+                    p.name
+                ));
+            }
             if let Some(step) = self
                 .steps
                 .iter()
@@ -205,6 +226,23 @@ impl Scenario {
                     "steps: {step:?} drives the datapath alone; put it in a datapath scenario"
                 ));
             }
+        } else if let Some(step) = self
+            .steps
+            .iter()
+            .find(|s| matches!(s, Step::DeletePod { .. }))
+        {
+            return Err(format!(
+                "steps: {step:?} deletes a Pod through the stack; put it in a stack scenario"
+            ));
+        } else if let Some(p) = self
+            .pods
+            .iter()
+            .find(|p| !p.labels.is_empty() || !p.ports.is_empty())
+        {
+            return Err(format!(
+                "pods: {:?}: labels and ports are read by the stack's Services; use layer: stack",
+                p.name
+            ));
         } else if !self.objects.is_empty() {
             return Err("objects: a datapath scenario has no objects (it drives the datapath alone); use layer: stack".into());
         } else if self.outside {
@@ -271,7 +309,14 @@ impl Scenario {
                         ));
                     }
                 }
-                Step::Age { .. } => {}
+                Step::DeletePod { name } => {
+                    if !self.pods.iter().any(|p| &p.name == name) {
+                        return Err(format!(
+                            "steps: step {n}: delete_pod: {name:?} is not a Pod of this scenario"
+                        ));
+                    }
+                }
+                Step::Age { .. } | Step::Sleep { .. } => {}
             }
         }
         Ok(())

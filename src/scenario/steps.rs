@@ -99,19 +99,27 @@ pub fn run_common(
         Step::Run { at, cmd } => {
             let cmd = expand(bed, cmd);
             let argv: Vec<&str> = cmd.iter().map(String::as_str).collect();
-            exec(bed, at, &argv).map_err(|e| format!("step {n}: {e}"))?;
+            let printed = exec(bed, at, &argv).map_err(|e| format!("step {n}: {e}"))?;
             let mut shown = cmd.join(" ");
             if shown.len() > 72 {
                 shown.truncate(shown.floor_char_boundary(69));
                 shown.push_str("...");
             }
             say(format!("  step {n}: {shown} in {at}: ok"));
+            // What the program said last, when it said anything (a check's count).
+            if let Some(last) = printed.lines().rev().find(|l| !l.trim().is_empty()) {
+                say(format!("    {}", last.trim()));
+            }
         }
         Step::Ping { from, to } => {
             let summary = ping_all(bed, from, to, 3).map_err(|e| format!("step {n}: {e}"))?;
             say(format!("  step {n}: ping {from} -> {to}: {summary}"));
         }
-        Step::Send { .. } | Step::Age { .. } => return Ok(false),
+        Step::Sleep { seconds } => {
+            std::thread::sleep(Duration::from_secs_f64(seconds.clamp(0.0, 600.0)));
+            say(format!("  step {n}: slept {seconds} s"));
+        }
+        Step::Send { .. } | Step::Age { .. } | Step::DeletePod { .. } => return Ok(false),
     }
     Ok(true)
 }

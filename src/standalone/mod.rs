@@ -150,7 +150,7 @@ pub fn run_with(
     if result.is_ok() {
         run.settle();
         print_state(&run.store, out);
-        result = run_steps(&s, &run, &mut programs, out);
+        result = run_steps(&s, &mut run, &mut programs, out);
     }
     if result.is_ok() && !once {
         out("running; Ctrl-C tears everything down".into());
@@ -243,19 +243,65 @@ fn print_state(store: &Store, out: &mut dyn FnMut(String)) {
             e.spec.mac_address,
         ));
     }
+    if world.services.is_empty() {
+        return;
+    }
+    out(format!(
+        "{:<24} {:<14} {:<24} {:<30}",
+        "SERVICE", "CLUSTER-IP", "PORTS", "ENDPOINTS (ready)"
+    ));
+    for svc in &world.services {
+        let ports: Vec<String> = svc
+            .ports
+            .iter()
+            .map(|p| format!("{}/{}", p.port, p.protocol))
+            .collect();
+        let ready: Vec<String> = world
+            .endpoint_slices
+            .iter()
+            .filter(|s| s.namespace == svc.namespace && s.service == svc.name)
+            .flat_map(|s| {
+                let port = s.ports.first().map_or(0, |p| p.port);
+                s.endpoints
+                    .iter()
+                    .filter(|e| e.ready)
+                    .flat_map(move |e| e.addresses.iter().map(move |a| format!("{a}:{port}")))
+            })
+            .collect();
+        out(format!(
+            "{:<24} {:<14} {:<24} {:<30}",
+            svc.key(),
+            svc.cluster_ips.join(","),
+            ports.join(","),
+            if ready.is_empty() {
+                "-".into()
+            } else {
+                ready.join(",")
+            },
+        ));
+    }
 }
 
 /// The scenario's steps, in the Pods of the run.
 fn run_steps(
     s: &Scenario,
-    run: &Run,
+    run: &mut Run,
     programs: &mut Vec<steps::Daemon>,
     out: &mut dyn FnMut(String),
 ) -> Result<(), StandaloneError> {
     for (n, step) in s.steps.iter().enumerate() {
         let handled =
             steps::run_common(n + 1, step, run, programs, out).map_err(StandaloneError::Check)?;
-        if !handled {
+        if handled {
+            continue;
+        }
+        if let crate::scenario::Step::DeletePod { name } = step {
+            run.terminate_pod(name)?;
+            run.settle();
+            out(format!("  step {}: deleted pod {name}", n + 1));
+            continue;
+        }
+        {
             return Err(StandaloneError::Scenario(format!(
                 "step {}: not a step of the stack layer",
                 n + 1

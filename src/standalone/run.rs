@@ -24,8 +24,11 @@ use crate::{
     netns::Owned,
     node::daemon::pid_file_of,
     scenario::{CLIENT, UPSTREAM},
-    store::{Object, Store, StoreError},
+    store::{ENDPOINT_SLICE_KIND, Object, SERVICE_KIND, Store, StoreError},
 };
+
+/// How long a Pod deleted gracefully stays terminating before its CNI DEL.
+const TERMINATION_GRACE: Duration = Duration::from_secs(1);
 
 /// Runs of one process (tests start several): each gets its own folder and record.
 static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
@@ -163,10 +166,19 @@ impl Run {
                     .and_then(|n| n.as_str())
                     .unwrap_or("")
             );
-            Object::from_value(v.clone())
-                .map_err(StoreError::from)
-                .and_then(|o| store.create(o))
-                .map_err(|e| StandaloneError::Scenario(format!("{what}: {e}")))?;
+            // Services are Kubernetes' own kind: the store takes them as the API
+            // server would (a ClusterIP allocated), not through Juneau's admission.
+            let kind = v.get("kind").and_then(|k| k.as_str());
+            let made = if kind == Some(SERVICE_KIND) {
+                store.create_service(v.clone()).map(|_| ())
+            } else if kind == Some(ENDPOINT_SLICE_KIND) {
+                store.create_endpoint_slice(v.clone()).map(|_| ())
+            } else {
+                Object::from_value(v.clone())
+                    .map_err(StoreError::from)
+                    .and_then(|o| store.create(o))
+            };
+            made.map_err(|e| StandaloneError::Scenario(format!("{what}: {e}")))?;
         }
         let pid = std::process::id();
         let seq = SEQ.fetch_add(1, Ordering::Relaxed);
@@ -184,7 +196,13 @@ impl Run {
         let stop = Arc::new(AtomicBool::new(false));
         let controller = {
             let (store, stop) = (store.clone(), stop.clone());
-            std::thread::spawn(move || controller::run_loop(&store, &Config::default(), &stop))
+            // No kube-controller-manager here: the controller writes the Services'
+            // EndpointSlices too.
+            let cfg = Config {
+                endpoint_slices: true,
+                ..Config::default()
+            };
+            std::thread::spawn(move || controller::run_loop(&store, &cfg, &stop))
         };
         let store_socket = run_dir.join("store.sock");
         crate::store::remote::serve(store.clone(), &store_socket)?;
@@ -312,6 +330,8 @@ impl Run {
             name: def.name.clone(),
             node: def.node.clone(),
             annotations: def.annotations.clone(),
+            labels: def.labels.clone(),
+            ports: def.ports.clone(),
             ..Default::default()
         })?;
         let ns = Owned::create(&format!("{}-{}-{}", self.prefix, def.namespace, def.name))?;
@@ -345,6 +365,20 @@ impl Run {
         self.store.delete_pod(&pod.def.namespace, &pod.def.name);
         drop(pod);
         del.map(|_| ())
+    }
+
+    /// Deletes a Pod gracefully, as the API server and a kubelet do: first it is
+    /// terminating (its endpoints take no new connections, SVC-03) until the daemons
+    /// have seen that, then [`Run::delete_pod`].
+    pub fn terminate_pod(&mut self, name: &str) -> Result<(), StandaloneError> {
+        let pod = self
+            .pod(name)
+            .ok_or_else(|| StandaloneError::Scenario(format!("no pod {name:?}")))?;
+        self.store
+            .set_terminating(&pod.def.namespace.clone(), &pod.def.name.clone());
+        // The slices, then every daemon's maps, follow within a second (SVC-01's bound).
+        std::thread::sleep(TERMINATION_GRACE);
+        self.delete_pod(name)
     }
 
     /// Deletes a Pod as Kubernetes does the Pods of a lost Node (eviction, force

@@ -154,6 +154,9 @@ impl Topology {
                 ],
             )?;
             ip(&ns, &["link", "set", UNDERLAY_DEV, "up"])?;
+            // A Node forwards, as every Kubernetes Node does: its Pods' connections to
+            // another Node's address leave through its stack (SVC-02).
+            sysctl(&ns, "net.ipv4.ip_forward=1")?;
             for j in (0..names.len()).filter(|j| *j != i) {
                 ip(
                     &ns,

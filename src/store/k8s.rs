@@ -92,6 +92,12 @@ pub(super) fn pod_record(p: &Pod) -> PodRecord {
         node: spec.node_name.unwrap_or_default(),
         annotations: p.metadata.annotations.clone().unwrap_or_default(),
         labels: p.metadata.labels.clone().unwrap_or_default(),
+        ports: spec
+            .containers
+            .iter()
+            .flat_map(|c| c.ports.iter().flatten())
+            .filter_map(|p| Some((p.name.clone()?, u16::try_from(p.container_port).ok()?)))
+            .collect(),
         dns_policy: spec.dns_policy.unwrap_or_default(),
         terminating: p.metadata.deletion_timestamp.is_some(),
         created: p

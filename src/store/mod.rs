@@ -11,11 +11,17 @@ use std::{
 
 pub mod k8s;
 pub mod remote;
+mod services;
+
+pub use services::{ENDPOINT_SLICE_KIND, SERVICE_KIND};
 
 pub use crate::api::{Object, PodRecord};
 use crate::{
     admission::{self, Rejection, Snapshot, validate},
-    api::{DEFAULT_VPC, L2Network, NetworkEndpoint, NetworkInterface},
+    api::{
+        DEFAULT_VPC, EndpointSliceRecord, L2Network, NetworkEndpoint, NetworkInterface,
+        service::MANAGED_BY_JUNEAU,
+    },
     cluster::{Desired, World},
 };
 
@@ -27,6 +33,10 @@ pub enum StoreError {
     Exists { kind: &'static str, name: String },
     #[error("{0}")]
     Parse(#[from] crate::api::ObjectError),
+    /// An object of Kubernetes' own kinds (a Service) that the API server would refuse:
+    /// the field and the fix.
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// The embedded store: a [`World`] behind a lock, with a generation counter that
@@ -159,10 +169,28 @@ impl Store {
         })
     }
 
+    /// Marks a Pod as being deleted (its `deletionTimestamp`), as the API server does
+    /// at the start of a graceful deletion: its endpoints stop taking new connections.
+    pub fn set_terminating(&self, namespace: &str, name: &str) {
+        self.write(|w| {
+            for p in &mut w.pods {
+                if p.namespace == namespace && p.name == name {
+                    p.terminating = true;
+                }
+            }
+            let key = format!("{namespace}/{name}");
+            if !w.objects.terminating_pods.contains(&key) {
+                w.objects.terminating_pods.push(key);
+            }
+        });
+    }
+
     pub fn delete_pod(&self, namespace: &str, name: &str) {
         self.write(|w| {
             w.pods
-                .retain(|p| !(p.namespace == namespace && p.name == name))
+                .retain(|p| !(p.namespace == namespace && p.name == name));
+            let key = format!("{namespace}/{name}");
+            w.objects.terminating_pods.retain(|p| *p != key);
         });
     }
 
@@ -265,6 +293,16 @@ impl crate::cluster::Cluster for Store {
                 changed = true;
             }
             changed |= apply_external(&mut w.objects, desired);
+            if let Some(slices) = &desired.endpoint_slices {
+                let ours = |s: &EndpointSliceRecord| s.managed_by == MANAGED_BY_JUNEAU;
+                let now: Vec<&EndpointSliceRecord> =
+                    w.endpoint_slices.iter().filter(|s| ours(s)).collect();
+                if now.len() != slices.len() || now.iter().zip(slices).any(|(a, b)| *a != b) {
+                    w.endpoint_slices.retain(|s| !ours(s));
+                    w.endpoint_slices.extend(slices.iter().cloned());
+                    changed = true;
+                }
+            }
             if w.objects.interfaces != desired.interfaces {
                 w.objects.interfaces = desired.interfaces.clone();
                 changed = true;

@@ -136,8 +136,17 @@ impl ControlPlane {
         std::fs::create_dir_all(&certs).unwrap();
         let write = |name: &str, text: &str| std::fs::write(certs.join(name), text).unwrap();
         let serving_ca = ca("juneau-test-serving-ca");
+        // As a cluster's: also the `kubernetes` Service's ClusterIP (the first address
+        // of --service-cluster-ip-range) and its names, which Pods reach it by.
         let (crt, key) = leaf(
-            &["localhost", "127.0.0.1"],
+            &[
+                "localhost",
+                "127.0.0.1",
+                "10.0.0.1",
+                "kubernetes.default",
+                "kubernetes.default.svc",
+                "kubernetes.default.svc.cluster.local",
+            ],
             "localhost",
             None,
             ExtendedKeyUsagePurpose::ServerAuth,

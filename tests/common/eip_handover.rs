@@ -61,6 +61,8 @@ pub fn launcher(name: &str, node: &str) -> PodDef {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect(),
+        labels: Default::default(),
+        ports: Default::default(),
         segment: None,
         addresses: Vec::new(),
         bridge_hosts: Vec::new(),

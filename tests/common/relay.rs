@@ -13,9 +13,15 @@ use std::{
 /// Starts relaying; returns the port listening on the Node namespace's 127.0.0.1. The
 /// relay lives as long as the test process (its threads hold only loopback sockets).
 pub fn relay_into(netns: &Path, upstream: SocketAddr) -> u16 {
-    let listener = juneau::netns::run_in(netns, || TcpListener::bind("127.0.0.1:0"))
+    relay_at(netns, "127.0.0.1:0".parse().unwrap(), upstream)
+}
+
+/// [`relay_into`] listening at `at` in the namespace (a Node's own address: the API
+/// server as a hostNetwork backend of the `kubernetes` Service); returns the port.
+pub fn relay_at(netns: &Path, at: SocketAddr, upstream: SocketAddr) -> u16 {
+    let listener = juneau::netns::run_in(netns, || TcpListener::bind(at))
         .expect("enter the Node namespace")
-        .expect("listen on the Node's loopback");
+        .expect("listen in the Node's namespace");
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
         for conn in listener.incoming() {

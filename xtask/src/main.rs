@@ -126,7 +126,8 @@ fn bootstrap() -> Result<()> {
     Ok(())
 }
 
-/// etcd, kube-apiserver, kubectl, containerd, crictl and runc built from their Go
+/// etcd, kube-apiserver, kubectl, containerd, crictl, runc and CoreDNS (about 1.5 min of
+/// it) built from their Go
 /// modules (`tools/build.sh`, cached per version under /var/cache/juneau-tools: about
 /// 9 minutes on 2 idle cores the first time, with the Debian packages and bpf-linker of
 /// `bootstrap`; nothing after). The tests start a real
@@ -138,6 +139,7 @@ fn kubernetes_tools() -> Result<()> {
         "containerd",
         "crictl",
         "runc",
+        "coredns",
     ]))
     .context("building the Kubernetes components (Go and the Go module proxy needed)")
 }

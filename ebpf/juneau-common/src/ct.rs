@@ -52,6 +52,23 @@ pub const CT_F_REPLY: u8 = 1;
 pub const CT_F_SERVICE: u8 = 2;
 /// The connection came by session affinity (statistics only).
 pub const CT_F_AFFINITY: u8 = 4;
+/// The connection's source is translated too (SVC-02: a backend reached through the
+/// Node's stack): the original direction leaves from `nat_ip:nat_port`; the reply
+/// comes back to it, in [`ZONE_HOST`], and is given the client back.
+pub const CT_F_SNAT: u8 = 8;
+
+/// A Pod reaching itself through a Service (hairpin): its source is translated to
+/// [`HAIRPIN_IP`] so that its own reply leaves the Pod (to its gateway) and is given
+/// the ClusterIP back, as Cilium does with its loopback address.
+pub const CT_F_HAIRPIN: u8 = 16;
+
+/// The source of a hairpin connection as the Pod sees it (169.254.42.1, network order
+/// as it sits in packets): link-local, never a Pod's, reached by the Pod's default route.
+pub const HAIRPIN_IP: u32 = u32::from_ne_bytes([169, 254, 42, 1]);
+
+/// The zone of what arrives from the Node's own stack (the replies of translated
+/// sources): no segment has VNI 0.
+pub const ZONE_HOST: u32 = 0;
 
 /// Value of `jn_ct`. The fields of the next features are reserved in place (the NAT
 /// mapping; the allow record of NetworkACL and SecurityGroup), so that they add their
@@ -77,10 +94,14 @@ pub struct CtEntry {
     pub service_port: u16,
     /// Service: the ClusterIP (reply direction: the source restored to it).
     pub service_ip: u32,
-    /// NAT (reserved): the translated address and port.
+    /// NAT: the address and port the source is translated to (original direction),
+    /// or the destination given back (a reply in [`ZONE_HOST`]: the client's).
     pub nat_ip: u32,
     pub nat_port: u16,
     pub pad1: u16,
+    /// NAT: a reply in [`ZONE_HOST`]: the zone it is delivered in (the client's VNI).
+    pub nat_zone: u32,
+    pub pad2: u32,
     /// Policy (reserved): the rule-set version the connection was allowed under, and
     /// the verdict's bits.
     pub policy_version: u32,
@@ -88,7 +109,7 @@ pub struct CtEntry {
 }
 
 const _: () = assert!(core::mem::size_of::<CtKey>() == 20);
-const _: () = assert!(core::mem::size_of::<CtEntry>() == 48);
+const _: () = assert!(core::mem::size_of::<CtEntry>() == 56);
 
 /// Lifetimes by state (ns), Cilium's and the reference's order of magnitude: a TCP
 /// connection that goes quiet is kept 6 hours (Cilium's 21,600 s), an unanswered SYN
@@ -99,6 +120,21 @@ pub mod timeout {
     pub const TCP_NEW: u64 = 60 * S;
     pub const TCP_CLOSING: u64 = 10 * S;
     pub const OTHER: u64 = 60 * S;
+}
+
+impl CtKey {
+    /// One direction in `zone`, as its packets carry it (network order).
+    pub const fn new(zone: u32, saddr: u32, daddr: u32, sport: u16, dport: u16, proto: u8) -> Self {
+        Self {
+            zone,
+            saddr,
+            daddr,
+            sport,
+            dport,
+            proto,
+            pad: [0; 3],
+        }
+    }
 }
 
 impl CtEntry {

@@ -109,5 +109,12 @@ crate::slots! {
         /// The delivery program of Service-consuming ports is missing from `jn_progs`
         /// (a daemon that has not installed it yet).
         NoDeliveryProgram = 35 => "NO_DELIVERY_PROGRAM",
+        /// A backend outside every Subnet, while this Node has no Service source
+        /// address (SVC-02) or no Service device yet.
+        NoSourceAddress = 36 => "NO_SOURCE_ADDRESS",
+        /// Every translated source port tried toward that backend is held.
+        NoSourcePort = 37 => "NO_SOURCE_PORT",
+        /// A reply at the Service device that no connection expects.
+        NotAReply = 38 => "NOT_A_REPLY",
     }
 }

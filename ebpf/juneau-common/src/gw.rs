@@ -30,7 +30,15 @@ pub struct GwSegment {
     pub prefix_len: u32,
     /// The gateway's MAC (`status.gatewayMAC`), padded as a learning-table key.
     pub gw_mac: crate::FdbKey,
+    /// `SEG_*`.
+    pub flags: u32,
+    pub pad: u32,
 }
+
+/// The segment's Vpc consumes the cluster's Services (`spec.service.consume`): its
+/// Pods' packets to a ClusterIP are translated (SVC-01); without it a ClusterIP is
+/// routed as any other address (to no route).
+pub const SEG_SERVICES: u32 = 1;
 
 /// Key of a RouteTable's LPM trie: the destination prefix, network order (the LPM key's
 /// data is matched bytewise from its first byte).
@@ -127,7 +135,7 @@ crate::slots! {
     }
 }
 
-const _: () = assert!(core::mem::size_of::<GwSegment>() == 24);
+const _: () = assert!(core::mem::size_of::<GwSegment>() == 32);
 const _: () = assert!(core::mem::size_of::<RouteEntry>() == 28);
 const _: () = assert!(core::mem::size_of::<NbrKey>() == 8);
 const _: () = assert!(core::mem::size_of::<NbrEntry>() == 16);

@@ -72,7 +72,7 @@ macro_rules! slots {
 /// A daemon adopts only pins of its own version (under `v<LAYOUT_VERSION>/` of its pin
 /// folder); any change to a map type, size or meaning must bump it, so that a new
 /// daemon builds its maps afresh and migrates instead of reading an old map wrongly.
-pub const LAYOUT_VERSION: u32 = 10;
+pub const LAYOUT_VERSION: u32 = 11;
 
 /// The names under which the maps are created and pinned. One prefix (`jn_`) so that a
 /// `bpftool map list` tells Juneau's maps apart from any other tenant of the machine.
@@ -102,8 +102,10 @@ pub mod map_names {
     pub const SVC_BACKEND: &str = "jn_svc_backend";
     pub const SVC_MAGLEV: &str = "jn_svc_maglev";
     pub const SVC_AFFINITY: &str = "jn_svc_affinity";
+    /// How this Node reaches backends through its own stack (SVC-02).
+    pub const SVC_HOST: &str = "jn_svc_host";
     /// Every map the daemon pins, in the order `kubectl-juneau` lists them.
-    pub const ALL: [&str; 22] = [
+    pub const ALL: [&str; 23] = [
         NODE,
         L2_PORT,
         L2_VNI,
@@ -126,6 +128,7 @@ pub mod map_names {
         SVC_BACKEND,
         SVC_MAGLEV,
         SVC_AFFINITY,
+        SVC_HOST,
     ];
 }
 
@@ -149,7 +152,10 @@ pub mod prog_names {
     /// Delivery into a port that consumes Services (a reply given its ClusterIP back),
     /// entered by a tail call from the delivery stage.
     pub const DELIVER_SVC: &str = "deliver_svc";
-    pub const ALL: [&str; 7] = [
+    /// Ingress of the peer of the Node's Service device: replies to this Node's Service
+    /// source address, given back to their clients (SVC-02).
+    pub const SVC_HOST: &str = "svc_host";
+    pub const ALL: [&str; 8] = [
         PORT_INGRESS,
         OVERLAY_INGRESS,
         UNDERLAY_INGRESS,
@@ -157,6 +163,7 @@ pub mod prog_names {
         EIP_PORT,
         EIP_UPLINK,
         DELIVER_SVC,
+        SVC_HOST,
     ];
 }
 
@@ -183,6 +190,7 @@ mod user {
     unsafe impl aya::Pod for crate::svc::SvcKey {}
     unsafe impl aya::Pod for crate::svc::SvcEntry {}
     unsafe impl aya::Pod for crate::svc::Backend {}
+    unsafe impl aya::Pod for crate::svc::SvcHost {}
     unsafe impl aya::Pod for crate::svc::AffinityKey {}
     unsafe impl aya::Pod for crate::svc::Affinity {}
 }

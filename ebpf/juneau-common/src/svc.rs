@@ -48,7 +48,28 @@ pub struct Backend {
     pub ip: u32,
     /// Network order.
     pub port: u16,
-    pub pad: u16,
+    /// `BACKEND_*`.
+    pub flags: u16,
+}
+
+/// The backend is outside every Subnet (a Node's address, the API server's): its
+/// connections leave through the Node's stack (`jn_svc_host`), their source translated
+/// to this Node's Service source address (SVC-02).
+pub const BACKEND_HOST: u16 = 1;
+
+/// Value of `jn_svc_host[0]`: how this Node reaches backends through its own stack.
+/// The daemon keeps a veth pair in the Node's namespace: connections enter the stack
+/// on `ifindex` (by a redirect to its ingress, with its MAC as destination); their
+/// replies, routed to `snat_ip` over the same device, come out of its peer, whose
+/// ingress runs `svc_host`. `snat_ip` 0: no source address yet, host backends refused.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SvcHost {
+    pub ifindex: u32,
+    /// Network order.
+    pub snat_ip: u32,
+    /// The device's MAC, padded as a learning-table key.
+    pub mac: crate::FdbKey,
 }
 
 /// Key of `jn_svc_affinity`: the Service and the client.
@@ -71,3 +92,4 @@ pub struct Affinity {
 const _: () = assert!(core::mem::size_of::<SvcKey>() == 8);
 const _: () = assert!(core::mem::size_of::<SvcEntry>() == 16);
 const _: () = assert!(core::mem::size_of::<Backend>() == 8);
+const _: () = assert!(core::mem::size_of::<SvcHost>() == 16);

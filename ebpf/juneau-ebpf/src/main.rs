@@ -66,6 +66,13 @@ pub fn deliver_svc(ctx: TcContext) -> i32 {
     verdict(deliver::svc_port(&ctx))
 }
 
+/// Ingress of the peer of the Node's Service device (a tc filter): replies to this
+/// Node's Service source address, given back to their clients (SVC-02).
+#[classifier]
+pub fn svc_host(ctx: TcContext) -> i32 {
+    verdict(svc::host_reply(&ctx))
+}
+
 /// ElasticIPs on the uplink, entered from `underlay_ingress` by a tail call.
 #[classifier]
 pub fn eip_uplink(ctx: TcContext) -> i32 {

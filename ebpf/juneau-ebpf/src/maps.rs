@@ -17,7 +17,8 @@ use juneau_common::{
     },
     l2::{FDB_ENTRIES, MAX_PORTS, MAX_SEGMENTS},
     svc::{
-        Affinity, AffinityKey, Backend, MAGLEV_SLOTS, MAX_BACKENDS, MAX_SERVICES, SvcEntry, SvcKey,
+        Affinity, AffinityKey, Backend, MAGLEV_SLOTS, MAX_BACKENDS, MAX_SERVICES, SvcEntry,
+        SvcHost, SvcKey,
     },
     tail::TAIL_SLOTS,
 };
@@ -120,6 +121,10 @@ pub static jn_svc_maglev: ArrayOfMaps<
     Array<u32, { MAGLEV_SLOTS as usize }>,
     { MAX_SERVICES as usize },
 > = ArrayOfMaps::new();
+
+/// How this Node reaches backends through its own stack (one entry).
+#[btf_map]
+pub static jn_svc_host: Array<SvcHost, 1> = Array::new();
 
 /// `sessionAffinity: ClientIP`: a client's backend and when it last came. An LRU:
 /// losing an affinity under pressure costs a new backend, never a connection.

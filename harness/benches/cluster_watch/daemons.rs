@@ -327,6 +327,8 @@ pub fn run(nodes: usize, pods: usize, burst: usize, memory_endpoints: usize) -> 
                     namespace: "default".into(),
                     node: names[i % nodes].clone(),
                     annotations: Default::default(),
+                    labels: Default::default(),
+                    ports: Default::default(),
                     segment: None,
                     addresses: Vec::new(),
                     bridge_hosts: Vec::new(),

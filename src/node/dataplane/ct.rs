@@ -9,7 +9,10 @@
 //! are the kernel's per-bucket operations.
 use aya::maps::{HashMap as BpfHashMap, MapData};
 use juneau_common::{
-    ct::{CT_CLOSED, CT_CLOSING, CT_F_REPLY, CT_F_SERVICE, CtEntry, CtKey, timeout},
+    ct::{
+        CT_CLOSED, CT_CLOSING, CT_F_HAIRPIN, CT_F_REPLY, CT_F_SERVICE, CT_F_SNAT, CtEntry, CtKey,
+        HAIRPIN_IP, ZONE_HOST, timeout,
+    },
     map_names,
 };
 
@@ -20,12 +23,30 @@ fn reply_key(key: &CtKey, e: &CtEntry) -> CtKey {
     CtKey {
         zone: key.zone,
         saddr: e.backend_ip,
-        daddr: key.saddr,
+        // A hairpin's reply goes to the address its client's source became.
+        daddr: if e.flags & CT_F_HAIRPIN != 0 {
+            HAIRPIN_IP
+        } else {
+            key.saddr
+        },
         sport: e.backend_port,
         dport: key.sport,
         proto: key.proto,
         pad: [0; 3],
     }
+}
+
+/// The key of the entry in [`ZONE_HOST`] that a connection with a translated source
+/// (SVC-02) has besides its pair: its replies as the Node's stack routes them.
+fn host_key(key: &CtKey, e: &CtEntry) -> CtKey {
+    CtKey::new(
+        ZONE_HOST,
+        e.backend_ip,
+        e.nat_ip,
+        e.backend_port,
+        e.nat_port,
+        key.proto,
+    )
 }
 
 /// Whether a connection whose directions are `a` and `b` is over at `now`: both quiet
@@ -94,6 +115,9 @@ impl Conntrack {
             if let Some((k, _)) = b
                 && map.remove(&k).is_ok()
             {
+                removed += 1;
+            }
+            if e.flags & CT_F_SNAT != 0 && map.remove(&host_key(key, e)).is_ok() {
                 removed += 1;
             }
         }

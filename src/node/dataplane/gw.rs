@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use aya::maps::{ArrayOfMaps, HashMap as BpfHashMap, LpmTrie, Map, MapData, lpm_trie::Key};
 use juneau_common::{
     FdbKey, GwSegment, NbrEntry, NbrKey, RouteEntry,
-    gw::{MAX_ROUTE_TABLES, NBR_SEEDED, ROUTES_PER_TABLE},
+    gw::{MAX_ROUTE_TABLES, NBR_SEEDED, ROUTES_PER_TABLE, SEG_SERVICES},
     map_names,
 };
 
@@ -199,6 +199,8 @@ impl RouterWriter {
                 mtu: s.mtu,
                 prefix_len: s.prefix_len,
                 gw_mac: FdbKey::new(s.gw_mac),
+                flags: if s.services { SEG_SERVICES } else { 0 },
+                pad: 0,
             };
             if self.record.segments.get(vni) != Some(&seg) {
                 self.seg

@@ -19,6 +19,7 @@ mod overlay;
 pub mod pins;
 mod ports_gw;
 mod svc;
+mod svc_host;
 mod whole;
 
 use std::{
@@ -125,7 +126,7 @@ fn prog_err(name: &'static str) -> impl FnOnce(ProgramError) -> DataplaneError {
     move |source| DataplaneError::Program { name, source }
 }
 
-const PROGRAMS: [&str; 7] = prog_names::ALL;
+const PROGRAMS: [&str; 8] = prog_names::ALL;
 
 /// One program attached to one interface.
 #[derive(Debug)]

@@ -16,7 +16,10 @@ use std::{
 use aya::maps::{Array, HashMap as BpfHashMap, MapData};
 use juneau_common::{
     map_names,
-    svc::{Backend, MAGLEV_SLOTS, MAX_BACKENDS, MAX_SERVICES, SVC_AFFINITY, SvcEntry, SvcKey},
+    svc::{
+        BACKEND_HOST, Backend, MAGLEV_SLOTS, MAX_BACKENDS, MAX_SERVICES, SVC_AFFINITY, SvcEntry,
+        SvcHost, SvcKey,
+    },
 };
 
 use super::{Dataplane, DataplaneError, map_err};
@@ -43,6 +46,11 @@ pub struct ServiceWriter {
     backend_ids: BTreeMap<(Ipv4Addr, u16), (u32, usize)>,
     service_ids: Ids,
     backend_slots: Ids,
+    /// `jn_svc_host`, and what was written to it.
+    host: Array<MapData, SvcHost>,
+    host_written: Option<SvcHost>,
+    /// Backends reached through the Node's stack (`BACKEND_HOST`), as of this sync.
+    host_backends: BTreeSet<Ipv4Addr>,
     /// False until the first sync, which also removes the frontends a previous daemon
     /// left that are no longer wanted (its connections go on: their entries name the
     /// backend itself, not an id).
@@ -63,6 +71,9 @@ impl Dataplane {
             backend_ids: BTreeMap::new(),
             service_ids: Ids::new(MAX_SERVICES, "Services"),
             backend_slots: Ids::new(MAX_BACKENDS, "Service backends"),
+            host: self.take_map(map_names::SVC_HOST)?,
+            host_written: None,
+            host_backends: BTreeSet::new(),
             synced: false,
         })
     }
@@ -202,6 +213,7 @@ impl ServiceWriter {
     /// Brings the maps to `want`.
     pub fn sync(&mut self, want: &ServiceState) -> Result<ServiceSync, DataplaneError> {
         let mut done = ServiceSync::default();
+        self.host_backends = want.host_backends.clone();
         if !self.synced {
             let wanted: BTreeSet<SvcKey> = want.frontends.keys().map(svc_key).collect();
             let left: Vec<SvcKey> = self
@@ -338,7 +350,11 @@ impl ServiceWriter {
         let entry = Backend {
             ip: u32::from_ne_bytes(b.0.octets()),
             port: b.1.to_be(),
-            pad: 0,
+            flags: if self.host_backends.contains(&b.0) {
+                BACKEND_HOST
+            } else {
+                0
+            },
         };
         self.backends
             .set(id, entry, 0)
@@ -396,6 +412,19 @@ impl ServiceWriter {
                 self.service_ids.give_back(*id);
             }
         }
+    }
+
+    /// How this Node reaches backends through its stack (SVC-02): its Service
+    /// device and source address. True when it changed.
+    pub fn set_host(&mut self, cfg: SvcHost) -> Result<bool, DataplaneError> {
+        if self.host_written == Some(cfg) {
+            return Ok(false);
+        }
+        self.host
+            .set(0, cfg, 0)
+            .map_err(map_err(map_names::SVC_HOST))?;
+        self.host_written = Some(cfg);
+        Ok(true)
     }
 
     /// The frontends as written, with their ids (dumps and tests).

@@ -9,11 +9,12 @@
 //! The agent's sync runs them in order over one read of the cluster
 //! ([`Features::sync`]); a feature that fails is logged and the others still run.
 //!
-//! The next features (Services, policy, NAT, BGP) each add a file and a line in
+//! The next features (policy, NAT, BGP) each add a file and a line in
 //! [`Features::new`], not a branch in the sync.
 mod elastic_ips;
 mod remotes;
 mod router;
+mod services;
 
 use std::{
     collections::BTreeSet,
@@ -23,6 +24,7 @@ use std::{
 pub use elastic_ips::ElasticIps;
 pub use remotes::RemoteLists;
 pub use router::Router;
+pub use services::Services;
 
 use super::{Dataplane, DataplaneError};
 use crate::cluster::World;
@@ -34,6 +36,8 @@ pub enum FeatureError {
         what: &'static str,
         source: Box<DataplaneError>,
     },
+    #[error("cannot set up {what} in the Node's namespace: {cause}")]
+    Host { what: &'static str, cause: String },
     #[error("cannot read {what}: {source}; {kept}")]
     Read {
         what: &'static str,
@@ -86,7 +90,8 @@ impl LoggedOnce {
 }
 
 /// Every feature of the Node, in the order a sync runs them: the router before the
-/// ElasticIPs (both read the ports the router marks), the remote lists last.
+/// ElasticIPs (both read the ports the router marks), then the Services, the remote
+/// lists last.
 pub struct Features {
     list: Vec<Box<dyn NodeFeature>>,
 }
@@ -100,6 +105,7 @@ impl Features {
             list: vec![
                 Box::new(Router::new(dp.take_router()?)),
                 Box::new(ElasticIps::new(garp_rounds, dp.take_elastic_ips()?)),
+                Box::new(Services::new(dp.take_services()?)),
                 Box::new(RemoteLists::default()),
             ],
         })

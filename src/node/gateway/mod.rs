@@ -27,6 +27,8 @@ pub struct GatewaySegment {
     pub prefix_len: u32,
     /// The RouteTable it routes by (a key of [`RouterState::tables`]).
     pub table: String,
+    /// Its Vpc consumes the cluster's Services (`spec.service.consume`, SVC-01).
+    pub services: bool,
 }
 
 /// One route of a table, as the datapath holds it.
@@ -94,6 +96,7 @@ fn gateway_of(l: &L2Network) -> Option<(u32, GatewaySegment)> {
             mtu: st.mtu,
             prefix_len: cidr.prefix_len() as u32,
             table: String::new(),
+            services: false,
         },
     ))
 }
@@ -113,6 +116,7 @@ fn subnet_segment(s: &Subnet) -> Option<(u32, GatewaySegment)> {
             mtu: SUBNET_MTU,
             prefix_len: cidr.prefix_len() as u32,
             table: String::new(),
+            services: false,
         },
     ))
 }
@@ -139,6 +143,16 @@ fn table_of(world: &World, vpc: &str, own: Option<String>) -> String {
         .flatten()
         .find(|t| in_vpc(t))
         .unwrap_or_else(|| format!("vpc:{vpc}"))
+}
+
+/// Whether `vpc`'s Pods reach ClusterIPs: `spec.service.consume` (the default Vpc is
+/// made with it; a Vpc without `spec.service` reaches none).
+fn consumes_services(world: &World, vpc: &str) -> bool {
+    world
+        .objects
+        .vpc(vpc)
+        .and_then(|v| v.spec.service.as_ref())
+        .is_some_and(|s| s.consume)
 }
 
 /// A connected route to a segment.
@@ -333,12 +347,14 @@ pub fn desired(world: &World) -> (RouterState, Vec<String>) {
         if let Some((vni, mut seg)) = gateway_of(l) {
             let own = l.spec.gateway.as_ref().and_then(|g| g.route_table.clone());
             seg.table = table_of(world, &l.spec.vpc, own);
+            seg.services = consumes_services(world, &l.spec.vpc);
             state.segments.insert(vni, seg);
         }
     }
     for s in &objects.subnets {
         if let Some((vni, mut seg)) = subnet_segment(s) {
             seg.table = table_of(world, &s.spec.vpc, None);
+            seg.services = consumes_services(world, &s.spec.vpc);
             state.segments.insert(vni, seg);
         }
     }

@@ -18,6 +18,7 @@ mod filters;
 mod ipv6_off;
 mod routes;
 mod session;
+pub mod svc_device;
 pub use filters::{BpfFilter, add_clsact, bpf_filters};
 pub use ipv6_off::Ipv6Off;
 pub use routes::{add_host_route_on, add_route_via_on, add_rule_on, mac_of};

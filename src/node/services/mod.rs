@@ -1,9 +1,17 @@
 //! What the Services of the cluster are to this Node's datapath, computed from the
 //! cluster (pure): each ClusterIP port a consuming Vpc reaches, with the backends that
 //! take new connections, and Maglev (`maglev`) to spread connections over them.
+mod desired;
 pub mod maglev;
+#[cfg(test)]
+mod tests;
 
-use std::{collections::BTreeMap, net::Ipv4Addr};
+pub use desired::{Sources, desired, sources};
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    net::Ipv4Addr,
+};
 
 /// A Service's frontend: its ClusterIP, port and IP protocol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -28,4 +36,7 @@ pub struct Frontend {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ServiceState {
     pub frontends: BTreeMap<FrontendKey, Frontend>,
+    /// Backends outside every Subnet and L2Network: reached through the Node's stack,
+    /// the source translated to this Node's Service source address (SVC-02).
+    pub host_backends: BTreeSet<Ipv4Addr>,
 }

@@ -19,7 +19,10 @@ use std::{
 };
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::{
+    core::v1::{Pod, Service},
+    discovery::v1::EndpointSlice,
+};
 use kube::{
     Api, Client, Resource, ResourceExt,
     runtime::{
@@ -33,9 +36,9 @@ use serde::de::DeserializeOwned;
 use super::pod_record;
 use crate::{
     api::{
-        ARPAdvertisement, AddressPool, ElasticIP, ElasticIPAttachment, ExternalNetwork, L2Network,
-        NetworkACL, NetworkEndpoint, NetworkInterface, RouteTable, SecurityGroup, Subnet,
-        TransitGateway, Vpc, VpcPeering,
+        ARPAdvertisement, AddressPool, ElasticIP, ElasticIPAttachment, EndpointSliceRecord,
+        ExternalNetwork, L2Network, NetworkACL, NetworkEndpoint, NetworkInterface, RouteTable,
+        SecurityGroup, ServiceRecord, Subnet, TransitGateway, Vpc, VpcPeering,
     },
     cluster::{ClusterError, Scope, Snapshot, World, snapshot_kinds},
 };
@@ -240,13 +243,17 @@ fn not_older(have: &str, want: &str) -> bool {
 /// Something a read waits to see in the caches: a write of this process.
 pub(super) type Expectation = Box<dyn Fn() -> bool + Send>;
 
-/// A cache per kind: the [`Snapshot`]'s (from its registry), Pods and NetworkEndpoints.
+/// A cache per kind: the [`Snapshot`]'s (from its registry), Pods, NetworkEndpoints,
+/// Services and EndpointSlices (every component reads the last two whole: a Node's
+/// Pods reach every Service).
 macro_rules! define_caches {
     ($($field:ident: $ty:ident = $scope:ident, $origin:ident),* $(,)?) => {
         pub(super) struct Caches {
             $(pub(super) $field: Cache<$ty>,)*
             pub(super) pods: Cache<Pod>,
             pub(super) endpoints: Cache<NetworkEndpoint>,
+            pub(super) services: Cache<Service>,
+            pub(super) endpoint_slices: Cache<EndpointSlice>,
         }
 
         impl Caches {
@@ -268,6 +275,8 @@ macro_rules! define_caches {
                     $($field: Cache::start(rt, client, generation, scoped(Scope::$scope)),)*
                     pods: Cache::start(rt, client, generation, node),
                     endpoints: Cache::start(rt, client, generation, None),
+                    services: Cache::start(rt, client, generation, None),
+                    endpoint_slices: Cache::start(rt, client, generation, None),
                 }
             }
 
@@ -277,13 +286,21 @@ macro_rules! define_caches {
                     $(($ty::plural(&()).into_owned(), self.$field.is_ready(), self.$field.error()),)*
                     ("pods".into(), self.pods.is_ready(), self.pods.error()),
                     ("networkendpoints".into(), self.endpoints.is_ready(), self.endpoints.error()),
+                    ("services".into(), self.services.is_ready(), self.services.error()),
+                    ("endpointslices".into(), self.endpoint_slices.is_ready(), self.endpoint_slices.error()),
                 ]
             }
 
             /// Lists made by every watch so far (one each at start, then one per
             /// expired watch).
             pub(super) fn lists(&self) -> u64 {
-                [$(&self.$field.lists,)* &self.pods.lists, &self.endpoints.lists]
+                [
+                    $(&self.$field.lists,)*
+                    &self.pods.lists,
+                    &self.endpoints.lists,
+                    &self.services.lists,
+                    &self.endpoint_slices.lists,
+                ]
                     .iter()
                     .map(|l| l.load(Ordering::Relaxed))
                     .sum()
@@ -305,6 +322,13 @@ macro_rules! define_caches {
                     endpoints: self.endpoints.objects(),
                     pods: pods.iter().map(pod_record).collect(),
                     pods_admitted: 0,
+                    services: self.services.objects().iter().map(ServiceRecord::from_k8s).collect(),
+                    endpoint_slices: self
+                        .endpoint_slices
+                        .objects()
+                        .iter()
+                        .map(EndpointSliceRecord::from_k8s)
+                        .collect(),
                 }
             }
         }

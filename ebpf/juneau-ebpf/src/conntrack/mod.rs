@@ -3,7 +3,7 @@
 //! datapath never deletes: the daemon's sweep collects expired entries.
 use juneau_common::{
     DropReason,
-    ct::{CT_CLOSED, CT_CLOSING, CT_ESTABLISHED, CtEntry, CtKey, PROTO_TCP},
+    ct::{CT_CLOSED, CT_CLOSING, CT_ESTABLISHED, CT_NEW, CtEntry, CtKey, PROTO_TCP},
 };
 
 use crate::{
@@ -12,6 +12,7 @@ use crate::{
 };
 
 const BPF_NOEXIST: u64 = 1;
+const EEXIST: i32 = 17;
 
 #[inline(always)]
 pub fn now() -> u64 {
@@ -48,6 +49,35 @@ pub fn create(
         return Err(DropReason::CtFull);
     }
     Ok(())
+}
+
+/// Writes one entry unless its key is taken: `Ok(true)` written, `Ok(false)` taken
+/// (a translated source port someone else holds), `CT_FULL` when the table is full.
+#[inline(always)]
+pub fn claim(key: &CtKey, entry: &CtEntry) -> Result<bool, DropReason> {
+    match maps::jn_ct.insert(key, entry, BPF_NOEXIST) {
+        Ok(()) => Ok(true),
+        Err(e) if e == -EEXIST => Ok(false),
+        Err(_) => Err(DropReason::CtFull),
+    }
+}
+
+/// Removes an entry this packet wrote (a connection that could not be made whole).
+#[inline(always)]
+pub fn forget(key: &CtKey) {
+    let _ = maps::jn_ct.remove(key);
+}
+
+/// A packet of a reply direction (`entry`): seen as one, and on the first the original
+/// direction (`fwd_key`) learns it was answered (its timeout lengthens).
+#[inline(always)]
+pub fn answered(entry: *mut CtEntry, fwd_key: &CtKey, proto: u8, tcp_flags: u8) {
+    // SAFETY: a map value pointer, read at once.
+    let first = unsafe { (*entry).state } == CT_NEW;
+    seen(entry, proto, tcp_flags, true);
+    if first && let Some(fwd) = lookup(fwd_key) {
+        seen(fwd, proto, 0, true);
+    }
 }
 
 /// One packet of the entry's direction: its last sight, its TCP flags, and the state

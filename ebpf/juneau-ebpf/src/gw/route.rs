@@ -6,7 +6,7 @@
 use aya_ebpf::programs::TcContext;
 use juneau_common::{
     DropReason, FdbEntry, GwSegment, NbrEntry, NbrKey, PortConfig, RouteEntry,
-    gw::{GwStat, ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_NO_NEXT_HOP},
+    gw::{GwStat, ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_NO_NEXT_HOP, SEG_SERVICES},
     port::PORT_ROUTED,
 };
 
@@ -41,13 +41,20 @@ pub fn ipv4(
     if ip.daddr == seg.gw_ip {
         return to_router(ctx, ifindex, port, seg, &ip);
     }
-    // A ClusterIP: the packet goes on to the connection's backend (SVC-01).
-    let ip = match svc::egress(ctx, port.vni, &ip)? {
+    // A ClusterIP: the packet goes on to the connection's backend (SVC-01), when the
+    // segment's Vpc consumes Services.
+    let services = if seg.flags & SEG_SERVICES != 0 {
+        svc::egress(ctx, port.vni, &ip)?
+    } else {
+        svc::Egress::Pass
+    };
+    let ip = match services {
         svc::Egress::Pass => ip,
         svc::Egress::Translated(backend) => Ipv4 {
             daddr: backend,
             ..ip
         },
+        svc::Egress::Host => return svc::to_host(ctx),
         svc::Egress::Reject => {
             let from = ip.daddr;
             return icmp::error(

@@ -6,17 +6,27 @@
 //! backend like any other). Replies are given the ClusterIP back as source where they
 //! are delivered, on the client's Node ([`reverse`], from `deliver::to_port`).
 //!
-//! Left to the stack or to later stages: ICMP errors quoting a translated packet are
-//! not rewritten; a Pod reaching itself through a Service (hairpin) needs the source
-//! translation of SVC-02; SCTP is translated only where the port stays the same (its
-//! CRC covers the ports).
+//! A Pod reaching itself through a Service (hairpin) has its source translated to
+//! `HAIRPIN_IP` so that its reply comes back through its gateway, where
+//! [`hairpin_reply`] gives it the ClusterIP. Left to later stages: ICMP errors quoting
+//! a translated packet are not rewritten; SCTP is translated only where the port stays
+//! the same (its CRC covers the ports).
+mod host;
 mod nat;
+
+pub use host::{reply as host_reply, to_host};
 
 use aya_ebpf::programs::TcContext;
 use juneau_common::{
     DropReason,
-    ct::{CT_F_AFFINITY, CT_F_REPLY, CT_F_SERVICE, CT_NEW, CtEntry, CtKey, PROTO_SCTP},
-    svc::{Affinity, AffinityKey, MAGLEV_SLOTS, SVC_AFFINITY, SvcEntry, SvcKey},
+    ct::{
+        CT_F_AFFINITY, CT_F_HAIRPIN, CT_F_REPLY, CT_F_SERVICE, CT_F_SNAT, CT_NEW, CtEntry, CtKey,
+        HAIRPIN_IP, PROTO_SCTP, PROTO_TCP, PROTO_UDP, ZONE_HOST,
+    },
+    svc::{
+        Affinity, AffinityKey, BACKEND_HOST, Backend, MAGLEV_SLOTS, SVC_AFFINITY, SvcEntry,
+        SvcHost, SvcKey,
+    },
 };
 
 use crate::{conntrack, ipv4::Ipv4, l4, maps};
@@ -30,6 +40,9 @@ pub enum Egress {
     /// To a Service without a backend that takes connections: rejected with ICMP port
     /// unreachable from the ClusterIP (as kube-proxy does).
     Reject,
+    /// Translated both ways to a backend outside every Subnet (SVC-02): it leaves
+    /// through the Node's stack ([`to_host`]).
+    Host,
 }
 
 /// The connection's backend, its entries made for a new one. `zone`: the VNI of the
@@ -39,15 +52,7 @@ pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReaso
     let Some(ports) = l4::read(ctx, ip) else {
         return Ok(Egress::Pass);
     };
-    let key = CtKey {
-        zone,
-        saddr: ip.saddr,
-        daddr: ip.daddr,
-        sport: ports.sport,
-        dport: ports.dport,
-        proto: ip.proto,
-        pad: [0; 3],
-    };
+    let key = CtKey::new(zone, ip.saddr, ip.daddr, ports.sport, ports.dport, ip.proto);
     if let Some(entry) = conntrack::lookup(&key) {
         // SAFETY: a map value pointer, read at once.
         let (flags, backend_ip, backend_port) =
@@ -55,7 +60,20 @@ pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReaso
         if flags & CT_F_SERVICE != 0 && flags & CT_F_REPLY == 0 {
             conntrack::seen(entry, ip.proto, ports.tcp_flags, false);
             nat::destination(ctx, ip, &ports, backend_ip, backend_port)?;
+            if flags & CT_F_SNAT != 0 {
+                // SAFETY: as above.
+                let (nat_ip, nat_port) = unsafe { ((*entry).nat_ip, (*entry).nat_port) };
+                nat::source(ctx, ip, &ports, nat_ip, nat_port)?;
+                return Ok(Egress::Host);
+            }
+            if flags & CT_F_HAIRPIN != 0 {
+                nat::source(ctx, ip, &ports, HAIRPIN_IP, ports.sport)?;
+            }
             return Ok(Egress::Translated(backend_ip));
+        }
+        const HAIRPIN_REPLY: u8 = CT_F_SERVICE | CT_F_REPLY | CT_F_HAIRPIN;
+        if flags & HAIRPIN_REPLY == HAIRPIN_REPLY {
+            return hairpin_reply(ctx, zone, ip, &ports, entry);
         }
         return Ok(Egress::Pass);
     }
@@ -85,8 +103,13 @@ pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReaso
         return Err(DropReason::SvcUnsupported);
     }
     let now = conntrack::now();
-    let flags = CT_F_SERVICE | if by_affinity { CT_F_AFFINITY } else { 0 };
-    let fwd = CtEntry {
+    let host = backend.flags & BACKEND_HOST != 0;
+    let hairpin = !host && backend.ip == ip.saddr;
+    let flags = CT_F_SERVICE
+        | if by_affinity { CT_F_AFFINITY } else { 0 }
+        | if host { CT_F_SNAT } else { 0 }
+        | if hairpin { CT_F_HAIRPIN } else { 0 };
+    let mut fwd = CtEntry {
         last_seen_ns: now,
         state: CT_NEW,
         flags,
@@ -98,21 +121,38 @@ pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReaso
         service_ip: ip.daddr,
         ..CtEntry::default()
     };
-    let rev_key = CtKey {
-        zone,
-        saddr: backend.ip,
-        daddr: ip.saddr,
-        sport: backend.port,
-        dport: ports.sport,
-        proto: ip.proto,
-        pad: [0; 3],
+    // Through the Node's stack: the reply's entry there first, which picks the source
+    // port (the client's own when free).
+    let host_key = if host {
+        let (key, nat_ip, nat_port) = claim_source(zone, ip, &ports, &backend, &fwd)?;
+        fwd.nat_ip = nat_ip;
+        fwd.nat_port = nat_port;
+        Some(key)
+    } else {
+        None
     };
+    // The reply as it leaves the backend: to the client, or (hairpin) to the address
+    // the client's source became, which the reply entry gives back.
+    let rev_key = CtKey::new(
+        zone,
+        backend.ip,
+        if hairpin { HAIRPIN_IP } else { ip.saddr },
+        backend.port,
+        ports.sport,
+        ip.proto,
+    );
     let rev = CtEntry {
         flags: flags | CT_F_REPLY,
         tcp_flags: 0,
+        nat_ip: if hairpin { ip.saddr } else { fwd.nat_ip },
         ..fwd
     };
-    conntrack::create(&key, &fwd, &rev_key, &rev)?;
+    if let Err(e) = conntrack::create(&key, &fwd, &rev_key, &rev) {
+        if let Some(k) = &host_key {
+            conntrack::forget(k);
+        }
+        return Err(e);
+    }
     if svc.flags & SVC_AFFINITY != 0 {
         let _ = maps::jn_svc_affinity.insert(
             AffinityKey {
@@ -128,7 +168,98 @@ pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReaso
         );
     }
     nat::destination(ctx, ip, &ports, backend.ip, backend.port)?;
+    if host {
+        nat::source(ctx, ip, &ports, fwd.nat_ip, fwd.nat_port)?;
+        return Ok(Egress::Host);
+    }
+    if hairpin {
+        nat::source(ctx, ip, &ports, HAIRPIN_IP, ports.sport)?;
+    }
     Ok(Egress::Translated(backend.ip))
+}
+
+/// A hairpin connection's reply, as the Pod sends it to its gateway: from the
+/// ClusterIP and port, back to the Pod itself.
+#[inline(always)]
+fn hairpin_reply(
+    ctx: &TcContext,
+    zone: u32,
+    ip: &Ipv4,
+    ports: &l4::Ports,
+    entry: *mut CtEntry,
+) -> Result<Egress, DropReason> {
+    // SAFETY: a map value pointer, read at once.
+    let (client, service_ip, service_port) =
+        unsafe { ((*entry).nat_ip, (*entry).service_ip, (*entry).service_port) };
+    let fwd_key = CtKey::new(
+        zone,
+        client,
+        service_ip,
+        ports.dport,
+        service_port,
+        ip.proto,
+    );
+    conntrack::answered(entry, &fwd_key, ip.proto, ports.tcp_flags);
+    nat::source(ctx, ip, ports, service_ip, service_port)?;
+    nat::destination_of(ctx, ip.proto, ip.daddr, ports.dport, client, ports.dport)?;
+    Ok(Egress::Translated(client))
+}
+
+/// Tries of a translated source port before the connection is refused.
+const SOURCE_PORT_TRIES: u32 = 4;
+
+/// The entry of a host backend's replies, in [`ZONE_HOST`], at this Node's Service
+/// source address and a port nobody holds toward that backend: the client's own port
+/// first, then (TCP, UDP) ephemeral ports derived from it. Its key, and the source.
+#[inline(always)]
+fn claim_source(
+    zone: u32,
+    ip: &Ipv4,
+    ports: &l4::Ports,
+    backend: &Backend,
+    fwd: &CtEntry,
+) -> Result<(CtKey, u32, u16), DropReason> {
+    // SAFETY: copied at once.
+    let cfg: SvcHost = maps::jn_svc_host
+        .get(0)
+        .copied()
+        .ok_or(DropReason::NoSourceAddress)?;
+    if cfg.snat_ip == 0 || cfg.ifindex == 0 {
+        return Err(DropReason::NoSourceAddress);
+    }
+    let entry = CtEntry {
+        flags: fwd.flags | CT_F_REPLY,
+        tcp_flags: 0,
+        nat_ip: ip.saddr,
+        nat_port: ports.sport,
+        nat_zone: zone,
+        ..*fwd
+    };
+    let mut key = CtKey::new(
+        ZONE_HOST,
+        backend.ip,
+        cfg.snat_ip,
+        backend.port,
+        ports.sport,
+        ip.proto,
+    );
+    let tries = if ip.proto == PROTO_TCP || ip.proto == PROTO_UDP {
+        SOURCE_PORT_TRIES
+    } else {
+        1
+    };
+    let base = u16::from_be(ports.sport) as u32;
+    for i in 0..tries {
+        if i > 0 {
+            // 32768-60999, the kernel's default ephemeral range.
+            let p = 32768 + (base.wrapping_add(i.wrapping_mul(40503))) % 28232;
+            key.dport = (p as u16).to_be();
+        }
+        if conntrack::claim(&key, &entry)? {
+            return Ok((key, cfg.snat_ip, key.dport));
+        }
+    }
+    Err(DropReason::NoSourcePort)
 }
 
 /// The backend of a new connection: the client's, within the affinity timeout, else
@@ -171,15 +302,7 @@ pub fn reverse(ctx: &TcContext, zone: u32) -> Result<(), DropReason> {
     let Some(ports) = l4::read(ctx, &ip) else {
         return Ok(());
     };
-    let key = CtKey {
-        zone,
-        saddr: ip.saddr,
-        daddr: ip.daddr,
-        sport: ports.sport,
-        dport: ports.dport,
-        proto: ip.proto,
-        pad: [0; 3],
-    };
+    let key = CtKey::new(zone, ip.saddr, ip.daddr, ports.sport, ports.dport, ip.proto);
     let Some(entry) = conntrack::lookup(&key) else {
         return Ok(());
     };
@@ -189,23 +312,14 @@ pub fn reverse(ctx: &TcContext, zone: u32) -> Result<(), DropReason> {
     if flags & (CT_F_SERVICE | CT_F_REPLY) != CT_F_SERVICE | CT_F_REPLY {
         return Ok(());
     }
-    // SAFETY: as above.
-    let first_reply = unsafe { (*entry).state } == CT_NEW;
-    conntrack::seen(entry, ip.proto, ports.tcp_flags, true);
-    if first_reply {
-        // The original direction learns it was answered (its timeout lengthens).
-        let fwd_key = CtKey {
-            zone,
-            saddr: ip.daddr,
-            daddr: service_ip,
-            sport: ports.dport,
-            dport: service_port,
-            proto: ip.proto,
-            pad: [0; 3],
-        };
-        if let Some(fwd) = conntrack::lookup(&fwd_key) {
-            conntrack::seen(fwd, ip.proto, 0, true);
-        }
-    }
+    let fwd_key = CtKey::new(
+        zone,
+        ip.daddr,
+        service_ip,
+        ports.dport,
+        service_port,
+        ip.proto,
+    );
+    conntrack::answered(entry, &fwd_key, ip.proto, ports.tcp_flags);
     nat::source(ctx, &ip, &ports, service_ip, service_port)
 }

@@ -80,9 +80,21 @@ pub fn destination(
     addr: u32,
     port: u16,
 ) -> Result<(), DropReason> {
-    let port_at =
-        (ip.proto != juneau_common::ct::PROTO_ICMP).then_some((l4::L4 + 2, ports.dport, port));
-    rewrite(ctx, ip.proto, IP_DADDR, ip.daddr, addr, port_at)
+    destination_of(ctx, ip.proto, ip.daddr, ports.dport, addr, port)
+}
+
+/// A destination `(daddr, dport)` -> `(addr, port)`.
+#[inline(always)]
+pub fn destination_of(
+    ctx: &TcContext,
+    proto: u8,
+    daddr: u32,
+    dport: u16,
+    addr: u32,
+    port: u16,
+) -> Result<(), DropReason> {
+    let port_at = (proto != juneau_common::ct::PROTO_ICMP).then_some((l4::L4 + 2, dport, port));
+    rewrite(ctx, proto, IP_DADDR, daddr, addr, port_at)
 }
 
 /// The backend's address and port -> the Service's (the reply direction).
@@ -94,7 +106,19 @@ pub fn source(
     addr: u32,
     port: u16,
 ) -> Result<(), DropReason> {
-    let port_at =
-        (ip.proto != juneau_common::ct::PROTO_ICMP).then_some((l4::L4, ports.sport, port));
-    rewrite(ctx, ip.proto, IP_SADDR, ip.saddr, addr, port_at)
+    source_of(ctx, ip.proto, ip.saddr, ports.sport, addr, port)
+}
+
+/// A source `(saddr, sport)` -> `(addr, port)` (also the translated source of SVC-02).
+#[inline(always)]
+pub fn source_of(
+    ctx: &TcContext,
+    proto: u8,
+    saddr: u32,
+    sport: u16,
+    addr: u32,
+    port: u16,
+) -> Result<(), DropReason> {
+    let port_at = (proto != juneau_common::ct::PROTO_ICMP).then_some((l4::L4, sport, port));
+    rewrite(ctx, proto, IP_SADDR, saddr, addr, port_at)
 }

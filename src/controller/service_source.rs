@@ -1,0 +1,231 @@
+//! Each Node's Service source address (SVC-02): in every provider Vpc's
+//! `spec.service.provider.natSourceSubnet`, one address per Node that has a Pod NIC
+//! (a NetworkEndpoint, which names the Node and its VTEP), the highest free address of
+//! the Subnet (the Pods take the lowest), out of the Pods' addresses. An address stays its Node's while the Node has
+//! an endpoint; the Pods' IPAM holds them out (`pod::Pools`). Recorded in the Subnet's
+//! `status.nodeAddresses`, where every daemon reads its own (the source of its
+//! connections through its stack) and the others' (routed to their VTEP).
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    net::Ipv4Addr,
+};
+
+use ipnet::Ipv4Net;
+
+use crate::{
+    api::{NetworkEndpoint, NetworkInterface, subnet::NodeAddress},
+    cluster::Snapshot,
+};
+
+/// The Subnets that give source addresses: every provider Vpc's `natSourceSubnet`
+/// that is a Subnet of that Vpc.
+fn source_subnets(snap: &Snapshot) -> BTreeSet<String> {
+    snap.vpcs
+        .iter()
+        .filter_map(|v| {
+            let name = v.metadata.name.as_deref()?;
+            let subnet = &v
+                .spec
+                .service
+                .as_ref()?
+                .provider
+                .as_ref()?
+                .nat_source_subnet;
+            snap.subnet(subnet)
+                .filter(|s| s.spec.vpc == name)
+                .map(|_| subnet.clone())
+        })
+        .collect()
+}
+
+/// The highest free host address of `cidr`: the Nodes' addresses fill the Subnet from
+/// its top, the Pods' from its bottom (first fit), so neither moves the other's.
+fn last_free(
+    cidr: Ipv4Net,
+    gateway: Option<Ipv4Addr>,
+    held: &BTreeSet<Ipv4Addr>,
+) -> Option<Ipv4Addr> {
+    let (first, last) = (u32::from(cidr.network()) + 1, u32::from(cidr.broadcast()));
+    (first..last)
+        .rev()
+        .map(Ipv4Addr::from)
+        .find(|a| Some(*a) != gateway && !held.contains(a))
+}
+
+/// Subnet -> its Nodes' addresses. `snap`: the objects with this pass's statuses (the
+/// addresses written before); `interfaces`: this pass's NICs.
+pub fn reconcile(
+    snap: &Snapshot,
+    endpoints: &[NetworkEndpoint],
+    interfaces: &[NetworkInterface],
+) -> BTreeMap<String, Vec<NodeAddress>> {
+    let nodes: BTreeMap<&str, &str> = endpoints
+        .iter()
+        .filter(|e| !e.spec.node_name.is_empty() && !e.spec.node_ip.is_empty())
+        .map(|e| (e.spec.node_name.as_str(), e.spec.node_ip.as_str()))
+        .collect();
+    let mut out = BTreeMap::new();
+    for name in source_subnets(snap) {
+        let Some(subnet) = snap.subnet(&name) else {
+            continue;
+        };
+        let Ok(cidr) = subnet.spec.cidr.parse::<Ipv4Net>() else {
+            continue;
+        };
+        let gateway: Option<Ipv4Addr> = subnet.status.as_ref().and_then(|s| s.gateway.parse().ok());
+        let mut held: BTreeSet<Ipv4Addr> = interfaces
+            .iter()
+            .filter(|n| n.spec.subnet.as_deref() == Some(name.as_str()))
+            .filter_map(|n| n.status.as_ref()?.address.split('/').next()?.parse().ok())
+            .collect();
+        let before: BTreeMap<String, Ipv4Addr> = subnet
+            .status
+            .iter()
+            .flat_map(|s| &s.node_addresses)
+            .filter_map(|a| Some((a.node.clone(), a.address.parse().ok()?)))
+            .collect();
+        let mut addresses = Vec::new();
+        // Kept first (stable), then the new Nodes, by name.
+        for (node, vtep) in &nodes {
+            if let Some(ip) = before.get(*node)
+                && !held.contains(ip)
+            {
+                held.insert(*ip);
+                addresses.push(NodeAddress {
+                    node: (*node).to_owned(),
+                    address: ip.to_string(),
+                    node_ip: (*vtep).to_owned(),
+                });
+            }
+        }
+        for (node, vtep) in &nodes {
+            if addresses.iter().any(|a| a.node == *node) {
+                continue;
+            }
+            match last_free(cidr, gateway, &held) {
+                Some(ip) => {
+                    held.insert(ip);
+                    addresses.push(NodeAddress {
+                        node: (*node).to_owned(),
+                        address: ip.to_string(),
+                        node_ip: (*vtep).to_owned(),
+                    });
+                }
+                None => {
+                    tracing::warn!(
+                        subnet = name,
+                        node,
+                        "no free address left for a Node's Service source address (SVC-02)"
+                    );
+                }
+            }
+        }
+        addresses.sort_by(|a, b| a.node.cmp(&b.node));
+        out.insert(name, addresses);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{
+        Subnet, Vpc,
+        networkendpoint::NetworkEndpointSpec,
+        networkinterface::{NetworkInterfaceSpec, NetworkInterfaceStatus, PodRef},
+        subnet::{SubnetSpec, SubnetStatus},
+        vpc::{ServiceProvider, VpcService, VpcSpec},
+    };
+
+    fn ep(node: &str, vtep: &str) -> NetworkEndpoint {
+        NetworkEndpoint::new(
+            &format!("p-{node}.eth0"),
+            NetworkEndpointSpec {
+                kind: "Pod".into(),
+                node_name: node.into(),
+                node_ip: vtep.into(),
+                ..Default::default()
+            },
+        )
+    }
+
+    fn nic(ip: &str) -> NetworkInterface {
+        let mut n = NetworkInterface::new(
+            "p.eth0",
+            NetworkInterfaceSpec {
+                interface: "eth0".into(),
+                subnet: Some("default".into()),
+                pod_ref: PodRef { name: "p".into() },
+                ..Default::default()
+            },
+        );
+        n.status = Some(NetworkInterfaceStatus {
+            address: format!("{ip}/16"),
+            ..Default::default()
+        });
+        n
+    }
+
+    fn snap(before: Vec<NodeAddress>) -> Snapshot {
+        let mut s = Snapshot::default();
+        s.vpcs.push(Vpc::new(
+            "default",
+            VpcSpec {
+                service: Some(VpcService {
+                    consume: true,
+                    provider: Some(ServiceProvider {
+                        nat_source_subnet: "default".into(),
+                    }),
+                }),
+                ..Default::default()
+            },
+        ));
+        let mut sub = Subnet::new(
+            "default",
+            SubnetSpec {
+                vpc: "default".into(),
+                cidr: "10.16.0.0/16".into(),
+                network_acl: None,
+            },
+        );
+        sub.status = Some(SubnetStatus {
+            gateway: "10.16.0.1".into(),
+            node_addresses: before,
+            ..Default::default()
+        });
+        s.subnets.push(sub);
+        s
+    }
+
+    #[test]
+    fn svc_02_each_node_gets_a_stable_source_address_out_of_the_pods_addresses() {
+        let eps = [ep("node-b", "10.99.0.2"), ep("node-a", "10.99.0.1")];
+        let got = reconcile(&snap(vec![]), &eps, &[nic("10.16.0.2")]);
+        let addrs: Vec<(&str, &str, &str)> = got["default"]
+            .iter()
+            .map(|a| (a.node.as_str(), a.address.as_str(), a.node_ip.as_str()))
+            .collect();
+        // From the top of the Subnet, by Node name; a Pod's address is never taken.
+        assert_eq!(
+            addrs,
+            [
+                ("node-a", "10.16.255.254", "10.99.0.1"),
+                ("node-b", "10.16.255.253", "10.99.0.2")
+            ]
+        );
+        let taken = reconcile(&snap(vec![]), &eps, &[nic("10.16.255.254")]);
+        assert_eq!(taken["default"][0].address, "10.16.255.253");
+        // Written once, kept; a Node without endpoints gives its address back.
+        let again = reconcile(
+            &snap(got["default"].clone()),
+            &eps[..1],
+            &[nic("10.16.0.2")],
+        );
+        assert_eq!(again["default"].len(), 1);
+        assert_eq!(again["default"][0].address, "10.16.255.253");
+        // A Vpc that provides nothing gets nothing.
+        let mut none = snap(vec![]);
+        none.vpcs[0].spec.service = None;
+        assert!(reconcile(&none, &eps, &[]).is_empty());
+    }
+}
