@@ -31,6 +31,8 @@ pub fn admit(request: Request<'_>, snap: &Snapshot) -> Verdict {
             O::RouteTable(t) => validate::validate_route_table_create(t, snap),
             O::ExternalNetwork(e) => validate::validate_external_network_create(e, snap),
             O::AddressPool(p) => validate::validate_address_pool_create(p, snap),
+            O::NetworkACL(a) => validate::validate_network_acl_create(a, snap),
+            O::SecurityGroup(g) => validate::validate_security_group_create(g, snap),
             _ => Ok(()),
         },
         Request::Update { old, new } => match (old, new) {
@@ -40,6 +42,14 @@ pub fn admit(request: Request<'_>, snap: &Snapshot) -> Verdict {
                 validate::validate_route_table_update(o, n, snap)
             }
             (O::ElasticIP(o), O::ElasticIP(n)) => validate::validate_elastic_ip_update(o, n),
+            // As for the pools below: a metadata-only update passes, so that an object
+            // stored before these rules can still be labelled and deleted.
+            (O::NetworkACL(o), O::NetworkACL(n)) if o.spec != n.spec => {
+                validate::validate_network_acl_update(o, n, snap)
+            }
+            (O::SecurityGroup(o), O::SecurityGroup(n)) if o.spec != n.spec => {
+                validate::validate_security_group_update(o, n, snap)
+            }
             // An update that changes the spec is held to the creation rules (each rule
             // leaves the object itself out of the others it compares with): a pool
             // edited to a backward range would otherwise be dropped by the allocator
@@ -62,6 +72,7 @@ pub fn admit(request: Request<'_>, snap: &Snapshot) -> Verdict {
             "RouteTable" => validate::validate_delete_route_table(name, snap),
             "Subnet" => validate::validate_delete_subnet(name, snap),
             "NetworkACL" => validate::validate_delete_network_acl(name, snap),
+            "SecurityGroup" => validate::validate_delete_security_group(name, snap),
             _ => Ok(()),
         },
         Request::CreatePod(pod) => validate::validate_pod_create(&pod.annotations, snap)

@@ -39,7 +39,11 @@ pub struct L2NetworkSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u32>,
     /// A NetworkACL of the same Vpc, acting at the gateway only (L2-20).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "networkACL",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub network_acl: Option<String>,
 }
 
@@ -69,7 +73,12 @@ pub struct L2NetworkStatus {
     /// Chosen once, stable while the gateway exists.
     #[serde(default, rename = "gatewayMAC")]
     pub gateway_mac: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The NetworkACL's id in the datapath and the version of its rules (L2-23).
+    #[serde(
+        default,
+        rename = "networkACL",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub network_acl: Option<AclRef>,
     #[serde(default)]
     pub conditions: Vec<Condition>,

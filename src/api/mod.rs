@@ -16,6 +16,7 @@ pub mod networkendpoint;
 pub mod networkinterface;
 pub mod object;
 pub mod pod;
+pub mod policy_rule;
 pub mod routetable;
 pub mod securitygroup;
 pub mod service;

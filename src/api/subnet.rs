@@ -8,7 +8,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::condition::Condition;
+use super::{condition::Condition, l2network::AclRef};
 
 #[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[kube(
@@ -26,7 +26,12 @@ use super::condition::Condition;
 pub struct SubnetSpec {
     pub vpc: String,
     pub cidr: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// A NetworkACL of the same Vpc, acting at the gateway (POL-01).
+    #[serde(
+        default,
+        rename = "networkACL",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub network_acl: Option<String>,
 }
 
@@ -44,6 +49,14 @@ pub struct SubnetStatus {
     pub gateway_mac: String,
     #[serde(default)]
     pub conditions: Vec<Condition>,
+    /// The NetworkACL's id in the datapath and the version of its rules (empty while
+    /// they are invalid); absent without a NetworkACL.
+    #[serde(
+        default,
+        rename = "networkACL",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub network_acl: Option<AclRef>,
     /// A Vpc's `natSourceSubnet`: each Node's Service source address (SVC-02), held
     /// out of the Pods' addresses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use crate::api::{
     ARPAdvertisement, EndpointSliceRecord, NetworkInterface, RouteTable, Subnet, Vpc,
     elasticip::ElasticIPStatus, elasticipattachment::ElasticIPAttachmentStatus,
-    externalnetwork::ExternalNetworkStatus, l2network::L2NetworkStatus, subnet::SubnetStatus,
+    externalnetwork::ExternalNetworkStatus, l2network::L2NetworkStatus,
+    networkacl::NetworkAclStatus, securitygroup::SecurityGroupStatus, subnet::SubnetStatus,
 };
 
 /// What the objects should look like.
@@ -14,6 +15,13 @@ pub struct Desired {
     pub l2_status: BTreeMap<String, L2NetworkStatus>,
     #[serde(default)]
     pub subnet_status: BTreeMap<String, SubnetStatus>,
+    /// By name. `aclID` shares one id space with the groups' `groupID`
+    /// (`controller::policy`).
+    #[serde(default)]
+    pub network_acl_status: BTreeMap<String, NetworkAclStatus>,
+    /// By name.
+    #[serde(default)]
+    pub security_group_status: BTreeMap<String, SecurityGroupStatus>,
     /// The default Vpc and Subnet, when they are to be made.
     #[serde(default)]
     pub default_vpc: Option<Vpc>,

@@ -47,6 +47,9 @@ impl Snapshot {
     pub fn network_acl(&self, n: &str) -> Option<&NetworkACL> {
         self.network_acls.iter().find(|o| name(*o) == n)
     }
+    pub fn security_group(&self, n: &str) -> Option<&SecurityGroup> {
+        self.security_groups.iter().find(|o| name(*o) == n)
+    }
     pub fn external_network(&self, n: &str) -> Option<&ExternalNetwork> {
         self.external_networks.iter().find(|o| name(*o) == n)
     }

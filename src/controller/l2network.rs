@@ -69,7 +69,19 @@ pub(super) fn vni_exhausted() -> Condition {
     )
 }
 
+/// [`reconcile_with`], the NetworkACLs' ids read from this snapshot alone.
 pub fn reconcile_all(snap: &Snapshot, cfg: &Config) -> BTreeMap<String, L2NetworkStatus> {
+    let acls = super::policy::acl_refs(snap, &super::policy::assign_ids(snap));
+    reconcile_with(snap, cfg, &acls)
+}
+
+/// Every L2Network's status; `acls` is what each NetworkACL's `status.networkACL`
+/// reads in this pass (`policy::acl_refs`), so a new ACL's id shows in one pass.
+pub fn reconcile_with(
+    snap: &Snapshot,
+    cfg: &Config,
+    acls: &BTreeMap<String, AclRef>,
+) -> BTreeMap<String, L2NetworkStatus> {
     let mut held = held_vnis(snap);
     let mut out = BTreeMap::new();
     for l in oldest_first(&snap.l2networks) {
@@ -103,14 +115,8 @@ pub fn reconcile_all(snap: &Snapshot, cfg: &Config) -> BTreeMap<String, L2Networ
             .spec
             .network_acl
             .as_ref()
-            .and_then(|a| snap.network_acl(a))
-            .map(|a| {
-                let st = a.status.clone().unwrap_or_default();
-                AclRef {
-                    acl_id: st.acl_id,
-                    ruleset_version: st.ruleset_version,
-                }
-            });
+            .and_then(|a| acls.get(a))
+            .cloned();
         out.insert(
             name,
             L2NetworkStatus {

@@ -10,6 +10,7 @@ pub mod externalnetwork;
 pub mod ipam;
 pub mod l2network;
 pub mod pod;
+pub mod policy;
 pub mod routetable;
 pub mod service_source;
 pub mod subnet;
@@ -42,18 +43,21 @@ impl Default for Config {
     }
 }
 
-/// Every reconciler, in dependency order: segments first (VNIs, gateways), then the
-/// NICs that read them, then the routes.
+/// Every reconciler, in dependency order: rule-set ids, segments (VNIs, gateways),
+/// then the NICs that read them, the policies' members and the routes.
 pub fn reconcile(world: &World, cfg: &Config) -> Desired {
     let mut objects = world.objects.clone();
+    // Rule-set ids first: the segments' `status.networkACL` shows this pass's.
+    let policy_ids = policy::assign_ids(&objects);
+    let acl_refs = policy::acl_refs(&objects, &policy_ids);
     // Subnets before L2Networks: each pass sees the other's VNIs as held.
-    let subnet_status = subnet::reconcile_all(&objects);
+    let subnet_status = subnet::reconcile_with(&objects, &acl_refs);
     for s in &mut objects.subnets {
         s.status = subnet_status
             .get(s.metadata.name.as_deref().unwrap_or(""))
             .cloned();
     }
-    let l2_status = l2network::reconcile_all(&objects, cfg);
+    let l2_status = l2network::reconcile_with(&objects, cfg, &acl_refs);
     for l in &mut objects.l2networks {
         l.status = l2_status
             .get(l.metadata.name.as_deref().unwrap_or(""))
@@ -76,6 +80,8 @@ pub fn reconcile(world: &World, cfg: &Config) -> Desired {
             st.node_addresses = addresses;
         }
     }
+    // The groups' members are the NICs as this pass makes them.
+    let policy = policy::reconcile_all(&objects, &policy_ids, &interfaces);
     let route_tables = routetable::reconcile_all(&objects);
     let (default_vpc, default_subnet) = bootstrap::missing(&world.objects, cfg.default_subnet_cidr);
     let endpoint_slices = cfg.endpoint_slices.then(|| {
@@ -88,6 +94,8 @@ pub fn reconcile(world: &World, cfg: &Config) -> Desired {
         endpoint_slices,
         l2_status,
         subnet_status,
+        network_acl_status: policy.network_acls,
+        security_group_status: policy.security_groups,
         default_vpc,
         default_subnet,
         route_tables,

@@ -1,14 +1,25 @@
 //! Subnet status: a VNI from the `subnet-vni` pool shared with L2Networks (L2-22), the
-//! gateway at the CIDR's first address, and a gateway MAC chosen once.
+//! gateway at the CIDR's first address, a gateway MAC chosen once, and its
+//! NetworkACL's id and version (`networkACL`, as an L2Network's: POL-01).
 use std::collections::BTreeMap;
 
 use super::l2network::{gateway_mac, held_vnis, next_vni, oldest_first, vni_exhausted};
 use crate::{
     admission::validate::{Snapshot, first_host, parse_cidr},
-    api::{condition::Condition, subnet::SubnetStatus},
+    api::{condition::Condition, l2network::AclRef, subnet::SubnetStatus},
 };
 
+/// [`reconcile_with`], the NetworkACLs' ids read from this snapshot alone.
 pub fn reconcile_all(snap: &Snapshot) -> BTreeMap<String, SubnetStatus> {
+    let acls = super::policy::acl_refs(snap, &super::policy::assign_ids(snap));
+    reconcile_with(snap, &acls)
+}
+
+/// Every Subnet's status; `acls` as for L2Networks (`l2network::reconcile_with`).
+pub fn reconcile_with(
+    snap: &Snapshot,
+    acls: &BTreeMap<String, AclRef>,
+) -> BTreeMap<String, SubnetStatus> {
     let mut held = held_vnis(snap);
     let mut out = BTreeMap::new();
     for s in oldest_first(&snap.subnets) {
@@ -48,6 +59,12 @@ pub fn reconcile_all(snap: &Snapshot) -> BTreeMap<String, SubnetStatus> {
                 gateway: first_host(&cidr).to_string(),
                 gateway_mac,
                 conditions: vec![Condition::new("Ready", true, "Reconciled", "")],
+                network_acl: s
+                    .spec
+                    .network_acl
+                    .as_ref()
+                    .and_then(|a| acls.get(a))
+                    .cloned(),
                 // Kept; the Service source pass (`service_source`) moves them.
                 node_addresses: old.node_addresses,
             },

@@ -21,6 +21,7 @@ use serde::Serialize;
 mod cache;
 mod external;
 mod lease;
+mod policy;
 use crate::{
     api::{
         DEFAULT_VPC, L2Network, NetworkEndpoint, NetworkInterface, PodRecord, RouteTable, Subnet,
@@ -407,6 +408,7 @@ impl KubeCluster {
                 changed = true;
             }
         }
+        changed |= self.apply_policy(world, desired).await?;
         changed |= self.apply_external(world, desired).await?;
         let tables: Api<RouteTable> = Api::all(c.clone());
         for want in &desired.route_tables {

@@ -288,6 +288,7 @@ impl crate::cluster::Cluster for Store {
                     changed = true;
                 }
             }
+            changed |= apply_policy(&mut w.objects, desired);
             if w.objects.route_tables != desired.route_tables {
                 w.objects.route_tables = desired.route_tables.clone();
                 changed = true;
@@ -310,6 +311,26 @@ impl crate::cluster::Cluster for Store {
             changed
         }))
     }
+}
+
+/// The NetworkACLs' and SecurityGroups' statuses.
+fn apply_policy(s: &mut Snapshot, desired: &Desired) -> bool {
+    let mut changed = false;
+    for a in &mut s.network_acls {
+        let want = desired.network_acl_status.get(&name_of(a)).cloned();
+        if a.status != want {
+            a.status = want;
+            changed = true;
+        }
+    }
+    for g in &mut s.security_groups {
+        let want = desired.security_group_status.get(&name_of(g)).cloned();
+        if g.status != want {
+            g.status = want;
+            changed = true;
+        }
+    }
+    changed
 }
 
 /// The ElasticIP side of a pass: statuses, and the ARPAdvertisements as wanted.

@@ -1,6 +1,8 @@
-//! Deletion guards on the referenced side (L2-32): a Vpc, RouteTable or NetworkACL
-//! goes only when no segment (L2Network or Subnet) uses it, a Subnet only when no
-//! NetworkInterface is on it. The segments themselves have no finalizer.
+//! Deletion guards on the referenced side (L2-32, POL-03): a Vpc, RouteTable or
+//! NetworkACL goes only when no segment (L2Network or Subnet) uses it, a Subnet only
+//! when no NetworkInterface is on it, a SecurityGroup only when no NetworkInterface
+//! carries it and no other group names it as a peer. The segments themselves have no
+//! finalizer.
 use super::{Snapshot, Verdict, reject};
 use crate::api::{L2Network, Subnet};
 
@@ -82,6 +84,47 @@ pub fn validate_delete_network_acl(acl: &str, snap: &Snapshot) -> Verdict {
             )
         },
     )
+}
+
+/// What still uses SecurityGroup `sg`: the NetworkInterfaces that carry it and the
+/// other groups whose peers name it (a group naming itself does not count), quoted
+/// and grouped by kind; `None` when nothing does.
+pub(super) fn security_group_users(sg: &str, snap: &Snapshot) -> Option<String> {
+    let nics: Vec<String> = snap
+        .interfaces
+        .iter()
+        .filter(|n| n.spec.security_groups.iter().any(|g| g == sg))
+        .map(|n| format!("{:?}", crate::cluster::key(n)))
+        .collect();
+    let groups: Vec<String> = snap
+        .security_groups
+        .iter()
+        .filter(|g| g.metadata.name.as_deref() != Some(sg))
+        .filter(|g| {
+            let ingress = g.spec.ingress.iter().flatten().flat_map(|r| &r.from);
+            let egress = g.spec.egress.iter().flatten().flat_map(|r| &r.to);
+            ingress
+                .chain(egress)
+                .any(|p| p.security_group_ref.as_ref().is_some_and(|r| r.name == sg))
+        })
+        .map(|g| format!("{:?}", g.metadata.name.as_deref().unwrap_or("")))
+        .collect();
+    let parts: Vec<String> = [("NetworkInterfaces", nics), ("SecurityGroups", groups)]
+        .into_iter()
+        .filter(|(_, names)| !names.is_empty())
+        .map(|(kind, names)| format!("{kind} {}", names.join(", ")))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" and "))
+}
+
+/// POL-03: a group still carried by a NIC or named by another group's peer stays: the
+/// datapath would lose the rules or the members those name.
+pub fn validate_delete_security_group(sg: &str, snap: &Snapshot) -> Verdict {
+    refuse(security_group_users(sg, snap), |users| {
+        format!(
+            "SecurityGroup {sg:?} is used by {users}; delete those Pods or remove the group from their annotations, and remove the securityGroupRef peers, first"
+        )
+    })
 }
 
 /// A Subnet goes only when no NetworkInterface is on it: its Pods would keep

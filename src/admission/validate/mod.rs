@@ -6,6 +6,7 @@ mod deletion;
 mod elasticip;
 mod l2network;
 mod pod;
+mod policy;
 mod routetable;
 mod segment;
 mod subnet;
@@ -15,8 +16,8 @@ mod subnet;
 pub use crate::cluster::Snapshot;
 pub use cidr::{first_host, parse_cidr};
 pub use deletion::{
-    validate_delete_network_acl, validate_delete_route_table, validate_delete_subnet,
-    validate_delete_vpc,
+    validate_delete_network_acl, validate_delete_route_table, validate_delete_security_group,
+    validate_delete_subnet, validate_delete_vpc,
 };
 pub use elasticip::{
     validate_address_pool_create, validate_elastic_ip_update, validate_external_network_create,
@@ -24,6 +25,11 @@ pub use elasticip::{
 };
 pub use l2network::{validate_l2network_create, validate_l2network_update};
 pub use pod::validate_pod_create;
+pub use policy::{
+    MAX_PEERS_PER_RULE, MAX_PORTS_PER_RULE, MAX_RULES_PER_DIRECTION, SgProblems, acl_rule_problems,
+    sg_rule_problems, validate_network_acl_create, validate_network_acl_update,
+    validate_security_group_create, validate_security_group_update,
+};
 pub use routetable::{ROUTE_TYPES, validate_route_table_create, validate_route_table_update};
 pub use subnet::{validate_subnet_create, validate_subnet_update};
 

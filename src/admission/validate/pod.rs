@@ -1,8 +1,79 @@
-//! Pod admission for L2Network NICs (L2-19, L2-24, L2-26). Checked at Pod creation only.
+//! Pod admission for L2Network NICs (L2-19, L2-24, L2-26) and the SecurityGroups of
+//! every NIC (POL-02). Checked at Pod creation only.
 use std::collections::BTreeMap;
 
 use super::{Snapshot, Verdict, reject};
-use crate::api::annotations::{self, Target};
+use crate::api::annotations::{self, NicRequest, Target};
+
+/// The segment a NIC joins, as its SecurityGroups are judged: its kind and name, its
+/// Vpc, and whether it has a gateway (SecurityGroups act only on traffic crossing one).
+struct Segment<'a> {
+    what: String,
+    vpc: &'a str,
+    gateway: bool,
+}
+
+fn segment_of<'a>(nic: &NicRequest, snap: &'a Snapshot) -> Option<Segment<'a>> {
+    match &nic.target {
+        Target::Subnet(s) => snap.subnet(s).map(|x| Segment {
+            what: format!("Subnet {s:?}"),
+            vpc: &x.spec.vpc,
+            gateway: true,
+        }),
+        Target::L2Network(l) => snap.l2network(l).map(|x| Segment {
+            what: format!("L2Network {l:?}"),
+            vpc: &x.spec.vpc,
+            gateway: x.spec.gateway.is_some(),
+        }),
+        Target::ElasticIp(_) => None,
+    }
+}
+
+/// POL-02, L2-19: a NIC's groups exist and are of its segment's Vpc; a Vpc with
+/// `enforceSecurityGroups` gets none of its routed NICs without one (gateway-less
+/// L2Networks are exempt: no group could act there).
+fn security_groups(nic: &NicRequest, snap: &Snapshot) -> Verdict {
+    let iface = &nic.interface;
+    let seg = segment_of(nic, snap);
+    for g in &nic.security_groups {
+        let Some(group) = snap.security_group(g) else {
+            return Err(reject(
+                "metadata.annotations",
+                format!("{iface}: SecurityGroup {g:?} does not exist; create it first"),
+            ));
+        };
+        if let Some(seg) = &seg
+            && group.spec.vpc != seg.vpc
+        {
+            return Err(reject(
+                "metadata.annotations",
+                format!(
+                    "{iface}: SecurityGroup {g:?} belongs to Vpc {:?}, but {} is of Vpc {:?}; use a group of Vpc {:?}",
+                    group.spec.vpc, seg.what, seg.vpc, seg.vpc
+                ),
+            ));
+        }
+    }
+    if let Some(seg) = &seg
+        && seg.gateway
+        && nic.security_groups.is_empty()
+        && snap
+            .vpc(seg.vpc)
+            .is_some_and(|v| v.spec.enforce_security_groups)
+    {
+        return Err(reject(
+            "metadata.annotations",
+            format!(
+                "{iface}: Vpc {:?} has spec.enforceSecurityGroups, so every NIC on its Subnets and gateway L2Networks carries a SecurityGroup, and {iface} on {} has none; add annotation {}security-groups (eth0) or securityGroups in its networks entry, naming a SecurityGroup of Vpc {:?}",
+                seg.vpc,
+                seg.what,
+                crate::api::ANNOTATION_PREFIX,
+                seg.vpc
+            ),
+        ));
+    }
+    Ok(())
+}
 
 pub fn validate_pod_create(
     annotations_of_pod: &BTreeMap<String, String>,
@@ -53,6 +124,7 @@ pub fn validate_pod_create(
             }
             Target::ElasticIp(_) => {}
         }
+        security_groups(nic, snap)?;
     }
     Ok(())
 }

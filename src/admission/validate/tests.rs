@@ -411,6 +411,13 @@ fn l2_19_security_groups_on_a_gateway_less_segment_are_refused() {
         None,
         None,
     ));
+    s.security_groups.push(crate::api::SecurityGroup::new(
+        "sg",
+        crate::api::securitygroup::SecurityGroupSpec {
+            vpc: "tenant-a".into(),
+            ..Default::default()
+        },
+    ));
     assert_eq!(
         msg(validate_pod_create(
             &pod(&[(
