@@ -168,6 +168,88 @@ mod tests {
         assert_eq!(e.field, "kind");
     }
 
+    fn policy(kind: &str, name: &str, spec: serde_json::Value) -> Object {
+        Object::from_value(serde_json::json!({
+            "apiVersion": "juneau.loutres.me/v1alpha1", "kind": kind,
+            "metadata": {"name": name}, "spec": spec
+        }))
+        .unwrap()
+    }
+
+    /// POL-01, POL-02, POL-03: NetworkACLs and SecurityGroups go to their rules on
+    /// creation, on a spec update (a metadata-only one passes) and on deletion.
+    #[test]
+    fn pol_01_pol_02_pol_03_admit_hands_policies_to_their_rules() {
+        let mut s = snap();
+        let bad_acl = policy(
+            "NetworkACL",
+            "acl",
+            serde_json::json!({"vpc": "tenant-a", "ingress": [{"priority": 1, "action": "drop"}]}),
+        );
+        let e = admit(Request::Create(&bad_acl), &s).unwrap_err();
+        assert!(e.to_string().contains("neither allow nor deny"), "{e}");
+        let acl = policy("NetworkACL", "acl", serde_json::json!({"vpc": "tenant-a"}));
+        assert!(admit(Request::Create(&acl), &s).is_ok());
+        let e = admit(
+            Request::Update {
+                old: &acl,
+                new: &bad_acl,
+            },
+            &s,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("neither allow nor deny"), "{e}");
+        let ghost = serde_json::json!({"vpc": "tenant-a",
+            "ingress": [{"from": [{"securityGroupRef": {"name": "ghost"}}]}]});
+        let e = admit(
+            Request::Create(&policy("SecurityGroup", "sg", ghost.clone())),
+            &s,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("names no SecurityGroup"), "{e}");
+        // Stored before the rules (or its peer deleted since): a label still goes on.
+        let stored = policy("SecurityGroup", "sg", ghost);
+        assert!(
+            admit(
+                Request::Update {
+                    old: &stored,
+                    new: &stored
+                },
+                &s
+            )
+            .is_ok()
+        );
+        let Object::SecurityGroup(g) = policy(
+            "SecurityGroup",
+            "sg",
+            serde_json::json!({"vpc": "tenant-a"}),
+        ) else {
+            unreachable!()
+        };
+        s.security_groups.push(g);
+        let mut user = team_nic();
+        user.spec.security_groups = vec!["sg".into()];
+        s.interfaces.push(user);
+        let e = admit(
+            Request::Delete {
+                kind: "SecurityGroup",
+                name: "sg",
+            },
+            &s,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("is used by NetworkInterfaces"),
+            "{e}"
+        );
+    }
+
+    fn team_nic() -> crate::api::NetworkInterface {
+        let mut n = crate::api::NetworkInterface::new("p.eth0", Default::default());
+        n.metadata.namespace = Some("team".into());
+        n
+    }
+
     /// A deletion is judged by what still refers to the object: the Vpc of a Subnet
     /// stays; a kind without a deletion rule goes.
     #[test]

@@ -1,7 +1,7 @@
 //! The CRDs committed under `kind/` are the ones the types generate.
 use kube::CustomResourceExt;
 
-use super::{L2Network, NetworkInterface, crds_yaml};
+use super::{L2Network, NetworkACL, NetworkInterface, SecurityGroup, crds_yaml};
 
 fn committed() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kind/crds.yaml")
@@ -51,4 +51,33 @@ fn eip_07_network_interface_printer_columns() {
         ]
     );
     assert_eq!(crd.spec.scope, "Namespaced");
+}
+
+fn columns<K: CustomResourceExt>() -> Vec<(String, String)> {
+    K::crd().spec.versions[0]
+        .additional_printer_columns
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|c| (c.name.clone(), c.json_path.clone()))
+        .collect()
+}
+
+/// POL-03: `kubectl get` shows a rule set's Vpc, its datapath id and whether it is
+/// Ready, from the status the controller writes.
+#[test]
+fn pol_03_network_acl_and_security_group_printer_columns() {
+    let ready = ".status.conditions[?(@.type==\"Ready\")].status";
+    for (cols, id) in [
+        (columns::<NetworkACL>(), ".status.aclID"),
+        (columns::<SecurityGroup>(), ".status.groupID"),
+    ] {
+        let want: Vec<(String, String)> = [("VPC", ".spec.vpc"), ("ID", id), ("READY", ready)]
+            .iter()
+            .map(|(n, p)| ((*n).to_owned(), (*p).to_owned()))
+            .collect();
+        assert_eq!(cols, want);
+    }
+    assert_eq!(NetworkACL::crd().spec.scope, "Cluster");
+    assert_eq!(SecurityGroup::crd().spec.scope, "Cluster");
 }

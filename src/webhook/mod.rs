@@ -77,7 +77,11 @@ pub fn review(req: &AdmissionRequest<DynamicObject>, snap: &Snapshot) -> Admissi
         // A metadata-only update (labels, finalizers) of a kind whose spec edits are held
         // to the creation rules passes unread, so that objects that already clash, or
         // no longer read, can still be labelled and deleted.
-        ("ExternalNetwork" | "AddressPool", Operation::Update) if spec_unchanged(req) => Ok(()),
+        ("ExternalNetwork" | "AddressPool" | "NetworkACL" | "SecurityGroup", Operation::Update)
+            if spec_unchanged(req) =>
+        {
+            Ok(())
+        }
         (kind, Operation::Delete) => admit(
             Request::Delete {
                 kind,
