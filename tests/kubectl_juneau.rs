@@ -17,6 +17,7 @@ fn l2_30_bpf_dump_l2_fdb_shows_what_the_datapath_learned() {
             vni,
             mtu: 0,
             peer: true,
+            security_groups: false,
             kind: PortKind::Switched,
         })
         .unwrap();
@@ -170,6 +171,7 @@ fn l2_13_bpf_dump_shows_the_routers_segments_routes_neighbours_and_counters() {
                 prefix_len: 24,
                 table: "main".into(),
                 services: true,
+                acl: 0,
             },
         )]
         .into_iter()
@@ -386,6 +388,7 @@ fn eip_25_the_seeds_views_arp_table_fdb_and_external_address_pools() {
         vni: 4097,
         mtu: 0,
         peer: true,
+        security_groups: false,
         kind: PortKind::ElasticIp {
             mac: mac(8),
             ip: "10.225.51.8".parse().unwrap(),
@@ -561,6 +564,7 @@ fn eip_25_bpf_dump_ifindex_external_network_shows_the_direct_nics_ports() {
             vni,
             mtu: 0,
             peer: true,
+            security_groups: false,
             kind: routed,
         })
         .unwrap();

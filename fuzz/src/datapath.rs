@@ -65,6 +65,7 @@ fn bed() -> Bed {
             vni: VNI,
             mtu: 1500,
             peer: true,
+            security_groups: false,
             kind: PortKind::Subnet {
                 mac: pod_mac(i),
                 ip: ip(i).into(),

@@ -162,6 +162,7 @@ fn endpoints_part(out: &mut Vec<Measurement>) {
                 vni: 5000 + s,
                 mtu: 0,
                 peer: true,
+                security_groups: false,
                 kind: PortKind::Switched,
             })
             .unwrap();
@@ -211,6 +212,7 @@ fn endpoints_part(out: &mut Vec<Measurement>) {
             vni: 7,
             mtu: 0,
             peer: true,
+            security_groups: false,
             kind: PortKind::Switched,
         })
         .unwrap();

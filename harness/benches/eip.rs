@@ -40,6 +40,7 @@ fn bed() -> (PortBed, Whole) {
             vni: if i < 2 { VNI } else { 7 },
             mtu: 0,
             peer: true,
+            security_groups: false,
             kind: if i < 2 {
                 PortKind::ElasticIp {
                     mac: pod_mac(i),

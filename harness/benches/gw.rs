@@ -65,6 +65,7 @@ fn program_cost(out: &mut Vec<Measurement>) {
             vni,
             mtu: 1500,
             peer: true,
+            security_groups: false,
             kind: PortKind::Switched,
         })
         .unwrap();

@@ -50,6 +50,7 @@ fn fill(bed: &PortBed, dp: &mut Dataplane, n: usize) {
             vni: 10_000 + port,
             mtu: 0,
             peer: true,
+            security_groups: false,
             kind: PortKind::Switched,
         })
         .unwrap();
@@ -95,6 +96,7 @@ fn main() {
             vni: VNI,
             mtu: 0,
             peer: true,
+            security_groups: false,
             kind: PortKind::Switched,
         })
         .unwrap();
@@ -105,6 +107,7 @@ fn main() {
         vni: REMOTE_VNI,
         mtu: 0,
         peer: true,
+        security_groups: false,
         kind: PortKind::Switched,
     })
     .unwrap();
@@ -192,6 +195,7 @@ fn main() {
             vni: LEARN_VNI,
             mtu: 0,
             peer: true,
+            security_groups: false,
             kind: PortKind::Switched,
         })
         .unwrap();

@@ -77,6 +77,7 @@ fn bed(ct_entries: u32) -> (PortBed, Whole) {
             vni: VNI_S,
             mtu: 0,
             peer: true,
+            security_groups: false,
             kind: PortKind::Subnet {
                 mac: pod_mac(i),
                 ip: s_ip(i).into(),

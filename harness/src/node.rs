@@ -103,6 +103,7 @@ impl Node {
                         vni: opts.vni,
                         mtu: opts.mtu,
                         peer: true,
+                        security_groups: false,
                         kind: eip.map_or(PortKind::Switched, |ip| PortKind::ElasticIp {
                             mac: fixtures::pod_mac(i),
                             ip: ip.into(),

@@ -59,6 +59,7 @@ pub fn state(segs: &[Seg], nbrs: &[Nbr]) -> RouterState {
                 // The beds' Vpc consumes Services (SVC-01); a bed clears it to check
                 // a Vpc that does not.
                 services: true,
+                acl: 0,
             },
         );
     }

@@ -66,6 +66,7 @@ fn bed() -> Bed {
             vni: VNI,
             mtu: 0,
             peer: true,
+            security_groups: false,
             kind: PortKind::ElasticIp {
                 mac: pod_mac(i),
                 ip: eip(i).into(),
@@ -428,6 +429,7 @@ fn eip_01_a_stale_holder_port_in_the_entry_is_checked_before_delivery() {
         vni: VNI,
         mtu: 0,
         peer: true,
+        security_groups: false,
         kind: PortKind::ElasticIp {
             mac: pod_mac(5),
             ip: eip(5).into(),

@@ -75,6 +75,7 @@ fn new_bed() -> RouterBed {
             vni,
             mtu,
             peer: true,
+            security_groups: false,
             kind: PortKind::Switched,
         })
         .unwrap();
@@ -362,8 +363,9 @@ fn l2_13_verifier_counts_stay_within_generous_budgets_below_the_kernel_limit() {
         ("gw_route", 150_000),
         ("eip_port", 50_000),
         ("eip_uplink", 50_000),
-        ("deliver_svc", 15_000),
+        ("deliver_svc", 50_000),
         ("svc_host", 15_000),
+        ("gw_forward", 150_000),
     ];
     assert_eq!(
         budgets.len(),
@@ -398,6 +400,7 @@ fn l2_14_a_changed_table_is_swapped_in_whole_and_a_restarted_daemon_keeps_routin
             vni,
             mtu: 1450,
             peer: true,
+            security_groups: false,
             kind: PortKind::Switched,
         })
         .unwrap();
@@ -593,6 +596,7 @@ fn l2_14_the_router_and_elastic_ip_maps_have_one_writer_each_beside_the_port_own
         vni: VNI_A,
         mtu: 1450,
         peer: true,
+        security_groups: false,
         kind: PortKind::Switched,
     })
     .unwrap();

@@ -35,6 +35,7 @@ fn bed() -> Bed {
             vni: VNI,
             mtu: MTU,
             peer: true,
+            security_groups: false,
             kind: PortKind::Switched,
         })
         .unwrap();

@@ -48,6 +48,7 @@ fn l2_21_prog_a_non_ip_frame_above_the_mtu_is_dropped_and_counted() {
             vni: 9,
             mtu: MTU,
             peer: true,
+            security_groups: false,
             kind: PortKind::Switched,
         })
         .unwrap();
@@ -102,6 +103,7 @@ fn l2_31_a_pod_sending_100000_source_macs_does_not_evict_another_segments_entrie
         vni: 100,
         mtu: 0,
         peer: true,
+        security_groups: false,
         kind: PortKind::Switched,
     })
     .unwrap();
@@ -110,6 +112,7 @@ fn l2_31_a_pod_sending_100000_source_macs_does_not_evict_another_segments_entrie
         vni: 200,
         mtu: 0,
         peer: true,
+        security_groups: false,
         kind: PortKind::Switched,
     })
     .unwrap();
@@ -118,6 +121,7 @@ fn l2_31_a_pod_sending_100000_source_macs_does_not_evict_another_segments_entrie
         vni: 200,
         mtu: 0,
         peer: true,
+        security_groups: false,
         kind: PortKind::Switched,
     })
     .unwrap();
@@ -194,6 +198,7 @@ fn mx_02_an_unmanaged_node_nic_gets_no_program_and_its_traffic_is_untouched() {
                 vni: 1,
                 mtu: 0,
                 peer: true,
+                security_groups: false,
                 kind: PortKind::Switched,
             },
         )
@@ -265,6 +270,7 @@ fn mx_03_a_port_filter_no_datapath_serves_is_detached_by_the_next_one() {
                 vni: 7,
                 mtu: 0,
                 peer: true,
+                security_groups: false,
                 kind: PortKind::Switched,
             },
         )
@@ -310,6 +316,7 @@ fn mx_03_a_port_taken_over_by_a_tcx_datapath_keeps_no_filter_behind() {
                     vni: 1,
                     mtu: 0,
                     peer: true,
+                    security_groups: false,
                     kind: PortKind::Switched,
                 },
             )

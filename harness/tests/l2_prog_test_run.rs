@@ -29,6 +29,7 @@ impl Bed {
                 vni: VNI,
                 mtu: 0,
                 peer: true,
+                security_groups: false,
                 kind: PortKind::Switched,
             })
             .unwrap();

@@ -93,6 +93,7 @@ fn new_bed() -> RouterBed {
             vni: if i < 2 { VNI_S } else { VNI_L },
             mtu: 0,
             peer: true,
+            security_groups: false,
             kind,
         })
         .unwrap();
@@ -314,6 +315,7 @@ fn l2_15_an_overlay_frame_never_moves_a_routed_ports_entry() {
             vni: VNI_S,
             mtu: 0,
             peer: true,
+            security_groups: false,
             kind: PortKind::Subnet {
                 mac: pod_mac(i),
                 ip: s_ip(i).into(),

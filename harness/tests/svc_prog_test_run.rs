@@ -122,6 +122,7 @@ fn plumb(dp: &mut Whole, bed: &PortBed) {
             vni: VNI_S,
             mtu: 0,
             peer: true,
+            security_groups: false,
             kind: PortKind::Subnet {
                 mac: pod_mac(i),
                 ip: s_ip(i).into(),

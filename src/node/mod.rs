@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod metrics_http;
 pub mod netlink;
 pub mod nic;
+pub mod policy;
 pub mod server;
 pub mod services;
 pub mod settings;

@@ -101,13 +101,26 @@ pub struct CtEntry {
     pub pad1: u16,
     /// NAT: a reply in [`ZONE_HOST`]: the zone it is delivered in (the client's VNI).
     pub nat_zone: u32,
-    pub pad2: u32,
-    /// Policy (reserved): the rule-set version the connection was allowed under, and
-    /// the verdict's bits.
+    /// Policy: the epoch (`jn_pol_epoch`) the ingress side was allowed under.
+    pub policy_in_version: u32,
+    /// Policy: the epoch the egress side was allowed under.
     pub policy_version: u32,
+    /// Policy: `policy::POL_F_*`, the sides this Node allowed the connection on.
     pub policy: u32,
 }
 
+/// The per-CPU working room (`jn_ct_scratch`, not pinned) of the stages that make a
+/// new connection's entries: the Services' three and their keys, policy's pair. The
+/// router's call chain must stay within the verifier's 512 bytes of stack, so what
+/// is big is built here, in place.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CtScratch {
+    pub entries: [CtEntry; 3],
+    pub keys: [CtKey; 2],
+}
+
+const _: () = assert!(core::mem::size_of::<CtScratch>() == 208);
 const _: () = assert!(core::mem::size_of::<CtKey>() == 20);
 const _: () = assert!(core::mem::size_of::<CtEntry>() == 56);
 

@@ -116,5 +116,21 @@ crate::slots! {
         NoSourcePort = 37 => "NO_SOURCE_PORT",
         /// A reply at the Service device that no connection expects.
         NotAReply = 38 => "NOT_A_REPLY",
+        /// Denied by the NetworkACL of the sender's segment (its egress rules).
+        PolicyAclEgress = 39 => "POLICY_ACL_EGRESS",
+        /// Denied by the sender NIC's SecurityGroups (their egress rules).
+        PolicySgEgress = 40 => "POLICY_SG_EGRESS",
+        /// Denied by the NetworkACL of the receiver's segment (its ingress rules).
+        PolicyAclIngress = 41 => "POLICY_ACL_INGRESS",
+        /// Denied by the receiver NIC's SecurityGroups (their ingress rules).
+        PolicySgIngress = 42 => "POLICY_SG_INGRESS",
+        /// Neither IPv4 nor ARP, to or from a NIC policy applies to (POL-03).
+        PolicyEthertype = 43 => "POLICY_ETHERTYPE_DROP",
+        /// IPv4 whose ports policy cannot read (a later fragment, a short header), to or
+        /// from a NIC policy applies to.
+        PolicyL4Unreadable = 44 => "POLICY_L4_UNREADABLE",
+        /// A rule set a NIC or segment names is not in `jn_pol_set` (a write in
+        /// progress): denied, never let through.
+        PolicySetMissing = 45 => "POLICY_SET_MISSING",
     }
 }

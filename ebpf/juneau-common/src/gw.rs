@@ -32,7 +32,21 @@ pub struct GwSegment {
     pub gw_mac: crate::FdbKey,
     /// `SEG_*`.
     pub flags: u32,
-    pub pad: u32,
+    /// The rule set of the segment's NetworkACL (`policy`), 0 for none: it acts on
+    /// what crosses the gateway (L2-20).
+    pub acl: u32,
+}
+
+impl GwSegment {
+    /// Whether `addr` (network order) is inside the segment's prefix.
+    #[inline(always)]
+    pub const fn contains(&self, addr: u32) -> bool {
+        if self.prefix_len == 0 || self.prefix_len > 32 {
+            return true;
+        }
+        let mask = (u32::MAX << (32 - self.prefix_len)).to_be();
+        (addr ^ self.gw_ip) & mask == 0
+    }
 }
 
 /// The segment's Vpc consumes the cluster's Services (`spec.service.consume`): its

@@ -11,6 +11,7 @@ pub mod eip;
 pub mod gw;
 pub mod l2;
 pub mod overlay;
+pub mod policy;
 pub mod port;
 pub mod svc;
 pub mod tail;
@@ -72,7 +73,7 @@ macro_rules! slots {
 /// A daemon adopts only pins of its own version (under `v<LAYOUT_VERSION>/` of its pin
 /// folder); any change to a map type, size or meaning must bump it, so that a new
 /// daemon builds its maps afresh and migrates instead of reading an old map wrongly.
-pub const LAYOUT_VERSION: u32 = 11;
+pub const LAYOUT_VERSION: u32 = 12;
 
 /// The names under which the maps are created and pinned. One prefix (`jn_`) so that a
 /// `bpftool map list` tells Juneau's maps apart from any other tenant of the machine.
@@ -104,8 +105,17 @@ pub mod map_names {
     pub const SVC_AFFINITY: &str = "jn_svc_affinity";
     /// How this Node reaches backends through its own stack (SVC-02).
     pub const SVC_HOST: &str = "jn_svc_host";
+    /// NetworkACL and SecurityGroup rule sets (`policy`).
+    pub const POL_SET: &str = "jn_pol_set";
+    pub const POL_PEER: &str = "jn_pol_peer";
+    pub const POL_PORT: &str = "jn_pol_port";
+    /// A NIC's SecurityGroups by (VNI, address).
+    pub const POL_NIC: &str = "jn_pol_nic";
+    /// Bumped by the daemon at every rule change: connections are re-decided.
+    pub const POL_EPOCH: &str = "jn_pol_epoch";
+    pub const POL_STATS: &str = "jn_pol_stats";
     /// Every map the daemon pins, in the order `kubectl-juneau` lists them.
-    pub const ALL: [&str; 23] = [
+    pub const ALL: [&str; 29] = [
         NODE,
         L2_PORT,
         L2_VNI,
@@ -129,6 +139,12 @@ pub mod map_names {
         SVC_MAGLEV,
         SVC_AFFINITY,
         SVC_HOST,
+        POL_SET,
+        POL_PEER,
+        POL_PORT,
+        POL_NIC,
+        POL_EPOCH,
+        POL_STATS,
     ];
 }
 
@@ -146,6 +162,9 @@ pub mod prog_names {
     pub const GW_ROUTE: &str = "gw_route";
     /// A direct ElasticIP NIC's port, entered by a tail call from `port_ingress`.
     pub const EIP_PORT: &str = "eip_port";
+    /// The router's second half (policy, route, hop), entered by a tail call from
+    /// `gw_route`.
+    pub const GW_FORWARD: &str = "gw_forward";
     /// ARP for and IPv4 to ElasticIPs on the uplink, entered by a tail call from
     /// `underlay_ingress`.
     pub const EIP_UPLINK: &str = "eip_uplink";
@@ -155,7 +174,7 @@ pub mod prog_names {
     /// Ingress of the peer of the Node's Service device: replies to this Node's Service
     /// source address, given back to their clients (SVC-02).
     pub const SVC_HOST: &str = "svc_host";
-    pub const ALL: [&str; 8] = [
+    pub const ALL: [&str; 9] = [
         PORT_INGRESS,
         OVERLAY_INGRESS,
         UNDERLAY_INGRESS,
@@ -164,6 +183,7 @@ pub mod prog_names {
         EIP_UPLINK,
         DELIVER_SVC,
         SVC_HOST,
+        GW_FORWARD,
     ];
 }
 
@@ -193,4 +213,8 @@ mod user {
     unsafe impl aya::Pod for crate::svc::SvcHost {}
     unsafe impl aya::Pod for crate::svc::AffinityKey {}
     unsafe impl aya::Pod for crate::svc::Affinity {}
+    unsafe impl aya::Pod for crate::policy::PolSet {}
+    unsafe impl aya::Pod for crate::policy::PolCounters {}
+    unsafe impl aya::Pod for crate::policy::PolNic {}
+    unsafe impl aya::Pod for crate::policy::RuleBits {}
 }

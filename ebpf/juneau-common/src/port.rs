@@ -22,6 +22,11 @@ pub const PORT_ROUTED: u32 = 1 << 3;
 /// `own_mac`, the ExternalNetwork's networkID as `vni`, and the gateway MAC every
 /// direct NIC of that network sees for 169.254.0.1 as `gw_mac`.
 pub const PORT_EIP: u32 = 1 << 4;
+/// The port's NIC carries SecurityGroups (POL-02): their rule sets are in
+/// `jn_pol_nic[(vni, the NIC's address)]`, and a packet from or to the port without
+/// that entry is denied (a NIC attached before the daemon wrote its groups, or a source
+/// address that is not the NIC's), never let through.
+pub const PORT_SG: u32 = 1 << 5;
 
 /// Value of `jn_l2_port[ifindex]`.
 #[repr(C)]

@@ -16,13 +16,13 @@ use aya_ebpf::{
     programs::TcContext,
 };
 use juneau_common::{
-    DropReason,
+    DropReason, PortConfig,
     port::{PORT_EIP, PORT_GATEWAY, PORT_PEER, PORT_ROUTED},
 };
 
 use juneau_common::tail::TAIL_DELIVER_SVC;
 
-use crate::{eth, maps, svc, tail};
+use crate::{eth, maps, policy, svc, tail};
 
 /// Straight into the peer's namespace when the port is a Pod veth (its ingress is
 /// entered directly, no veth transmit or backlog hop), else to the port's egress.
@@ -43,6 +43,21 @@ pub fn to_port(ctx: &TcContext, ifindex: u32, flags: u32) -> Result<i32, DropRea
     Ok(redirect(ifindex, flags))
 }
 
+/// The NetworkACL of the port's segment when the packet came across the gateway: the
+/// router gave it the segment's gateway MAC as source (a frame switched inside the
+/// segment, or delivered within a Subnet, keeps its sender's). 0: none applies.
+#[inline(always)]
+fn crossed_acl(ctx: &TcContext, port: &PortConfig) -> Result<u32, DropReason> {
+    let src = eth::addrs(ctx).ok_or(DropReason::ShortFrame)?.src;
+    if src != port.gw_mac {
+        return Ok(0);
+    }
+    // SAFETY: copied at once.
+    Ok(unsafe { maps::jn_gw_seg.get(port.vni) }
+        .map(|s| s.acl)
+        .unwrap_or(0))
+}
+
 #[inline(always)]
 fn redirect(ifindex: u32, flags: u32) -> i32 {
     // SAFETY: plain helper calls.
@@ -55,16 +70,19 @@ fn redirect(ifindex: u32, flags: u32) -> i32 {
     }
 }
 
-/// `deliver_svc`: the port handed over in the control block, the reply's translation
-/// back (`svc::reverse`, in the port's zone), then the redirect.
+/// `deliver_svc`: the port handed over in the control block, the receiver's side of
+/// policy (`policy::ingress`), the reply's translation back (`svc::reverse`, in the
+/// port's zone), then the redirect.
 #[inline(always)]
 pub fn svc_port(ctx: &TcContext) -> Result<i32, DropReason> {
     // SAFETY: as above.
     let (ifindex, flags) = unsafe { ((*ctx.skb.skb).cb[0], (*ctx.skb.skb).cb[1]) };
-    let zone = maps::jn_l2_port
+    // SAFETY: copied at once.
+    let port: PortConfig = maps::jn_l2_port
         .get(ifindex)
-        .map(|p| p.vni)
+        .copied()
         .ok_or(DropReason::NotAPort)?;
-    svc::reverse(ctx, zone)?;
+    policy::ingress(ctx, &port, crossed_acl(ctx, &port)?)?;
+    svc::reverse(ctx, port.vni)?;
     Ok(redirect(ifindex, flags))
 }

@@ -24,6 +24,17 @@ pub const TCP_RST: u8 = 0x04;
 const ICMP_ECHO: u8 = 8;
 const ICMP_ECHO_REPLY: u8 = 0;
 
+/// Whether the IPv4 header is the plain 20 bytes this datapath reads (no options).
+#[inline(always)]
+pub fn plain_header(ctx: &TcContext) -> bool {
+    let (start, end) = (ctx.data(), ctx.data_end());
+    if start + L4 > end {
+        return false;
+    }
+    // SAFETY: [start, start + L4) is inside the packet, checked above.
+    (unsafe { load::<u8>(start + crate::eth::ETH_HLEN) } & 0xf) == 5
+}
+
 /// Ports as the packet carries them (network order), and TCP's flags.
 #[derive(Clone, Copy)]
 pub struct Ports {

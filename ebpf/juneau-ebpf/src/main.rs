@@ -19,6 +19,7 @@ mod l2;
 mod l4;
 mod maps;
 mod overlay;
+mod policy;
 mod svc;
 mod tail;
 mod zero;
@@ -51,6 +52,13 @@ pub fn underlay_ingress(ctx: TcContext) -> i32 {
 #[classifier]
 pub fn gw_route(ctx: TcContext) -> i32 {
     verdict(hooks::port::router(&ctx))
+}
+
+/// The router's second half (policy, the route, the hop), entered from `gw_route` by a
+/// tail call.
+#[classifier]
+pub fn gw_forward(ctx: TcContext) -> i32 {
+    verdict(hooks::port::forwarder(&ctx))
 }
 
 /// A direct ElasticIP NIC's port, entered from `port_ingress` by a tail call.

@@ -9,13 +9,17 @@ use aya_ebpf::{
 use juneau_common::{
     DropReason, EipEntry, ExtArp, FdbEntry, FdbKey, FloodList, GwSegment, NbrEntry, NbrKey,
     NodeConfig, PortConfig, RemoteList, RouteEntry,
-    ct::{CtEntry, CtKey, DEFAULT_ENTRIES},
+    ct::{CtEntry, CtKey, CtScratch, DEFAULT_ENTRIES},
     eip::{MAX_EIPS, MAX_EXT_ARP},
     gw::{
         GwStat, IcmpBucket, MAX_GW_SEGMENTS, MAX_NEIGHBOURS, MAX_ROUTE_TABLES, MAX_SNOOPED,
         ROUTES_PER_TABLE, RouteAddr,
     },
     l2::{FDB_ENTRIES, MAX_PORTS, MAX_SEGMENTS},
+    policy::{
+        MAX_PEER_PREFIXES, MAX_PORT_PREFIXES, MAX_RULE_SETS, PeerKey, PolCounters, PolNic, PolSet,
+        PortKey, RuleBits,
+    },
     svc::{
         Affinity, AffinityKey, Backend, MAGLEV_SLOTS, MAX_BACKENDS, MAX_SERVICES, SvcEntry,
         SvcHost, SvcKey,
@@ -107,6 +111,12 @@ pub static jn_ext_arp: HashMap<u32, ExtArp, { MAX_EXT_ARP as usize }> = HashMap:
 #[btf_map]
 pub static jn_ct: HashMap<CtKey, CtEntry, { DEFAULT_ENTRIES as usize }> = HashMap::new();
 
+/// Per-CPU room for a new connection's entries while a stage builds them (the
+/// Services' three, policy's two): the router's stack holds its own frame and the
+/// stages'. Not pinned: nothing in it outlives a program run.
+#[btf_map]
+pub static jn_ct_scratch: PerCpuArray<CtScratch, 1> = PerCpuArray::new();
+
 /// Service frontends: (ClusterIP, port, protocol) -> the Service's id and backends.
 #[btf_map]
 pub static jn_svc: HashMap<SvcKey, SvcEntry, { MAX_SERVICES as usize }> = HashMap::new();
@@ -130,3 +140,29 @@ pub static jn_svc_host: Array<SvcHost, 1> = Array::new();
 /// losing an affinity under pressure costs a new backend, never a connection.
 #[btf_map]
 pub static jn_svc_affinity: LruHashMap<AffinityKey, Affinity, 65536> = LruHashMap::new();
+
+/// NetworkACL and SecurityGroup rule sets by id (`policy`): each direction's header.
+#[btf_map]
+pub static jn_pol_set: HashMap<u32, PolSet, { MAX_RULE_SETS as usize }> = HashMap::new();
+
+/// (set, direction, peer prefix) -> the rules whose peers hold it.
+#[btf_map]
+pub static jn_pol_peer: LpmTrie<PeerKey, RuleBits, { MAX_PEER_PREFIXES as usize }> = LpmTrie::new();
+
+/// (set, direction, protocol, port prefix) -> the rules whose protocol and ports match.
+#[btf_map]
+pub static jn_pol_port: LpmTrie<PortKey, RuleBits, { MAX_PORT_PREFIXES as usize }> = LpmTrie::new();
+
+/// A NIC's SecurityGroups by (VNI, address): the local NICs that carry some.
+#[btf_map]
+pub static jn_pol_nic: HashMap<NbrKey, PolNic, { MAX_PORTS as usize }> = HashMap::new();
+
+/// The rules' epoch: bumped by the daemon at every change, so that connections are
+/// judged again at their next packet.
+#[btf_map]
+pub static jn_pol_epoch: Array<u32, 1> = Array::new();
+
+/// Verdicts by (set, direction), per CPU.
+#[btf_map]
+pub static jn_pol_stats: PerCpuArray<PolCounters, { MAX_RULE_SETS as usize * 2 }> =
+    PerCpuArray::new();

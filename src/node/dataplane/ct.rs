@@ -102,7 +102,16 @@ impl Conntrack {
             if e.flags & CT_F_REPLY != 0 {
                 continue;
             }
-            let pair = (e.flags & CT_F_SERVICE != 0).then(|| reply_key(key, e));
+            let pair = if e.flags & CT_F_SERVICE != 0 {
+                Some(reply_key(key, e))
+            } else if e.policy != 0 {
+                // A connection policy allowed: its reply is the tuple turned round.
+                Some(CtKey::new(
+                    key.zone, key.daddr, key.saddr, key.dport, key.sport, key.proto,
+                ))
+            } else {
+                None
+            };
             // Read again: a packet since the batch keeps the connection.
             let Ok(a) = map.get(key, 0) else { continue };
             let b = pair.and_then(|k| map.get(&k, 0).ok().map(|v| (k, v)));

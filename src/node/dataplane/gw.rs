@@ -200,7 +200,7 @@ impl RouterWriter {
                 prefix_len: s.prefix_len,
                 gw_mac: FdbKey::new(s.gw_mac),
                 flags: if s.services { SEG_SERVICES } else { 0 },
-                pad: 0,
+                acl: s.acl,
             };
             if self.record.segments.get(vni) != Some(&seg) {
                 self.seg

@@ -8,7 +8,7 @@ use juneau_common::{
     FdbEntry, FdbKey, FloodList, PortConfig,
     l2::{FDB_ENTRIES, MAX_PORTS},
     map_names,
-    port::{PORT_ACTIVE, PORT_EIP, PORT_PEER, PORT_ROUTED},
+    port::{PORT_ACTIVE, PORT_EIP, PORT_PEER, PORT_ROUTED, PORT_SG},
     prog_names,
 };
 
@@ -24,6 +24,9 @@ pub struct PortSpec {
     pub mtu: u32,
     /// The interface is a veth whose peer is in another namespace (a Pod NIC).
     pub peer: bool,
+    /// The NIC carries SecurityGroups (`PORT_SG`): until the policy feature has written
+    /// its groups, what it sends and receives is denied.
+    pub security_groups: bool,
     /// What the port is, by its NIC's kind.
     pub kind: PortKind,
 }
@@ -64,13 +67,17 @@ impl PortKind {
 }
 
 impl PortSpec {
+    fn sg_flag(&self) -> u32 {
+        if self.security_groups { PORT_SG } else { 0 }
+    }
+
     /// Whether `config` is this port as written whole: active, on the segment, of the
     /// same kind and held to the same MAC and address.
     pub fn written_as(&self, config: &PortConfig) -> bool {
-        let kind_bits = PORT_ROUTED | PORT_EIP;
+        let kind_bits = PORT_ROUTED | PORT_EIP | PORT_SG;
         config.flags & PORT_ACTIVE != 0
             && config.vni == self.vni
-            && config.flags & kind_bits == self.kind.flags()
+            && config.flags & kind_bits == self.kind.flags() | self.sg_flag()
             && self.kind.held_to().is_none_or(|(mac, ip)| {
                 config.own_mac.mac == mac && config.own_ip == u32::from_ne_bytes(ip.octets())
             })
@@ -127,7 +134,10 @@ impl Dataplane {
         if spec.ifindex >= MAX_PORTS {
             return Err(DataplaneError::IfindexTooLarge(spec.ifindex));
         }
-        let flags = PORT_ACTIVE | if spec.peer { PORT_PEER } else { 0 } | spec.kind.flags();
+        let flags = PORT_ACTIVE
+            | if spec.peer { PORT_PEER } else { 0 }
+            | spec.kind.flags()
+            | spec.sg_flag();
         let change = self.segments.add_port(spec.vni, spec.ifindex, flags)?;
         let written = (|| {
             if change.segment_edge {

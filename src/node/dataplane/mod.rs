@@ -17,6 +17,7 @@ mod l2;
 mod listen;
 mod overlay;
 pub mod pins;
+mod policy;
 mod ports_gw;
 mod svc;
 mod svc_host;
@@ -43,6 +44,7 @@ pub use gw::{RouterSync, RouterWriter};
 use juneau_common::{l2::MAX_PORTS, map_names, prog_names};
 pub use l2::{PortKind, PortSpec, monotonic_coarse_ns};
 pub use pins::PinLayout;
+pub use policy::{PolicySync, PolicyWriter};
 pub use svc::{ServiceSync, ServiceWriter};
 pub use whole::Whole;
 
@@ -126,7 +128,7 @@ fn prog_err(name: &'static str) -> impl FnOnce(ProgramError) -> DataplaneError {
     move |source| DataplaneError::Program { name, source }
 }
 
-const PROGRAMS: [&str; 8] = prog_names::ALL;
+const PROGRAMS: [&str; 9] = prog_names::ALL;
 
 /// One program attached to one interface.
 #[derive(Debug)]

@@ -11,8 +11,8 @@ use std::{
 use juneau_common::{NbrEntry, NbrKey};
 
 use super::{
-    Conntrack, Dataplane, DataplaneError, ElasticIpWriter, Holder, RouterSync, RouterWriter,
-    ServiceSync, ServiceWriter,
+    Conntrack, Dataplane, DataplaneError, ElasticIpWriter, Holder, PolicyWriter, RouterSync,
+    RouterWriter, ServiceSync, ServiceWriter,
 };
 use crate::node::{gateway::RouterState, services::ServiceState};
 
@@ -23,6 +23,7 @@ pub struct Whole {
     pub router: RouterWriter,
     pub eips: ElasticIpWriter,
     pub services: ServiceWriter,
+    pub policy: PolicyWriter,
     pub conntrack: Conntrack,
 }
 
@@ -38,6 +39,7 @@ impl Whole {
             router: ports.take_router()?,
             eips: ports.take_elastic_ips()?,
             services: ports.take_services()?,
+            policy: ports.take_policy()?,
             conntrack: ports.take_conntrack()?,
             ports,
         })

@@ -9,9 +9,10 @@
 //! The agent's sync runs them in order over one read of the cluster
 //! ([`Features::sync`]); a feature that fails is logged and the others still run.
 //!
-//! The next features (policy, NAT, BGP) each add a file and a line in
+//! The next features (NAT, BGP) each add a file and a line in
 //! [`Features::new`], not a branch in the sync.
 mod elastic_ips;
+mod policy;
 mod remotes;
 mod router;
 mod services;
@@ -22,6 +23,7 @@ use std::{
 };
 
 pub use elastic_ips::ElasticIps;
+pub use policy::Policy;
 pub use remotes::RemoteLists;
 pub use router::Router;
 pub use services::Services;
@@ -89,7 +91,8 @@ impl LoggedOnce {
     }
 }
 
-/// Every feature of the Node, in the order a sync runs them: the router before the
+/// Every feature of the Node, in the order a sync runs them: policy before the router
+/// (a segment names its NetworkACL's set once it is written), the router before the
 /// ElasticIPs (both read the ports the router marks), then the Services, the remote
 /// lists last.
 pub struct Features {
@@ -103,6 +106,7 @@ impl Features {
     pub fn new(garp_rounds: Arc<AtomicU32>, dp: &mut Dataplane) -> Result<Self, DataplaneError> {
         Ok(Self {
             list: vec![
+                Box::new(Policy::new(dp.take_policy()?)),
                 Box::new(Router::new(dp.take_router()?)),
                 Box::new(ElasticIps::new(garp_rounds, dp.take_elastic_ips()?)),
                 Box::new(Services::new(dp.take_services()?)),

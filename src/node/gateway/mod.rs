@@ -29,6 +29,8 @@ pub struct GatewaySegment {
     pub table: String,
     /// Its Vpc consumes the cluster's Services (`spec.service.consume`, SVC-01).
     pub services: bool,
+    /// Its NetworkACL's rule set (`node::policy::acl_set`), 0 for none.
+    pub acl: u32,
 }
 
 /// One route of a table, as the datapath holds it.
@@ -97,6 +99,7 @@ fn gateway_of(l: &L2Network) -> Option<(u32, GatewaySegment)> {
             prefix_len: cidr.prefix_len() as u32,
             table: String::new(),
             services: false,
+            acl: 0,
         },
     ))
 }
@@ -117,6 +120,7 @@ fn subnet_segment(s: &Subnet) -> Option<(u32, GatewaySegment)> {
             prefix_len: cidr.prefix_len() as u32,
             table: String::new(),
             services: false,
+            acl: 0,
         },
     ))
 }
@@ -348,6 +352,7 @@ pub fn desired(world: &World) -> (RouterState, Vec<String>) {
             let own = l.spec.gateway.as_ref().and_then(|g| g.route_table.clone());
             seg.table = table_of(world, &l.spec.vpc, own);
             seg.services = consumes_services(world, &l.spec.vpc);
+            seg.acl = crate::node::policy::acl_set(world, l.spec.network_acl.as_deref());
             state.segments.insert(vni, seg);
         }
     }
@@ -355,6 +360,7 @@ pub fn desired(world: &World) -> (RouterState, Vec<String>) {
         if let Some((vni, mut seg)) = subnet_segment(s) {
             seg.table = table_of(world, &s.spec.vpc, None);
             seg.services = consumes_services(world, &s.spec.vpc);
+            seg.acl = crate::node::policy::acl_set(world, s.spec.network_acl.as_deref());
             state.segments.insert(vni, seg);
         }
     }

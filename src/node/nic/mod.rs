@@ -174,6 +174,7 @@ pub(crate) fn base_spec(nic: &NetworkInterface, ifindex: u32, kind: PortKind) ->
         vni: status.vni,
         mtu: status.mtu,
         peer: true,
+        security_groups: !nic.spec.security_groups.is_empty(),
         kind,
     })
 }

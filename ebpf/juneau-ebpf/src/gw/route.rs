@@ -8,6 +8,7 @@ use juneau_common::{
     DropReason, FdbEntry, GwSegment, NbrEntry, NbrKey, PortConfig, RouteEntry,
     gw::{GwStat, ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_NO_NEXT_HOP, SEG_SERVICES},
     port::PORT_ROUTED,
+    tail::TAIL_GW_FORWARD,
 };
 
 use super::icmp::{self, IcmpError};
@@ -16,7 +17,7 @@ use crate::{
     eth::{self, load, store},
     ipv4::{self, Ipv4, martian},
     l2::flood,
-    maps, overlay, svc,
+    maps, overlay, policy, svc, tail,
 };
 
 const IPPROTO_ICMP: u8 = 1;
@@ -48,13 +49,9 @@ pub fn ipv4(
     } else {
         svc::Egress::Pass
     };
-    let ip = match services {
-        svc::Egress::Pass => ip,
-        svc::Egress::Translated(backend) => Ipv4 {
-            daddr: backend,
-            ..ip
-        },
-        svc::Egress::Host => return svc::to_host(ctx),
+    let host = match services {
+        svc::Egress::Pass | svc::Egress::Translated => false,
+        svc::Egress::Host => true,
         svc::Egress::Reject => {
             let from = ip.daddr;
             return icmp::error(
@@ -67,6 +64,52 @@ pub fn ipv4(
             );
         }
     };
+    // The rest is its own program (`gw_forward`), verified once: the port in the
+    // control block, the packet as the Service stage left it.
+    // SAFETY: the context pointer is valid for the program's run; cb is scratch
+    // space the program owns.
+    unsafe {
+        (*ctx.skb.skb).cb[0] = ifindex;
+        (*ctx.skb.skb).cb[1] = host as u32;
+        (*ctx.skb.skb).cb[2] = ip.saddr;
+    }
+    tail::call(ctx, TAIL_GW_FORWARD);
+    Err(DropReason::NoRouter)
+}
+
+/// `gw_forward`: the sender's side of policy, then the route, the neighbour and the
+/// hop (or, for a backend through the Node's stack, the Service device).
+#[inline(always)]
+pub fn forward_ipv4(ctx: &TcContext) -> Result<i32, DropReason> {
+    // SAFETY: as above.
+    let (ifindex, host, sender) = unsafe {
+        let cb = &(*ctx.skb.skb).cb;
+        (cb[0], cb[1] != 0, cb[2])
+    };
+    // SAFETY: array value, copied at once.
+    let port: PortConfig = unsafe {
+        *maps::jn_l2_port
+            .get_ptr(ifindex)
+            .ok_or(DropReason::NotAPort)?
+    };
+    // SAFETY: copied at once.
+    let seg: GwSegment = unsafe { maps::jn_gw_seg.get(port.vni) }
+        .copied()
+        .ok_or(DropReason::NotRoutable)?;
+    let (port, seg) = (&port, &seg);
+    let ip = ipv4::read(ctx)?;
+    let routed_port = port.flags & PORT_ROUTED != 0;
+    // The sender's side of policy: its segment's NetworkACL on what crosses the
+    // gateway (all a gateway L2Network's port sends the router, what a Subnet sends
+    // outside its own prefix or through the Node's stack), its SecurityGroups on all
+    // of it. The sender's NIC is the source as it came (a Service's translation may
+    // have changed it since).
+    let crossing = !routed_port || host || !seg.contains(ip.daddr);
+    let acl = if crossing { seg.acl } else { 0 };
+    policy::egress(ctx, port, acl, sender)?;
+    if host {
+        return svc::to_host(ctx);
+    }
     let table = maps::jn_gw_rt.get(seg.table).ok_or(DropReason::NoRoute)?;
     let key = aya_ebpf::maps::lpm_trie::Key::new(32, ip.daddr.to_ne_bytes());
     let Some(route): Option<RouteEntry> = table.get(&key).copied() else {

@@ -35,8 +35,8 @@ use crate::{conntrack, ipv4::Ipv4, l4, maps};
 pub enum Egress {
     /// Not to a Service: routed as it is.
     Pass,
-    /// Translated: routed to this destination (the backend) now.
-    Translated(u32),
+    /// Translated: routed to the backend, the packet's new destination.
+    Translated,
     /// To a Service without a backend that takes connections: rejected with ICMP port
     /// unreachable from the ClusterIP (as kube-proxy does).
     Reject,
@@ -45,8 +45,27 @@ pub enum Egress {
     Host,
 }
 
-/// The connection's backend, its entries made for a new one. `zone`: the VNI of the
-/// client's segment.
+/// What [`open`] made of a connection's first packet (a plain number: were `open` a
+/// BPF call of its own, the verifier would read its return whole, and an enum's
+/// variant may leave bits undefined).
+#[derive(Clone, Copy)]
+struct Opened {
+    kind: u32,
+}
+
+const OPEN_PASS: u32 = 0;
+const OPEN_TRANSLATED: u32 = 1;
+const OPEN_REJECT: u32 = 2;
+const OPEN_HOST: u32 = 3;
+
+impl Opened {
+    const fn of(kind: u32) -> Self {
+        Self { kind }
+    }
+}
+
+/// The connection's backend, its entries made for a new one ([`open`]). `zone`: the
+/// VNI of the client's segment.
 #[inline(always)]
 pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReason> {
     let Some(ports) = l4::read(ctx, ip) else {
@@ -69,7 +88,7 @@ pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReaso
             if flags & CT_F_HAIRPIN != 0 {
                 nat::source(ctx, ip, &ports, HAIRPIN_IP, ports.sport)?;
             }
-            return Ok(Egress::Translated(backend_ip));
+            return Ok(Egress::Translated);
         }
         const HAIRPIN_REPLY: u8 = CT_F_SERVICE | CT_F_REPLY | CT_F_HAIRPIN;
         if flags & HAIRPIN_REPLY == HAIRPIN_REPLY {
@@ -77,6 +96,26 @@ pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReaso
         }
         return Ok(Egress::Pass);
     }
+    Ok(match open(ctx, ip, &key, ports.tcp_flags)?.kind {
+        OPEN_TRANSLATED => Egress::Translated,
+        OPEN_HOST => Egress::Host,
+        OPEN_REJECT => Egress::Reject,
+        _ => Egress::Pass,
+    })
+}
+
+/// A connection's first packet to a frontend: its backend picked, its entries written,
+/// the packet translated. The new entries are built in the per-CPU scratch
+/// (`jn_ct_scratch`), in place, not on the stack: the router's frame and the calls it
+/// makes stay within the verifier's 512 bytes.
+#[inline(always)]
+fn open(ctx: &TcContext, ip: &Ipv4, key: &CtKey, tcp_flags: u8) -> Result<Opened, DropReason> {
+    let zone = key.zone;
+    let ports = l4::Ports {
+        sport: key.sport,
+        dport: key.dport,
+        tcp_flags,
+    };
     let svc_key = SvcKey {
         ip: ip.daddr,
         port: ports.dport,
@@ -85,10 +124,10 @@ pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReaso
     };
     // SAFETY: copied at once (the daemon replaces entries whole).
     let Some(svc): Option<SvcEntry> = (unsafe { maps::jn_svc.get(svc_key) }).copied() else {
-        return Ok(Egress::Pass);
+        return Ok(Opened::of(OPEN_PASS));
     };
     if svc.backends == 0 {
-        return Ok(Egress::Reject);
+        return Ok(Opened::of(OPEN_REJECT));
     }
     let (backend_id, by_affinity) = pick(ctx, &svc, ip.saddr)?;
     // SAFETY: copied at once.
@@ -109,31 +148,35 @@ pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReaso
         | if by_affinity { CT_F_AFFINITY } else { 0 }
         | if host { CT_F_SNAT } else { 0 }
         | if hairpin { CT_F_HAIRPIN } else { 0 };
-    let mut fwd = CtEntry {
-        last_seen_ns: now,
-        state: CT_NEW,
-        flags,
-        tcp_flags: ports.tcp_flags,
-        service: svc.id,
-        backend_ip: backend.ip,
-        backend_port: backend.port,
-        service_port: ports.dport,
-        service_ip: ip.daddr,
-        ..CtEntry::default()
-    };
+    let scratch = maps::jn_ct_scratch
+        .get_ptr_mut(0)
+        .ok_or(DropReason::CtFull)?;
+    // SAFETY: this CPU's scratch value, for this program run alone.
+    let scratch = unsafe { &mut *scratch };
+    let [fwd, rev, host_entry] = &mut scratch.entries;
+    let [rev_key, host_key] = &mut scratch.keys;
+    // Written field by field, in place: a struct literal is built on the stack first.
+    *fwd = ZERO_ENTRY;
+    fwd.last_seen_ns = now;
+    fwd.state = CT_NEW;
+    fwd.flags = flags;
+    fwd.tcp_flags = ports.tcp_flags;
+    fwd.service = svc.id;
+    fwd.backend_ip = backend.ip;
+    fwd.backend_port = backend.port;
+    fwd.service_port = ports.dport;
+    fwd.service_ip = ip.daddr;
     // Through the Node's stack: the reply's entry there first, which picks the source
     // port (the client's own when free).
-    let host_key = if host {
-        let (key, nat_ip, nat_port) = claim_source(zone, ip, &ports, &backend, &fwd)?;
+    if host {
+        let (nat_ip, nat_port) =
+            claim_source(zone, ip, &ports, &backend, fwd, host_entry, host_key)?;
         fwd.nat_ip = nat_ip;
         fwd.nat_port = nat_port;
-        Some(key)
-    } else {
-        None
-    };
+    }
     // The reply as it leaves the backend: to the client, or (hairpin) to the address
     // the client's source became, which the reply entry gives back.
-    let rev_key = CtKey::new(
+    *rev_key = CtKey::new(
         zone,
         backend.ip,
         if hairpin { HAIRPIN_IP } else { ip.saddr },
@@ -141,15 +184,15 @@ pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReaso
         ports.sport,
         ip.proto,
     );
-    let rev = CtEntry {
-        flags: flags | CT_F_REPLY,
-        tcp_flags: 0,
-        nat_ip: if hairpin { ip.saddr } else { fwd.nat_ip },
-        ..fwd
-    };
-    if let Err(e) = conntrack::create(&key, &fwd, &rev_key, &rev) {
-        if let Some(k) = &host_key {
-            conntrack::forget(k);
+    *rev = *fwd;
+    rev.flags = flags | CT_F_REPLY;
+    rev.tcp_flags = 0;
+    if hairpin {
+        rev.nat_ip = ip.saddr;
+    }
+    if let Err(e) = conntrack::create(key, fwd, rev_key, rev) {
+        if host {
+            conntrack::forget(host_key);
         }
         return Err(e);
     }
@@ -170,12 +213,12 @@ pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReaso
     nat::destination(ctx, ip, &ports, backend.ip, backend.port)?;
     if host {
         nat::source(ctx, ip, &ports, fwd.nat_ip, fwd.nat_port)?;
-        return Ok(Egress::Host);
+        return Ok(Opened::of(OPEN_HOST));
     }
     if hairpin {
         nat::source(ctx, ip, &ports, HAIRPIN_IP, ports.sport)?;
     }
-    Ok(Egress::Translated(backend.ip))
+    Ok(Opened::of(OPEN_TRANSLATED))
 }
 
 /// A hairpin connection's reply, as the Pod sends it to its gateway: from the
@@ -202,15 +245,37 @@ fn hairpin_reply(
     conntrack::answered(entry, &fwd_key, ip.proto, ports.tcp_flags);
     nat::source(ctx, ip, ports, service_ip, service_port)?;
     nat::destination_of(ctx, ip.proto, ip.daddr, ports.dport, client, ports.dport)?;
-    Ok(Egress::Translated(client))
+    Ok(Egress::Translated)
 }
+
+/// An empty entry, copied into the scratch before a new one is written in place.
+static ZERO_ENTRY: CtEntry = CtEntry {
+    last_seen_ns: 0,
+    state: 0,
+    flags: 0,
+    tcp_flags: 0,
+    pad0: 0,
+    service: 0,
+    backend_ip: 0,
+    backend_port: 0,
+    service_port: 0,
+    service_ip: 0,
+    nat_ip: 0,
+    nat_port: 0,
+    pad1: 0,
+    nat_zone: 0,
+    policy_in_version: 0,
+    policy_version: 0,
+    policy: 0,
+};
 
 /// Tries of a translated source port before the connection is refused.
 const SOURCE_PORT_TRIES: u32 = 4;
 
 /// The entry of a host backend's replies, in [`ZONE_HOST`], at this Node's Service
 /// source address and a port nobody holds toward that backend: the client's own port
-/// first, then (TCP, UDP) ephemeral ports derived from it. Its key, and the source.
+/// first, then (TCP, UDP) ephemeral ports derived from it. Its key (written to `key`),
+/// and the source.
 #[inline(always)]
 fn claim_source(
     zone: u32,
@@ -218,7 +283,9 @@ fn claim_source(
     ports: &l4::Ports,
     backend: &Backend,
     fwd: &CtEntry,
-) -> Result<(CtKey, u32, u16), DropReason> {
+    entry: &mut CtEntry,
+    key: &mut CtKey,
+) -> Result<(u32, u16), DropReason> {
     // SAFETY: copied at once.
     let cfg: SvcHost = maps::jn_svc_host
         .get(0)
@@ -227,15 +294,13 @@ fn claim_source(
     if cfg.snat_ip == 0 || cfg.ifindex == 0 {
         return Err(DropReason::NoSourceAddress);
     }
-    let entry = CtEntry {
-        flags: fwd.flags | CT_F_REPLY,
-        tcp_flags: 0,
-        nat_ip: ip.saddr,
-        nat_port: ports.sport,
-        nat_zone: zone,
-        ..*fwd
-    };
-    let mut key = CtKey::new(
+    *entry = *fwd;
+    entry.flags = fwd.flags | CT_F_REPLY;
+    entry.tcp_flags = 0;
+    entry.nat_ip = ip.saddr;
+    entry.nat_port = ports.sport;
+    entry.nat_zone = zone;
+    *key = CtKey::new(
         ZONE_HOST,
         backend.ip,
         cfg.snat_ip,
@@ -255,8 +320,8 @@ fn claim_source(
             let p = 32768 + (base.wrapping_add(i.wrapping_mul(40503))) % 28232;
             key.dport = (p as u16).to_be();
         }
-        if conntrack::claim(&key, &entry)? {
-            return Ok((key, cfg.snat_ip, key.dport));
+        if conntrack::claim(key, entry)? {
+            return Ok((cfg.snat_ip, key.dport));
         }
     }
     Err(DropReason::NoSourcePort)
