@@ -359,7 +359,7 @@ fn new_connections(pol: &Bed, plain: &Bed, out: &mut Vec<Measurement>) {
         p50,
         ("new_connection_no_policy", n50),
         &format!(
-            "{NEW_FLOWS} SYNs of distinct source ports from port 0 (A) to port 2 (B), single runs taking turns between the bed with the ACL and 2 groups of 64 entries and the bed without; medians (means {mp:.0} vs {mn:.0} ns, p99 {p99:.0} vs {n99:.0}); each allowed SYN judged by the ACL's egress and both groups' ingress (two trie lookups a set) and its connection's pair written: {wp} entries written with policy, {wn} without (ACL egress allowed counter {})",
+            "{NEW_FLOWS} SYNs of distinct source ports from port 0 (A) to port 2 (B), single runs taking turns between the bed with the ACL and 2 groups of 64 entries and the bed without; medians (means {mp:.0} vs {mn:.0} ns, p99 {p99:.0} vs {n99:.0}); each allowed SYN judged by the ACL's egress and both groups' ingress (two trie lookups a set) and its connection's entries written (a pair for each side, keyed by the sender's and the receiver's zone): {wp} entries written with policy, {wn} without (ACL egress allowed counter {})",
             egress.allowed
         ),
     ));
