@@ -1,6 +1,6 @@
 //! `kubectl juneau bpf dump MAP --node N`: which map a name reads, and how its rows
-//! print. The reads are in `maps.rs`, `gw.rs`, `eip.rs`, `svc.rs` and `views.rs`, one per
-//! feature.
+//! print. The reads are in `maps.rs`, `gw.rs`, `eip.rs`, `svc.rs`, `policy.rs` and
+//! `views.rs`, one per feature.
 use super::{
     CliError,
     output::{Output, counters, json, show},
@@ -135,6 +135,16 @@ pub fn dump(
             &super::dump_conntrack(&dir, &filter)?,
             output,
             super::connection_table,
+        ),
+        "policy" => show(
+            &super::policy::dump_policy(&dir, &filter)?,
+            output,
+            super::policy::policy_table,
+        ),
+        "policy_nics" => show(
+            &super::policy::dump_policy_nics(&dir, &filter)?,
+            output,
+            super::policy::policy_nic_table,
         ),
         "elastic_ip_direct" => show(
             &super::dump_elastic_ips(&dir, node, &filter)?,

@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 use super::CliError;
 
 /// The names `bpf dump` accepts, in the order its help and errors list them.
-pub const DUMPABLE_MAPS: [&str; 16] = [
+pub const DUMPABLE_MAPS: [&str; 18] = [
     "l2_fdb",
     "drops",
     "gw_seg",
@@ -24,13 +24,17 @@ pub const DUMPABLE_MAPS: [&str; 16] = [
     "services",
     "backends",
     "conntrack",
+    "policy",
+    "policy_nics",
 ];
 
 /// The dump a name asks for: one of [`DUMPABLE_MAPS`], also reached through the
-/// pinned map's own name (`jn_eip_direct`, `jn_ext_arp`, `jn_gw_rt`, `jn_svc`, `jn_ct`), so that a name
-/// read off bpffs works too. `None` for anything else.
+/// pinned map's own name (`jn_eip_direct`, `jn_ext_arp`, `jn_gw_rt`, `jn_svc`, `jn_ct`,
+/// `jn_pol_set`, `jn_pol_nic`), so that a name read off bpffs works too, and with `-`
+/// for `_` (`policy-nics`), as kubectl's own names are spelt. `None` for anything else.
 pub fn dumpable(name: &str) -> Option<&'static str> {
-    let name = name.trim_start_matches("jn_");
+    let name = name.trim_start_matches("jn_").replace('-', "_");
+    let name = name.as_str();
     let canonical = match name {
         "gw_rt" => "gw_routes",
         "eip_direct" => "elastic_ip_direct",
@@ -38,6 +42,8 @@ pub fn dumpable(name: &str) -> Option<&'static str> {
         "svc" => "services",
         "svc_backend" => "backends",
         "ct" => "conntrack",
+        "pol_set" => "policy",
+        "pol_nic" => "policy_nics",
         other => other,
     };
     DUMPABLE_MAPS.iter().copied().find(|m| *m == canonical)
@@ -54,6 +60,8 @@ pub fn filter_keys(map: &str) -> &'static [&'static str] {
         "fdb" => &["subnet_id"],
         "external_address_pools" => &["addr"],
         "services" | "backends" | "conntrack" => &["addr"],
+        "policy" => &["set", "kind"],
+        "policy_nics" => &["vni", "addr", "set"],
         _ => &[],
     }
 }
@@ -65,6 +73,10 @@ pub struct Filter {
     pub addr: Option<Ipv4Addr>,
     pub network_id: Option<u32>,
     pub ifindex: Option<u32>,
+    /// A rule set's id (`policy`, `policy_nics`).
+    pub set: Option<u32>,
+    /// A rule set's kind, `policy::SET_*` (`kind=acl|sg`).
+    pub kind: Option<u32>,
 }
 
 impl Filter {
@@ -99,8 +111,23 @@ impl Filter {
                         return Err(twice());
                     }
                 }
-                "network_id" | "subnet_id" => {
+                "network_id" | "subnet_id" | "vni" => {
                     if f.network_id.replace(number()?).is_some() {
+                        return Err(twice());
+                    }
+                }
+                "set" => {
+                    if f.set.replace(number()?).is_some() {
+                        return Err(twice());
+                    }
+                }
+                "kind" => {
+                    let k = match value {
+                        "acl" => juneau_common::policy::SET_ACL,
+                        "sg" => juneau_common::policy::SET_SG,
+                        _ => return Err(bad("kind is acl or sg".into())),
+                    };
+                    if f.kind.replace(k).is_some() {
                         return Err(twice());
                     }
                 }
@@ -178,5 +205,34 @@ mod tests {
         assert!(err.contains("ipaddr is an IPv4 address"), "{err}");
         let err = parse("fdb", &["ipaddr=10.225.51.8"]).unwrap_err();
         assert!(err.contains("fdb filters on subnet_id"), "{err}");
+    }
+
+    #[test]
+    fn pol_03_dump_policy_names_and_filters() {
+        assert_eq!(dumpable("policy"), Some("policy"));
+        assert_eq!(dumpable("jn_pol_set"), Some("policy"));
+        assert_eq!(dumpable("policy-nics"), Some("policy_nics"));
+        assert_eq!(dumpable("jn_pol_nic"), Some("policy_nics"));
+        assert!(DUMPABLE_MAPS.contains(&"policy") && DUMPABLE_MAPS.contains(&"policy_nics"));
+        let f = parse("policy", &["set=7", "kind=sg"]).unwrap();
+        assert_eq!(
+            (f.set, f.kind),
+            (Some(7), Some(juneau_common::policy::SET_SG))
+        );
+        assert_eq!(
+            parse("policy", &["kind=acl"]).unwrap().kind,
+            Some(juneau_common::policy::SET_ACL)
+        );
+        let err = parse("policy", &["kind=nacl"]).unwrap_err();
+        assert!(err.contains("kind is acl or sg"), "{err}");
+        let err = parse("policy", &["addr=10.0.0.1"]).unwrap_err();
+        assert!(err.contains("policy filters on set, kind"), "{err}");
+        let f = parse("policy_nics", &["vni=21", "addr=10.0.1.10", "set=12"]).unwrap();
+        assert_eq!(
+            (f.network_id, f.addr, f.set),
+            (Some(21), Some(Ipv4Addr::new(10, 0, 1, 10)), Some(12))
+        );
+        let err = parse("policy_nics", &["set=x"]).unwrap_err();
+        assert!(err.contains("set is a number"), "{err}");
     }
 }

@@ -11,6 +11,7 @@ mod filter;
 mod gw;
 mod maps;
 pub mod output;
+pub mod policy;
 mod source;
 mod svc;
 pub mod trace;

@@ -10,6 +10,7 @@ use juneau_common::{
         CtEntry, CtKey, ZONE_HOST,
     },
     map_names,
+    policy::{POL_F_EGRESS, POL_F_INGRESS},
     svc::{BACKEND_HOST, Backend, SVC_AFFINITY, SvcEntry, SvcKey},
 };
 use serde::Serialize;
@@ -65,6 +66,26 @@ pub struct ConnectionRow {
     pub translated: String,
     pub service: u32,
     pub age_seconds: u64,
+    /// The sides of the connection this Node's policy allowed, each with the epoch it
+    /// was allowed under (`egress@3,ingress@3`; `-`: none). A side whose epoch is not
+    /// `jn_pol_epoch`'s is judged again at its next packet (`bpf dump policy`).
+    pub policy: String,
+}
+
+/// The policy bits of an entry as the `POLICY` column shows them.
+pub fn policy_bits(e: &CtEntry) -> String {
+    let mut sides = Vec::new();
+    if e.policy & POL_F_EGRESS != 0 {
+        sides.push(format!("egress@{}", e.policy_version));
+    }
+    if e.policy & POL_F_INGRESS != 0 {
+        sides.push(format!("ingress@{}", e.policy_in_version));
+    }
+    if sides.is_empty() {
+        "-".into()
+    } else {
+        sides.join(",")
+    }
 }
 
 pub fn dump_services(dir: &Path, filter: &Filter) -> Result<Vec<ServiceRow>, CliError> {
@@ -179,6 +200,7 @@ pub fn dump_conntrack(dir: &Path, filter: &Filter) -> Result<Vec<ConnectionRow>,
                 },
                 service: e.service,
                 age_seconds: now.saturating_sub(e.last_seen_ns) / 1_000_000_000,
+                policy: policy_bits(&e),
             },
         ));
     }
@@ -220,13 +242,13 @@ pub fn backend_table(rows: &[BackendRow]) -> String {
 
 pub fn connection_table(rows: &[ConnectionRow]) -> String {
     let mut out = format!(
-        "{:>8} {:<5} {:<22} {:<22} {:<8} {:<11} {:<22} {:>5} AGE\n",
-        "ZONE", "PROTO", "SRC", "DST", "DIR", "STATE", "TRANSLATED", "SVC"
+        "{:>8} {:<5} {:<22} {:<22} {:<8} {:<11} {:<22} {:>5} {:>7} POLICY\n",
+        "ZONE", "PROTO", "SRC", "DST", "DIR", "STATE", "TRANSLATED", "SVC", "AGE"
     );
     for r in rows {
         let _ = writeln!(
             out,
-            "{:>8} {:<5} {:<22} {:<22} {:<8} {:<11} {:<22} {:>5} {}s",
+            "{:>8} {:<5} {:<22} {:<22} {:<8} {:<11} {:<22} {:>5} {:>7} {}",
             r.zone,
             r.protocol,
             r.src,
@@ -239,8 +261,58 @@ pub fn connection_table(rows: &[ConnectionRow]) -> String {
                 &r.translated
             },
             r.service,
-            r.age_seconds
+            format!("{}s", r.age_seconds),
+            r.policy
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pol_03_dump_conntrack_shows_the_policy_bits_and_epochs() {
+        let mut e = CtEntry::default();
+        assert_eq!(policy_bits(&e), "-");
+        e.policy = POL_F_EGRESS;
+        e.policy_version = 3;
+        assert_eq!(policy_bits(&e), "egress@3");
+        e.policy |= POL_F_INGRESS;
+        e.policy_in_version = 4;
+        assert_eq!(policy_bits(&e), "egress@3,ingress@4");
+        let row = ConnectionRow {
+            zone: 21,
+            protocol: "tcp".into(),
+            src: "10.0.1.10:40000".into(),
+            dst: "10.0.2.12:80".into(),
+            direction: "original".into(),
+            state: "new".into(),
+            translated: String::new(),
+            service: 0,
+            age_seconds: 2,
+            policy: policy_bits(&e),
+        };
+        let text = connection_table(&[row]);
+        let header: Vec<&str> = text.lines().next().unwrap().split_whitespace().collect();
+        let cols: Vec<&str> = text.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(header.last(), Some(&"POLICY"), "{text}");
+        assert_eq!(
+            cols,
+            [
+                "21",
+                "tcp",
+                "10.0.1.10:40000",
+                "10.0.2.12:80",
+                "original",
+                "new",
+                "-",
+                "0",
+                "2s",
+                "egress@3,ingress@4"
+            ],
+            "{text}"
+        );
+    }
 }
