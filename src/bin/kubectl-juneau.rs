@@ -42,13 +42,16 @@ enum Cmd {
     /// The path of a packet from one Pod NIC to another, from the cluster's objects,
     /// with the source Node's learned table when its maps are on this machine; or, to a
     /// Service frontend, which backend a connection gets and why (with the Node's
-    /// connections when its maps are here). A NIC holding an ElasticIP directly is
-    /// refused (EIP-21).
+    /// connections when its maps are here). The NetworkACLs and SecurityGroups met are
+    /// judged in order, each naming the rule that decided (POL-03), by the
+    /// destination's `:<port>[/proto]` (TCP by default). A NIC holding an ElasticIP
+    /// directly is refused (EIP-21).
     Trace {
         /// The source: `<pod>` (its eth0) or `<pod>.<iface>`.
         from: String,
-        /// The destination: `<pod>`, `<pod>.<iface>`, an IPv4 address of a NIC, or a
-        /// Service frontend `<ClusterIP>:<port>[/tcp|udp|sctp]`.
+        /// The destination: `<pod>`, `<pod>.<iface>` or an IPv4 address of a NIC, each
+        /// with an optional `:<port>[/proto]` for its policy, or a Service frontend
+        /// `<ClusterIP>:<port>[/tcp|udp|sctp]`.
         to: String,
         #[command(flatten)]
         source: Source,
@@ -85,8 +88,10 @@ struct Source {
 enum BpfCmd {
     /// Dump a map: l2_fdb (needs --inner-key vni=N), drops, gw_seg, gw_routes, gw_nbr,
     /// gw_stats, elastic_ip_direct, external_arp_table, ifindex_external_network,
-    /// ifindex_host_mac, or the views seed 003's troubleshooting reads: arp_table, fdb
-    /// (needs --filter subnet_id=N), external_address_pools.
+    /// ifindex_host_mac, services, backends, conntrack, policy (rule sets and their
+    /// counters), policy_nics (each NIC's SecurityGroups), or the views seed 003's
+    /// troubleshooting reads: arp_table, fdb (needs --filter subnet_id=N),
+    /// external_address_pools.
     Dump {
         map: String,
         /// The Node whose pinned maps to read.
@@ -99,7 +104,9 @@ enum BpfCmd {
         /// addr=<IPv4> (elastic_ip_direct, external_arp_table, external_address_pools),
         /// network_id=<N> (elastic_ip_direct, ifindex_external_network), ifindex=<N>
         /// (ifindex_external_network, ifindex_host_mac), subnet_id=<N> and
-        /// ipaddr=<IPv4> (arp_table), subnet_id=<N> (fdb).
+        /// ipaddr=<IPv4> (arp_table), subnet_id=<N> (fdb), addr=<IPv4> (services,
+        /// backends, conntrack), set=<id> and kind=acl|sg (policy), vni=<N>, addr=<IPv4>
+        /// and set=<id> (policy_nics).
         #[arg(long, value_name = "KEY=VALUE")]
         filter: Vec<String>,
         #[arg(short, long, value_enum, default_value_t = Output::Table)]
@@ -172,7 +179,10 @@ fn run() -> Result<(), cli::CliError> {
         } => {
             let world = cli::read_world(source.store.as_deref(), source.kubeconfig.as_deref())?;
             // A Service frontend (`<ClusterIP>:<port>[/proto]`): which backend, and why.
-            if let Some(frontend) = cli::trace_svc::parse_frontend(&to) {
+            // `<NIC address>:<port>` is a NIC: its policy judged for that port.
+            if let Some(frontend) = cli::trace_svc::parse_frontend(&to)
+                && !cli::trace_svc::goes_to_a_nic(&world, frontend)
+            {
                 let hops = cli::trace_svc::trace(
                     &world,
                     &source.namespace,

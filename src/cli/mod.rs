@@ -15,6 +15,7 @@ pub mod policy;
 mod source;
 mod svc;
 pub mod trace;
+pub mod trace_policy;
 pub mod trace_svc;
 mod views;
 

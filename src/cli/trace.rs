@@ -2,7 +2,9 @@
 //! out from the cluster's objects (segments, VNIs, Nodes and their VTEPs), then held
 //! against the source Node's learned table when its pinned maps are on this machine.
 //! A NIC that holds an ElasticIP directly is refused (EIP-21): its packets leave by the
-//! Node's routing table, not by a segment this model follows.
+//! Node's routing table, not by a segment this model follows. The NetworkACLs and
+//! SecurityGroups the packet meets are judged on their Nodes' steps (`trace_policy.rs`),
+//! by the destination's port and protocol (`<to>:<port>[/proto]`).
 use std::net::Ipv4Addr;
 
 use serde::Serialize;
@@ -163,6 +165,7 @@ pub fn trace(
     to: &str,
     fdb: &dyn Fn(&str, u32, &str) -> Option<String>,
 ) -> Result<Vec<Hop>, CliError> {
+    let (to, flow) = super::trace_policy::split_target(to)?;
     let src = resolve(world, namespace, from)?;
     refuse_direct(src)?;
     let dst = resolve(world, namespace, to)?;
@@ -214,6 +217,20 @@ pub fn trace(
             ),
         ));
     }
+    let policy = super::trace_policy::judge(world, src, dst, flow);
+    let d_node = &d_ep.spec.node_name;
+    let (egress, ingress): (Vec<_>, Vec<_>) = policy
+        .steps
+        .into_iter()
+        .partition(|(at, _)| *at == super::trace_policy::At::Source);
+    hops.extend(egress.into_iter().map(|(_, s)| hop(&s_node, s)));
+    // Denied on the sender's side: nothing leaves its Node.
+    if let Some(reason) = policy.dropped
+        && ingress.is_empty()
+    {
+        hops.push(hop(&s_node, super::trace_policy::drop_line(reason)));
+        return Ok(hops);
+    }
     hops.push(hop(&s_node, format!("switched in VNI {d_vni} to {d_mac}")));
     // A routed packet's next hop is the router's neighbour, not a learned entry.
     if s_vni == d_vni
@@ -221,16 +238,7 @@ pub fn trace(
     {
         hops.push(hop(&s_node, format!("l2_fdb: {entry}")));
     }
-    let d_node = &d_ep.spec.node_name;
-    if *d_node == s_node {
-        hops.push(hop(
-            d_node,
-            format!(
-                "delivered to {} on the same Node (redirect into the Pod)",
-                name_of(dst)
-            ),
-        ));
-    } else {
+    if *d_node != s_node {
         hops.push(hop(
             &s_node,
             format!(
@@ -238,15 +246,28 @@ pub fn trace(
                 d_ep.spec.node_ip
             ),
         ));
-        hops.push(hop(
-            d_node,
+    }
+    // The receiver's side, at delivery on its Node.
+    hops.extend(ingress.into_iter().map(|(_, s)| hop(d_node, s)));
+    if let Some(reason) = policy.dropped {
+        hops.push(hop(d_node, super::trace_policy::drop_line(reason)));
+        return Ok(hops);
+    }
+    hops.push(hop(
+        d_node,
+        if *d_node == s_node {
+            format!(
+                "delivered to {} on the same Node (redirect into the Pod)",
+                name_of(dst)
+            )
+        } else {
             format!(
                 "overlay_ingress: delivered to {} ({})",
                 name_of(dst),
                 d_ep.spec.address
-            ),
-        ));
-    }
+            )
+        },
+    ));
     Ok(hops)
 }
 

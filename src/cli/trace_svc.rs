@@ -4,7 +4,10 @@
 //! may get on the client's Node (what its daemon computes, `node::services::desired`,
 //! with what it leaves out and why); then, when the Node's pinned maps are on this
 //! machine, the frontend as the datapath holds it and the client's connections in the
-//! connection table: each one's backend, by affinity or by the Maglev table.
+//! connection table: each one's backend, by affinity or by the Maglev table. Policy is
+//! judged for each backend a connection may get (`trace_policy.rs`): the datapath judges
+//! the translated destination, so the backend's NetworkACL and SecurityGroups decide, not
+//! the ClusterIP's.
 use std::net::Ipv4Addr;
 
 use super::{CliError, trace::Hop};
@@ -22,6 +25,67 @@ pub fn parse_frontend(to: &str) -> Option<(Ipv4Addr, u16, u8)> {
     };
     let (ip, port) = addr.split_once(':')?;
     Some((ip.parse().ok()?, port.parse().ok()?, proto))
+}
+
+/// Whether `ip:port` names a NIC rather than a Service frontend: no Service has it and
+/// a NIC has the address (`trace web 10.1.0.3:80` judges that NIC's policy for port 80).
+pub fn goes_to_a_nic(world: &World, (ip, port, proto): (Ipv4Addr, u16, u8)) -> bool {
+    let service = world.services.iter().any(|s| {
+        s.cluster_ips.iter().any(|c| c.parse() == Ok(ip))
+            && s.ports
+                .iter()
+                .any(|p| p.port == port && ip_proto(&p.protocol) == Some(proto))
+    });
+    !service
+        && world.objects.interfaces.iter().any(|n| {
+            n.status
+                .as_ref()
+                .and_then(|s| s.address.split('/').next()?.parse::<Ipv4Addr>().ok())
+                == Some(ip)
+        })
+}
+
+/// The policy steps to each backend of `backends` that is a NIC of the client's Vpc.
+fn backend_policy(
+    world: &World,
+    src: &super::trace::SourceNic,
+    proto: u8,
+    backends: &[(Ipv4Addr, u16)],
+) -> Vec<Hop> {
+    use super::trace_policy::{self as tp, At, Flow};
+    let Some(client) = tp::nic_at(world, src.vni, src.ip) else {
+        return Vec::new();
+    };
+    let mut hops = Vec::new();
+    for (a, p) in backends {
+        let Some(backend) = tp::nic_in_vpc(world, &src.vpc, *a) else {
+            continue;
+        };
+        let flow = Flow {
+            proto,
+            port: Some(*p),
+        };
+        let j = tp::judge(world, client, backend, flow);
+        let node = |at: At| match at {
+            At::Source => src.node.clone(),
+            At::Destination => backend.spec.node_name.clone(),
+        };
+        let mut last = At::Source;
+        for (at, step) in j.steps {
+            last = at;
+            hops.push(Hop {
+                node: node(at),
+                what: format!("to backend {a}:{p}: {step}"),
+            });
+        }
+        if let Some(reason) = j.dropped {
+            hops.push(Hop {
+                node: node(last),
+                what: format!("to backend {a}:{p}: {}", tp::drop_line(reason)),
+            });
+        }
+    }
+    hops
 }
 
 /// What a Node's datapath holds of a frontend and of the client's connections to it.
@@ -167,6 +231,7 @@ pub fn trace(
                 .into(),
         },
     ));
+    hops.extend(backend_policy(world, &src, proto, &front.backends));
     match datapath(&node, &key, src.ip) {
         None => hops.push(hop(
             &node,
@@ -348,6 +413,57 @@ mod tests {
         w.endpoint_slices[0].endpoints[0].ready = false;
         let text = lines(&trace(&w, "default", "client", frontend, &dp).unwrap());
         assert!(text.contains("SVC_NO_ENDPOINTS"), "{text}");
+    }
+
+    /// The client's Vpc under a SecurityGroup on the backend `web` (tcp `port` from the
+    /// Subnet).
+    fn guarded(port: u16) -> World {
+        let mut w = world(true);
+        let sg: crate::api::SecurityGroup = serde_json::from_value(serde_json::json!({
+            "apiVersion": "juneau.loutres.me/v1alpha1", "kind": "SecurityGroup",
+            "metadata": {"name": "web"}, "spec": {"vpc": "default", "ingress": [
+                {"from": [{"cidr": "10.16.0.0/16"}], "protocol": "tcp", "ports": [{"port": port}]}
+            ]}, "status": {"groupID": 5}
+        }))
+        .unwrap();
+        w.objects.security_groups.push(sg);
+        w.objects.interfaces[1].spec.security_groups = vec!["web".into()];
+        w
+    }
+
+    #[test]
+    fn pol_03_trace_through_a_service_judges_the_backend_as_the_datapath_does() {
+        let frontend = parse_frontend("10.96.0.20:80").unwrap();
+        let none = |_: &str, _: &FrontendKey, _: Ipv4Addr| None;
+        // The backend's own port (8080) is what its group is asked about.
+        let text = lines(&trace(&guarded(8080), "default", "client", frontend, &none).unwrap());
+        assert!(
+            text.contains(
+                "n2 to backend 10.16.0.6:8080: destination SG ingress (SecurityGroup web, set 5): \
+                 allowed by rule 0"
+            ),
+            "{text}"
+        );
+        // A group that allows only the ClusterIP's port denies the translated packet.
+        let text = lines(&trace(&guarded(80), "default", "client", frontend, &none).unwrap());
+        assert!(
+            text.contains(
+                "n2 to backend 10.16.0.6:8080: destination SG ingress (SecurityGroup web, set 5): \
+                 denied: no rule matched\nn2 to backend 10.16.0.6:8080: dropped: POLICY_SG_INGRESS"
+            ),
+            "{text}"
+        );
+        // Without groups or ACLs: no policy step.
+        let text = lines(&trace(&world(true), "default", "client", frontend, &none).unwrap());
+        assert!(!text.contains("to backend"), "{text}");
+    }
+
+    #[test]
+    fn pol_03_trace_to_a_nic_address_with_a_port_is_not_a_service() {
+        let w = world(true);
+        assert!(!goes_to_a_nic(&w, parse_frontend("10.96.0.20:80").unwrap()));
+        assert!(goes_to_a_nic(&w, parse_frontend("10.16.0.6:8080").unwrap()));
+        assert!(!goes_to_a_nic(&w, parse_frontend("10.99.0.1:80").unwrap()));
     }
 
     #[test]
