@@ -81,6 +81,15 @@ fn svc_02_pods_reach_node_address_backends_on_their_own_node_and_on_another() {
 }
 
 #[test]
+fn pol_01_pol_02_pol_03_l2_20_real_clients_are_allowed_and_denied_as_the_rules_say_across_nodes() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let stdout = once_with("scenarios/stack/policy.yaml", "the policy scenario failed");
+    assert!(stdout.contains("step 15:"), "{stdout}");
+    assert!(!stdout.contains("step 16:"), "{stdout}");
+    assert!(stdout.contains("none denied"), "{stdout}");
+}
+
+#[test]
 fn eip_01_eip_08_eip_09_eip_10_eip_11_eip_13_eip_18_elastic_ips_on_pod_nics_are_reached_from_outside()
  {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

@@ -93,8 +93,10 @@ fn acl(n: u32, deny_web: bool, version: u32) -> Compiled {
                 "ports": [{"port": 1000 + i}]})
         })
         .collect();
-    egress.push(json!({"priority": 5000, "action": "allow", "protocol": "tcp",
-        "cidr": "10.0.2.0/24", "ports": [{"port": DPORT}]}));
+    egress.push(
+        json!({"priority": 5000, "action": "allow", "protocol": "tcp",
+        "cidr": "10.0.2.0/24", "ports": [{"port": DPORT}]}),
+    );
     if deny_web {
         egress[0] = json!({"priority": 1, "action": "deny", "protocol": "tcp",
             "cidr": "10.0.2.12/32", "ports": [{"port": DPORT}]});
@@ -219,12 +221,7 @@ impl Bed {
     }
 
     fn drops(&self, reason: &str) -> u64 {
-        self.dp
-            .drops()
-            .unwrap()
-            .get(reason)
-            .copied()
-            .unwrap_or(0)
+        self.dp.drops().unwrap().get(reason).copied().unwrap_or(0)
     }
 }
 
@@ -393,7 +390,11 @@ fn rule_change(pol: &mut Bed, out: &mut Vec<Measurement>) {
         let denied = pol.drops("POLICY_ACL_EGRESS");
         let want = policy_state(64, true, version);
         deny.push(enforce(pol, &want, TC_ACT_SHOT, &mut extra_frames));
-        assert_eq!(pol.drops("POLICY_ACL_EGRESS"), denied + 1, "denied by the ACL");
+        assert_eq!(
+            pol.drops("POLICY_ACL_EGRESS"),
+            denied + 1,
+            "denied by the ACL"
+        );
         // The baseline: the same sync with nothing changed, and the frame judged.
         noop.push(enforce(pol, &want, TC_ACT_SHOT, &mut extra_frames));
         version += 1;

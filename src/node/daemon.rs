@@ -301,7 +301,11 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         );
     }
     let mut dp = dp;
-    let conntrack = dp.take_conntrack()?;
+    let mut conntrack = dp.take_conntrack()?;
+    // A layout change: the connections of the old layout's table first, while its
+    // programs still forward; again once the ports run the new programs (what the old
+    // ones made meanwhile), before the old pins go.
+    carry_connections(&mut conntrack, &layout);
     let agent = Arc::new(Agent::new(&cfg.node_name, vtep, cluster.clone(), dp)?);
     agent
         .garp_rounds
@@ -312,6 +316,7 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         .reconcile_ports()
         .map_err(|e| DaemonError::Reconcile(format!("{}: {}", e.msg, e.details)))?;
     agent.sync_from_cluster()?;
+    carry_connections(&mut conntrack, &layout);
     migrate(&layout)?;
     server::listen(agent.clone(), &cfg.cni_socket)
         .map_err(io(format!("cannot serve {}", cfg.cni_socket.display())))?;
@@ -377,6 +382,22 @@ fn lock(cfg: &DaemonConfig) -> Result<nix::fcntl::Flock<std::fs::File>, DaemonEr
             other => io(format!("cannot lock {}", path.display()))(other.into()),
         },
     )
+}
+
+/// Copies the connection tables of other layout versions into this one (logged; a
+/// failure is logged too and loses only those connections' state, never forwarding).
+fn carry_connections(ct: &mut crate::node::dataplane::Conntrack, layout: &PinLayout) {
+    for old in layout.other_versions() {
+        match ct.migrate_from(&old.join("maps")) {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::info!(from = %old.display(), connections = n, "connections carried over from another layout")
+            }
+            Err(e) => {
+                tracing::warn!(from = %old.display(), error = %e, "connections of another layout not carried over")
+            }
+        }
+    }
 }
 
 /// Pins of other layout versions: the programs of this version are attached and

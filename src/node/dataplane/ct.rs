@@ -81,6 +81,44 @@ impl Dataplane {
 }
 
 impl Conntrack {
+    /// Copies the connections of another layout's pinned table (`maps_dir/jn_ct`) into
+    /// this one, so that a layout change resets none: the entry's types kept their
+    /// size since layout 10 (the fields of later features were reserved in place).
+    /// Entries this table has already (made by the new programs) are kept. A table of
+    /// another entry size is left alone, and said so. Returns how many were copied.
+    pub fn migrate_from(&mut self, maps_dir: &std::path::Path) -> Result<usize, DataplaneError> {
+        let path = maps_dir.join(map_names::CT);
+        if !path.exists() {
+            return Ok(0);
+        }
+        let data = MapData::from_pin(&path).map_err(map_err(map_names::CT))?;
+        let info = data.info().map_err(map_err(map_names::CT))?;
+        let (k, v) = (info.key_size() as usize, info.value_size() as usize);
+        if k != std::mem::size_of::<CtKey>() || v != std::mem::size_of::<CtEntry>() {
+            tracing::warn!(
+                path = %path.display(),
+                key_size = k,
+                value_size = v,
+                "another layout's connection table has other entry types: not copied"
+            );
+            return Ok(0);
+        }
+        let old: BpfHashMap<MapData, CtKey, CtEntry> =
+            BpfHashMap::try_from(aya::maps::Map::HashMap(data)).map_err(map_err(map_names::CT))?;
+        const BPF_NOEXIST: u64 = 1;
+        let mut copied = 0;
+        for item in old.iter() {
+            let Ok((key, entry)) = item else { continue };
+            match self.map.insert(key, entry, BPF_NOEXIST) {
+                Ok(()) => copied += 1,
+                Err(aya::maps::MapError::SyscallError(e))
+                    if e.io_error.raw_os_error() == Some(17) => {}
+                Err(e) => return Err(map_err(map_names::CT)(e)),
+            }
+        }
+        Ok(copied)
+    }
+
     /// Every entry of the table (dumps and tests).
     pub fn entries(&self) -> Result<Vec<(CtKey, CtEntry)>, DataplaneError> {
         self.map
