@@ -224,28 +224,9 @@ fn l2_28_mx_03_a_daemon_killed_with_sigkill_comes_back_without_losing_a_ping_or_
             .collect()
     };
     let before = attachments("rs-a");
-    let old = run.daemons.pid("rs-a").unwrap();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(old as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
+    let old = common::sigkill_daemon(&run, "rs-a");
     // The supervisor starts it again; wait until the new one serves.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let new = loop {
-        if let Some(p) = run.daemons.pid("rs-a").filter(|p| *p != old) {
-            break run
-                .daemons
-                .wait_ready("rs-a", Duration::from_secs(20))
-                .map(|_| p)
-                .unwrap();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the daemon was not started again"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let new = common::wait_restarted(&run, "rs-a", old);
     assert_ne!(new, old);
     let events = run.daemons.events.lock().unwrap().join("\n");
     assert!(events.contains(&format!("(pid {old}) exited")), "{events}");

@@ -75,24 +75,6 @@ fn scenario() -> Scenario {
     }
 }
 
-/// Waits until `node`'s daemon is a new process, and ready.
-fn wait_restarted(run: &Run, node: &str, old: u32) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if run.daemons.pid(node).is_some_and(|p| p != old) {
-            run.daemons
-                .wait_ready(node, Duration::from_secs(20))
-                .unwrap();
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the daemon was not started again"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// One connection attempt to the denied port: it must not get through.
 fn probe(client_ns: &std::path::Path, dst: SocketAddr) {
     let r = juneau::netns::run_in(client_ns, || {
@@ -176,14 +158,9 @@ fn pol_03_a_killed_daemon_and_a_layout_change_lose_no_byte_and_let_no_denied_pac
     assert!(!sender.is_finished(), "the stream ended before the kill");
     // SIGKILL of the receiver's daemon (its Node judges the ingress rules), and a
     // denied probe while it is gone.
-    let old = run.daemons.pid("pk-b").unwrap();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(old as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
+    let old = common::sigkill_daemon(&run, "pk-b");
     probe(&client_ns, denied_dst);
-    wait_restarted(&run, "pk-b", old);
+    common::wait_restarted(&run, "pk-b", old);
     assert!(
         !sender.is_finished(),
         "the stream ended before the layout change"

@@ -175,26 +175,8 @@ fn svc_03_a_daemon_killed_mid_connection_loses_no_byte_and_the_connection_keeps_
     // Into the stream (about three seconds long), then the kill.
     std::thread::sleep(Duration::from_millis(500));
     assert!(!sender.is_finished(), "the stream ended before the kill");
-    let old = run.daemons.pid("sk-a").unwrap();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(old as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if run.daemons.pid("sk-a").is_some_and(|p| p != old) {
-            run.daemons
-                .wait_ready("sk-a", Duration::from_secs(20))
-                .unwrap();
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the daemon was not started again"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let old = common::sigkill_daemon(&run, "sk-a");
+    common::wait_restarted(&run, "sk-a", old);
     // The restarted daemon found the connection where the killed one left it.
     assert_eq!(
         backend_of_connection("sk-a"),

@@ -25,29 +25,12 @@ use juneau_common::policy::SET_ACL;
 use juneau_harness::{
     bench::{Measurement, median, write_part},
     frames::{self, fixtures::*},
-    router::{self, Seg},
+    router,
     testrun::{PortBed, Run, TC_ACT_REDIRECT, TC_ACT_SHOT, run_tc},
+    two_subnets::*,
 };
 use serde_json::json;
 
-const VNI_A: u32 = 31;
-const VNI_B: u32 = 32;
-const GW_A: [u8; 6] = [0x02, 0x4a, 0x4e, 0, 0, 31];
-const GW_B: [u8; 6] = [0x02, 0x4a, 0x4e, 0, 0, 32];
-const SEG_A: Seg = Seg {
-    vni: VNI_A,
-    cidr: "10.0.1.0/24",
-    gw: [10, 0, 1, 1],
-    gw_mac: GW_A,
-    mtu: 1500,
-};
-const SEG_B: Seg = Seg {
-    vni: VNI_B,
-    cidr: "10.0.2.0/24",
-    gw: [10, 0, 2, 1],
-    gw_mac: GW_B,
-    mtu: 1500,
-};
 const ACL_ID: u32 = 7;
 const SG_1: u16 = 11;
 const SG_2: u16 = 12;
@@ -58,19 +41,6 @@ const SINGLE: usize = 5_000;
 const ROUNDS: usize = 5;
 const NEW_FLOWS: u16 = 10_000;
 const CHANGES: usize = 200;
-
-/// Port `i`'s address: 0 and 1 in A, 2 and 3 in B.
-const fn ip(i: u8) -> [u8; 4] {
-    if i < 2 {
-        [10, 0, 1, 10 + i]
-    } else {
-        [10, 0, 2, 10 + i]
-    }
-}
-
-const fn vni(i: u8) -> u32 {
-    if i < 2 { VNI_A } else { VNI_B }
-}
 
 /// A TCP segment from port 0 (A) to port 2 (B) by A's gateway.
 fn a_to_b(sport: u16, syn: bool) -> Vec<u8> {

@@ -15,6 +15,7 @@ pub mod router;
 pub mod scenario;
 pub mod scene;
 pub mod testrun;
+pub mod two_subnets;
 
 pub use capture::Capture;
 pub use netns::Netns;

@@ -19,44 +19,9 @@ use juneau_harness::{
     frames::{self, fixtures::*},
     router::{self, RouterBed, Seg},
     testrun::{PortBed, TC_ACT_REDIRECT, TC_ACT_SHOT},
+    two_subnets::*,
 };
 use serde_json::json;
-
-const VNI_A: u32 = 21;
-const VNI_B: u32 = 22;
-const GW_A: [u8; 6] = [0x02, 0x4a, 0x4e, 0, 0, 21];
-const GW_B: [u8; 6] = [0x02, 0x4a, 0x4e, 0, 0, 22];
-const SEG_A: Seg = Seg {
-    vni: VNI_A,
-    cidr: "10.0.1.0/24",
-    gw: [10, 0, 1, 1],
-    gw_mac: GW_A,
-    mtu: 1500,
-};
-const SEG_B: Seg = Seg {
-    vni: VNI_B,
-    cidr: "10.0.2.0/24",
-    gw: [10, 0, 2, 1],
-    gw_mac: GW_B,
-    mtu: 1500,
-};
-
-/// Port `i`'s address: 0 and 1 in A, 2 and 3 in B.
-const fn ip(i: u8) -> [u8; 4] {
-    if i < 2 {
-        [10, 0, 1, 10 + i]
-    } else {
-        [10, 0, 2, 10 + i]
-    }
-}
-
-const fn vni(i: u8) -> u32 {
-    if i < 2 { VNI_A } else { VNI_B }
-}
-
-const fn gw(i: u8) -> [u8; 6] {
-    if i < 2 { GW_A } else { GW_B }
-}
 
 /// A TCP segment from port `from` to port `to`'s address and `dport`, sent to the
 /// sender's gateway (off-link) or to the neighbour's MAC (within the Subnet: the
@@ -391,4 +356,80 @@ fn pol_01_128_rules_a_direction_judge_as_the_compiler_does() {
         outcomes[0] > 50 && outcomes[1] > 50,
         "both verdicts are exercised: {outcomes:?}"
     );
+}
+
+const VNI_L: u32 = 23;
+const SEG_L: Seg = Seg {
+    vni: VNI_L,
+    cidr: "10.0.3.0/24",
+    gw: [10, 0, 3, 1],
+    gw_mac: [0x02, 0x4a, 0x4e, 0, 0, 23],
+    mtu: 1500,
+};
+
+const fn l2_ip(i: u8) -> [u8; 4] {
+    [10, 0, 3, 10 + i]
+}
+
+#[test]
+fn l2_19_pol_02_an_l2network_nics_groups_act_only_across_the_gateway() {
+    // Ports 0 and 1 on a gateway L2Network, port 1 carrying a group that lets nothing
+    // in; port 2 on Subnet B.
+    let bed = PortBed::new(3);
+    let mut dp =
+        Whole::of(juneau::node::Dataplane::load_sized(None, 4096).expect("load")).expect("writers");
+    let here = Ipv4Addr::UNSPECIFIED;
+    let state = router::state(
+        &[SEG_L, SEG_B],
+        &[
+            (VNI_L, l2_ip(0), pod_mac(0), here),
+            (VNI_L, l2_ip(1), pod_mac(1), here),
+            (VNI_B, ip(2), pod_mac(2), here),
+        ],
+    );
+    dp.sync_router(&state).unwrap();
+    for (i, sg) in [(0u8, false), (1, true)] {
+        dp.configure_port(PortSpec {
+            ifindex: bed.ifindex(i as usize),
+            vni: VNI_L,
+            mtu: 0,
+            peer: true,
+            security_groups: sg,
+            kind: PortKind::Switched,
+        })
+        .unwrap();
+    }
+    dp.configure_port(PortSpec {
+        ifindex: bed.ifindex(2),
+        vni: VNI_B,
+        mtu: 0,
+        peer: true,
+        security_groups: false,
+        kind: PortKind::Subnet {
+            mac: pod_mac(2),
+            ip: ip(2).into(),
+        },
+    })
+    .unwrap();
+    let closed = sg(json!({"vpc": "v", "ingress": []}), &[]);
+    dp.policy
+        .sync(&PolicyState {
+            sets: [(WEB as u32, closed)].into(),
+            nics: [((VNI_L, Ipv4Addr::from(l2_ip(1))), [WEB, 0])].into(),
+        })
+        .unwrap();
+    let b = RouterBed { bed, dp };
+    // Port 1 speaks once: its MAC is learned behind it.
+    b.send(1, &frames::arp_request(pod_mac(1), l2_ip(1), l2_ip(0)));
+    // Inside the segment: switched, the group never judges it.
+    let inside = frames::tcp(
+        (pod_mac(0), l2_ip(0), 40000),
+        (pod_mac(1), l2_ip(1), 80),
+        true,
+        b"",
+    );
+    passes(&b, 0, &inside);
+    // Across the gateway: the group's ingress denies it.
+    let across = frames::tcp((pod_mac(2), ip(2), 40001), (GW_B, l2_ip(1), 80), true, b"");
+    dropped(&b, 2, &across, "POLICY_SG_INGRESS");
 }

@@ -29,3 +29,33 @@ pub fn stream(n: usize) -> Vec<u8> {
     out.truncate(n);
     out
 }
+
+/// SIGKILL of `node`'s daemon (its supervisor starts it again); the killed pid.
+pub fn sigkill_daemon(run: &juneau::standalone::Run, node: &str) -> u32 {
+    let old = run.daemons.pid(node).expect("a running daemon");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(old as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    old
+}
+
+/// Waits until `node`'s daemon is a process other than `old`, and serves; its pid.
+pub fn wait_restarted(run: &juneau::standalone::Run, node: &str, old: u32) -> u32 {
+    use std::time::{Duration, Instant};
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(p) = run.daemons.pid(node).filter(|p| *p != old) {
+            run.daemons
+                .wait_ready(node, Duration::from_secs(20))
+                .unwrap();
+            return p;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the daemon was not started again"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

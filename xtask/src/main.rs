@@ -420,6 +420,7 @@ fn bench() -> Result<()> {
         "eip_pps",
         "eip_failover",
         "svc",
+        "policy",
     ] {
         run(cargo().args(["bench", "--quiet", "-p", "juneau-harness", "--bench", b]))?;
     }
@@ -436,6 +437,7 @@ fn bench() -> Result<()> {
         "eip_pps",
         "eip_failover",
         "svc",
+        "policy",
     ] {
         let text = std::fs::read_to_string(parts.join(format!("{part}.json")))
             .with_context(|| format!("benchmark part {part} is missing"))?;

@@ -43,19 +43,22 @@ pub fn to_port(ctx: &TcContext, ifindex: u32, flags: u32) -> Result<i32, DropRea
     Ok(redirect(ifindex, flags))
 }
 
-/// The NetworkACL of the port's segment when the packet came across the gateway: the
-/// router gave it the segment's gateway MAC as source (a frame switched inside the
-/// segment, or delivered within a Subnet, keeps its sender's). 0: none applies.
+/// Whether the packet came across the gateway, and then its segment's NetworkACL (0 for
+/// none): the router gave it the segment's gateway MAC as source (a frame switched
+/// inside the segment, or delivered within a Subnet, keeps its sender's). `None`: it
+/// did not cross.
 #[inline(always)]
-fn crossed_acl(ctx: &TcContext, port: &PortConfig) -> Result<u32, DropReason> {
+fn crossed(ctx: &TcContext, port: &PortConfig) -> Result<Option<u32>, DropReason> {
     let src = eth::addrs(ctx).ok_or(DropReason::ShortFrame)?.src;
     if src != port.gw_mac {
-        return Ok(0);
+        return Ok(None);
     }
     // SAFETY: copied at once.
-    Ok(unsafe { maps::jn_gw_seg.get(port.vni) }
-        .map(|s| s.acl)
-        .unwrap_or(0))
+    Ok(Some(
+        unsafe { maps::jn_gw_seg.get(port.vni) }
+            .map(|s| s.acl)
+            .unwrap_or(0),
+    ))
 }
 
 #[inline(always)]
@@ -82,7 +85,13 @@ pub fn svc_port(ctx: &TcContext) -> Result<i32, DropReason> {
         .get(ifindex)
         .copied()
         .ok_or(DropReason::NotAPort)?;
-    policy::ingress(ctx, &port, crossed_acl(ctx, &port)?)?;
+    match crossed(ctx, &port)? {
+        Some(acl) => policy::ingress(ctx, &port, acl)?,
+        // Within a Subnet: its NIC's SecurityGroups, never its segment's ACL.
+        None if port.flags & PORT_ROUTED != 0 => policy::ingress(ctx, &port, 0)?,
+        // Switched inside an L2Network: neither (L2-19, L2-31).
+        None => {}
+    }
     svc::reverse(ctx, port.vni)?;
     Ok(redirect(ifindex, flags))
 }

@@ -20,6 +20,14 @@ pub fn now() -> u64 {
     unsafe { aya_ebpf::helpers::bpf_ktime_get_coarse_ns() }
 }
 
+/// Zeroes an entry where it lies (the per-CPU scratch): a stage then writes its fields
+/// in place, as a struct literal would be built on the stack first.
+#[inline(always)]
+pub fn clear(entry: &mut CtEntry) {
+    // SAFETY: a valid, exclusively borrowed entry; all-zero is a valid `CtEntry`.
+    unsafe { core::ptr::write_bytes(entry as *mut CtEntry, 0, 1) };
+}
+
 /// The entry of one direction, for reading and for [`seen`].
 #[inline(always)]
 pub fn lookup(key: &CtKey) -> Option<*mut CtEntry> {

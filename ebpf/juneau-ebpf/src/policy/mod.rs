@@ -174,19 +174,10 @@ fn judge(ctx: &TcContext, side: &Side, zone: u32, dir: u8) -> Result<(), DropRea
     // SAFETY: this CPU's scratch value, for this program run alone (the Service stage
     // is done with it: it made no entry for this packet, or policy would not).
     let [fwd, rev, _] = unsafe { &mut (*scratch).entries };
-    // In place, field by field (a literal is built on the stack first).
+    conntrack::clear(fwd);
     fwd.last_seen_ns = conntrack::now();
     fwd.state = CT_NEW;
-    fwd.flags = 0;
     fwd.tcp_flags = ports.tcp_flags;
-    fwd.service = 0;
-    fwd.backend_ip = 0;
-    fwd.backend_port = 0;
-    fwd.service_port = 0;
-    fwd.service_ip = 0;
-    fwd.nat_ip = 0;
-    fwd.nat_port = 0;
-    fwd.nat_zone = 0;
     fwd.policy = hook.bit;
     fwd.policy_version = if hook.dir == DIR_EGRESS { epoch } else { 0 };
     fwd.policy_in_version = if hook.dir == DIR_INGRESS { epoch } else { 0 };

@@ -45,25 +45,6 @@ pub enum Egress {
     Host,
 }
 
-/// What [`open`] made of a connection's first packet (a plain number: were `open` a
-/// BPF call of its own, the verifier would read its return whole, and an enum's
-/// variant may leave bits undefined).
-#[derive(Clone, Copy)]
-struct Opened {
-    kind: u32,
-}
-
-const OPEN_PASS: u32 = 0;
-const OPEN_TRANSLATED: u32 = 1;
-const OPEN_REJECT: u32 = 2;
-const OPEN_HOST: u32 = 3;
-
-impl Opened {
-    const fn of(kind: u32) -> Self {
-        Self { kind }
-    }
-}
-
 /// The connection's backend, its entries made for a new one ([`open`]). `zone`: the
 /// VNI of the client's segment.
 #[inline(always)]
@@ -96,12 +77,7 @@ pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReaso
         }
         return Ok(Egress::Pass);
     }
-    Ok(match open(ctx, ip, &key, ports.tcp_flags)?.kind {
-        OPEN_TRANSLATED => Egress::Translated,
-        OPEN_HOST => Egress::Host,
-        OPEN_REJECT => Egress::Reject,
-        _ => Egress::Pass,
-    })
+    open(ctx, ip, &key, ports.tcp_flags)
 }
 
 /// A connection's first packet to a frontend: its backend picked, its entries written,
@@ -109,7 +85,7 @@ pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReaso
 /// (`jn_ct_scratch`), in place, not on the stack: the router's frame and the calls it
 /// makes stay within the verifier's 512 bytes.
 #[inline(always)]
-fn open(ctx: &TcContext, ip: &Ipv4, key: &CtKey, tcp_flags: u8) -> Result<Opened, DropReason> {
+fn open(ctx: &TcContext, ip: &Ipv4, key: &CtKey, tcp_flags: u8) -> Result<Egress, DropReason> {
     let zone = key.zone;
     let ports = l4::Ports {
         sport: key.sport,
@@ -124,10 +100,10 @@ fn open(ctx: &TcContext, ip: &Ipv4, key: &CtKey, tcp_flags: u8) -> Result<Opened
     };
     // SAFETY: copied at once (the daemon replaces entries whole).
     let Some(svc): Option<SvcEntry> = (unsafe { maps::jn_svc.get(svc_key) }).copied() else {
-        return Ok(Opened::of(OPEN_PASS));
+        return Ok(Egress::Pass);
     };
     if svc.backends == 0 {
-        return Ok(Opened::of(OPEN_REJECT));
+        return Ok(Egress::Reject);
     }
     let (backend_id, by_affinity) = pick(ctx, &svc, ip.saddr)?;
     // SAFETY: copied at once.
@@ -155,8 +131,8 @@ fn open(ctx: &TcContext, ip: &Ipv4, key: &CtKey, tcp_flags: u8) -> Result<Opened
     let scratch = unsafe { &mut *scratch };
     let [fwd, rev, host_entry] = &mut scratch.entries;
     let [rev_key, host_key] = &mut scratch.keys;
-    // Written field by field, in place: a struct literal is built on the stack first.
-    *fwd = ZERO_ENTRY;
+    // Written in place, field by field (a struct literal is built on the stack first).
+    conntrack::clear(fwd);
     fwd.last_seen_ns = now;
     fwd.state = CT_NEW;
     fwd.flags = flags;
@@ -213,12 +189,12 @@ fn open(ctx: &TcContext, ip: &Ipv4, key: &CtKey, tcp_flags: u8) -> Result<Opened
     nat::destination(ctx, ip, &ports, backend.ip, backend.port)?;
     if host {
         nat::source(ctx, ip, &ports, fwd.nat_ip, fwd.nat_port)?;
-        return Ok(Opened::of(OPEN_HOST));
+        return Ok(Egress::Host);
     }
     if hairpin {
         nat::source(ctx, ip, &ports, HAIRPIN_IP, ports.sport)?;
     }
-    Ok(Opened::of(OPEN_TRANSLATED))
+    Ok(Egress::Translated)
 }
 
 /// A hairpin connection's reply, as the Pod sends it to its gateway: from the
@@ -247,27 +223,6 @@ fn hairpin_reply(
     nat::destination_of(ctx, ip.proto, ip.daddr, ports.dport, client, ports.dport)?;
     Ok(Egress::Translated)
 }
-
-/// An empty entry, copied into the scratch before a new one is written in place.
-static ZERO_ENTRY: CtEntry = CtEntry {
-    last_seen_ns: 0,
-    state: 0,
-    flags: 0,
-    tcp_flags: 0,
-    pad0: 0,
-    service: 0,
-    backend_ip: 0,
-    backend_port: 0,
-    service_port: 0,
-    service_ip: 0,
-    nat_ip: 0,
-    nat_port: 0,
-    pad1: 0,
-    nat_zone: 0,
-    policy_in_version: 0,
-    policy_version: 0,
-    policy: 0,
-};
 
 /// Tries of a translated source port before the connection is refused.
 const SOURCE_PORT_TRIES: u32 = 4;
