@@ -90,6 +90,20 @@ fn pol_01_pol_02_pol_03_l2_20_real_clients_are_allowed_and_denied_as_the_rules_s
 }
 
 #[test]
+fn pol_01_pol_03_a_rule_change_on_the_stack_stops_what_it_no_longer_allows_and_keeps_the_rest() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let stdout = once_with(
+        "scenarios/stack/policy-change.yaml",
+        "the policy change scenario failed",
+    );
+    assert!(stdout.contains("step 11:"), "{stdout}");
+    assert!(!stdout.contains("step 12:"), "{stdout}");
+    assert!(stdout.contains("applied NetworkACL data-acl"), "{stdout}");
+    assert!(stdout.contains("6000 by none"), "{stdout}");
+    assert!(stdout.contains("6000 resumed"), "{stdout}");
+}
+
+#[test]
 fn eip_01_eip_08_eip_09_eip_10_eip_11_eip_13_eip_18_elastic_ips_on_pod_nics_are_reached_from_outside()
  {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

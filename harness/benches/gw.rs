@@ -251,22 +251,8 @@ fn tcp_bed(routed: bool) -> Cluster {
     for node in &mut c.nodes {
         node.dataplane.sync_router(&want).unwrap();
     }
-    c.add_pod(
-        0,
-        0,
-        PodOptions {
-            vni: VNI_A,
-            mtu: 1450,
-        },
-    );
-    c.add_pod(
-        1,
-        1,
-        PodOptions {
-            vni: b_vni,
-            mtu: 1450,
-        },
-    );
+    c.add_pod(0, 0, PodOptions::vni(VNI_A).mtu(1450));
+    c.add_pod(1, 1, PodOptions::vni(b_vni).mtu(1450));
     let (a, b) = (&c.pod(0, 0).ns, &c.pod(1, 0).ns);
     a.ip(&["addr", "add", "10.0.1.10/24", "dev", "eth0"]);
     b.ip(&["addr", "add", &format!("{b_ip}/24"), "dev", "eth0"]);

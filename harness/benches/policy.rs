@@ -9,27 +9,28 @@
 //! - a rule change: from `PolicyWriter::sync` of the changed set until a test-run frame
 //!   of the established connection is denied, against a sync that changes nothing;
 //! - the verifier's counts of the three programs the policy lives in, loaded over maps
-//!   holding no rule sets, 64-entry and 128-entry ones (pinned maps, adopted).
+//!   holding no rule sets, 64-entry and 128-entry ones (pinned maps, adopted);
+//! - the same rule change on the standalone stack (`policy/stack.rs`), from the
+//!   object's update until every Node's datapath holds it.
+#[path = "policy/stack.rs"]
+mod stack;
+
 use std::{net::Ipv4Addr, path::PathBuf, time::Instant};
 
 use aya::{EbpfLoader, maps::HashMap, programs::SchedClassifier};
-use juneau::{
-    api::{networkacl::AclRule, securitygroup::SecurityGroup},
-    node::{
-        Dataplane,
-        dataplane::{PortKind, PortSpec, Whole},
-        policy::{self, Compiled, PolicyState, compile},
-    },
+use juneau::node::{
+    Dataplane,
+    dataplane::{PortKind, PortSpec, Whole},
+    policy::PolicyState,
 };
-use juneau_common::policy::SET_ACL;
 use juneau_harness::{
     bench::{Measurement, median, write_part},
     frames::{self, fixtures::*},
+    policy_tables::{Flow, Tables},
     router,
     testrun::{PortBed, Run, TC_ACT_REDIRECT, TC_ACT_SHOT, run_tc},
     two_subnets::*,
 };
-use serde_json::json;
 
 const ACL_ID: u32 = 7;
 const SG_1: u16 = 11;
@@ -52,84 +53,14 @@ fn a_to_b(sport: u16, syn: bool) -> Vec<u8> {
     )
 }
 
-/// A NetworkACL of `n` rules a direction (one entry each), every rule in its own
-/// priority; egress allows TCP to 80 in B only by its last rule, unless `deny_web`
-/// puts a deny of it first (same count of rules).
-fn acl(n: u32, deny_web: bool, version: u32) -> Compiled {
-    let mut egress: Vec<serde_json::Value> = (0..n - 1)
-        .map(|i| {
-            json!({"priority": 10 + i, "action": if i % 2 == 0 { "deny" } else { "allow" },
-                "protocol": "tcp", "cidr": format!("10.{}.{}.0/24", 1 + i / 200, i % 200),
-                "ports": [{"port": 1000 + i}]})
-        })
-        .collect();
-    egress.push(
-        json!({"priority": 5000, "action": "allow", "protocol": "tcp",
-        "cidr": "10.0.2.0/24", "ports": [{"port": DPORT}]}),
-    );
-    if deny_web {
-        egress[0] = json!({"priority": 1, "action": "deny", "protocol": "tcp",
-            "cidr": "10.0.2.12/32", "ports": [{"port": DPORT}]});
-    }
-    let ingress: Vec<serde_json::Value> = (0..n)
-        .map(|i| {
-            json!({"priority": 10 + i, "action": "allow", "protocol": "tcp",
-                "cidr": format!("10.0.2.{}/32", i % 250), "ports": [{"port": 2000 + i}]})
-        })
-        .collect();
-    let rules = |v: Vec<serde_json::Value>| -> Vec<AclRule> {
-        serde_json::from_value(serde_json::Value::Array(v)).expect("rules")
-    };
-    let (ingress, p) = compile::acl_direction(Some(&rules(ingress)));
-    assert!(p.is_none(), "{p:?}");
-    let (egress, p) = compile::acl_direction(Some(&rules(egress)));
-    assert!(p.is_none(), "{p:?}");
-    assert_eq!(egress.rules.len() as u32, n);
-    Compiled {
-        kind: SET_ACL,
-        version,
-        dirs: [ingress, egress],
-    }
-}
-
-/// A SecurityGroup of `n` ingress rules (one entry each) from single hosts of A to
-/// ports of their own; `admits_web` makes its last rule TCP 80 from all of A.
-fn sg(n: u32, base: u32, admits_web: bool) -> Compiled {
-    let mut ingress: Vec<serde_json::Value> = (0..n)
-        .map(|i| {
-            json!({"from": [{"cidr": format!("10.0.1.{}/32", 100 + i % 150)}],
-                "protocol": "tcp", "ports": [{"port": base + i}]})
-        })
-        .collect();
-    if admits_web {
-        *ingress.last_mut().unwrap() = json!({"from": [{"cidr": "10.0.1.0/24"}],
-            "protocol": "tcp", "ports": [{"port": DPORT}]});
-    }
-    let g: SecurityGroup = serde_json::from_value(json!({
-        "apiVersion": "juneau.loutres.me/v1alpha1", "kind": "SecurityGroup",
-        "metadata": {"name": format!("g{base}")}, "spec": {"vpc": "v", "ingress": ingress}
-    }))
-    .unwrap();
-    let (set, problems) = policy::compile_sg(&g, &[]);
-    assert!(problems.is_empty(), "{problems:?}");
-    assert_eq!(set.dirs[0].rules.len() as u32, n);
-    set
-}
-
-/// The ACL on A and both groups on port 2, `n` rules each.
+/// The ACL on A and both groups on port 2, `n` rules each (`policy_tables`).
 fn policy_state(n: u32, deny_web: bool, version: u32) -> PolicyState {
-    PolicyState {
-        sets: [
-            (ACL_ID, acl(n, deny_web, version)),
-            (SG_1 as u32, sg(n, 3000, false)),
-            (SG_2 as u32, sg(n, 4000, true)),
-        ]
-        .into_iter()
-        .collect(),
-        nics: [((VNI_B, Ipv4Addr::from(ip(2))), [SG_1, SG_2])]
-            .into_iter()
-            .collect(),
-    }
+    let flow = Flow {
+        proto: "tcp",
+        to: ip(2).into(),
+        port: DPORT,
+    };
+    Tables::new(n, flow, deny_web).state(version, ACL_ID, [SG_1, SG_2], (VNI_B, ip(2).into()))
 }
 
 /// Four Subnet ports on two Subnets (0, 1 in A; 2, 3 in B). With `with_policy`, A's
@@ -471,5 +402,6 @@ fn main() {
     rule_change(&mut pol, &mut out);
     drop((pol, plain));
     verifier(&mut out);
+    stack::run(&mut out);
     write_part("policy", &out);
 }

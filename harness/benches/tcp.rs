@@ -28,8 +28,8 @@ fn juneau(mtu: u32, device_only: bool) -> Cluster {
             node.dataplane.detach_underlay().expect("detach underlay");
         }
     }
-    c.add_pod(0, 0, PodOptions { vni: 100, mtu });
-    c.add_pod(1, 1, PodOptions { vni: 100, mtu });
+    c.add_pod(0, 0, PodOptions::vni(100).mtu(mtu));
+    c.add_pod(1, 1, PodOptions::vni(100).mtu(mtu));
     c.pod(0, 0)
         .ns
         .ip(&["addr", "add", "10.70.0.1/24", "dev", "eth0"]);

@@ -11,6 +11,7 @@ pub mod frames;
 pub mod golden;
 pub mod netns;
 pub mod node;
+pub mod policy_tables;
 pub mod router;
 pub mod scenario;
 pub mod scene;

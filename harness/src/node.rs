@@ -30,11 +30,22 @@ pub struct PodOptions {
     pub vni: u32,
     /// Segment MTU, set on both veth ends and checked by the datapath (0: kernel default).
     pub mtu: u32,
+    /// The port carries PORT_SG: the NIC's SecurityGroups are looked up by (VNI,
+    /// address) in `jn_pol_nic` (written by the caller).
+    pub security_groups: bool,
 }
 
 impl PodOptions {
-    pub fn vni(vni: u32) -> Self {
-        Self { vni, mtu: 0 }
+    pub const fn vni(vni: u32) -> Self {
+        Self {
+            vni,
+            mtu: 0,
+            security_groups: false,
+        }
+    }
+
+    pub const fn mtu(self, mtu: u32) -> Self {
+        Self { mtu, ..self }
     }
 }
 
@@ -103,7 +114,7 @@ impl Node {
                         vni: opts.vni,
                         mtu: opts.mtu,
                         peer: true,
-                        security_groups: false,
+                        security_groups: opts.security_groups,
                         kind: eip.map_or(PortKind::Switched, |ip| PortKind::ElasticIp {
                             mac: fixtures::pod_mac(i),
                             ip: ip.into(),

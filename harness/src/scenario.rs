@@ -113,14 +113,7 @@ pub fn run(path: &Path, say: &mut dyn FnMut(String)) -> Result<(), String> {
         let segment = p.segment.as_deref().expect("checked by load");
         let seg = &s.segments[segment];
         let node = node_index(&p.node);
-        let index = cluster.add_pod(
-            node,
-            i as u8,
-            PodOptions {
-                vni: seg.vni,
-                mtu: seg.mtu,
-            },
-        );
+        let index = cluster.add_pod(node, i as u8, PodOptions::vni(seg.vni).mtu(seg.mtu));
         let mac = fixtures::pod_mac(i as u8);
         let pod = cluster.pod(node, index);
         for a in &p.addresses {
@@ -260,7 +253,9 @@ fn steps(s: &Scenario, r: &mut Running, say: &mut dyn FnMut(String)) -> Result<(
             Step::Daemon { .. } | Step::Run { .. } | Step::Ping { .. } | Step::Sleep { .. } => {
                 unreachable!("shared steps are run by run_common")
             }
-            Step::DeletePod { .. } => unreachable!("refused by Scenario::check"),
+            Step::DeletePod { .. } | Step::Apply { .. } => {
+                unreachable!("refused by Scenario::check")
+            }
         }
     }
     Ok(())

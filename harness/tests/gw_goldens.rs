@@ -46,14 +46,8 @@ fn state() -> RouterState {
     )
 }
 
-const ON_A: PodOptions = PodOptions {
-    vni: VNI_A,
-    mtu: 1450,
-};
-const ON_B: PodOptions = PodOptions {
-    vni: VNI_B,
-    mtu: 1400,
-};
+const ON_A: PodOptions = PodOptions::vni(VNI_A).mtu(1450);
+const ON_B: PodOptions = PodOptions::vni(VNI_B).mtu(1400);
 
 /// Two Nodes with the router state, and `pods` as (Node, Pod index, segment).
 fn scene_with(pods: &[(usize, u8, PodOptions)]) -> Scene {

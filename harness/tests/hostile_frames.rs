@@ -140,7 +140,7 @@ fn l2_21_a_jumbo_frame_at_exactly_the_mtu_crosses_and_one_byte_more_is_refused_b
     };
     let mut node = Node::new();
     for i in 0..2 {
-        node.add_pod_with(i, PodOptions { vni: VNI, mtu: MTU });
+        node.add_pod_with(i, PodOptions::vni(VNI).mtu(MTU));
     }
     let cap = Capture::start(&node.pods[1].ns, "eth0", "pod1");
     let at_mtu = frame(pod_mac(1), pod_mac(0), 0x88b5, &vec![0xab; MTU as usize]);

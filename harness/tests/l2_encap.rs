@@ -19,10 +19,7 @@ use juneau_harness::{
 const VNI: u32 = 5001;
 
 fn opts() -> PodOptions {
-    PodOptions {
-        vni: VNI,
-        mtu: 1450,
-    }
+    PodOptions::vni(VNI).mtu(1450)
 }
 
 fn vxlan_counter(c: &Cluster, n: usize, counter: &str) -> u64 {

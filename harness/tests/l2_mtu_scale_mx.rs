@@ -19,8 +19,8 @@ const MTU: u32 = 1450;
 #[test]
 fn l2_21_both_veth_ends_get_the_segment_mtu() {
     let mut node = Node::new();
-    node.add_pod_with(0, PodOptions { vni: 1, mtu: MTU });
-    node.add_pod_with(1, PodOptions { vni: 1, mtu: 9000 });
+    node.add_pod_with(0, PodOptions::vni(1).mtu(MTU));
+    node.add_pod_with(1, PodOptions::vni(1).mtu(9000));
     node.add_pod(2, 1);
     let mtu_of = |ns: &Netns, dev: &str| -> u32 {
         let out = ns.ip(&["-o", "link", "show", "dev", dev]);
@@ -79,8 +79,8 @@ fn l2_21_prog_a_non_ip_frame_above_the_mtu_is_dropped_and_counted() {
 #[test]
 fn l2_21_a_frame_of_exactly_the_segment_mtu_crosses_nodes() {
     let mut c = Cluster::new(2);
-    c.add_pod(0, 0, PodOptions { vni: 77, mtu: MTU });
-    c.add_pod(1, 1, PodOptions { vni: 77, mtu: MTU });
+    c.add_pod(0, 0, PodOptions::vni(77).mtu(MTU));
+    c.add_pod(1, 1, PodOptions::vni(77).mtu(MTU));
     let cap = Capture::start(&c.pod(1, 0).ns, "eth0", "pod1");
     let mut f = frames::raw(BROADCAST, pod_mac(0), 0x88b5, b"full size");
     f.resize(14 + MTU as usize, 0xa5);

@@ -73,30 +73,9 @@ fn scene() -> Scene {
         node.dataplane.policy.sync(&rules).unwrap();
         node.dataplane.sync_router(&want).unwrap();
     }
-    c.add_pod(
-        0,
-        0,
-        PodOptions {
-            vni: VNI_A,
-            mtu: 1450,
-        },
-    );
-    c.add_pod(
-        1,
-        1,
-        PodOptions {
-            vni: VNI_A,
-            mtu: 1450,
-        },
-    );
-    c.add_pod(
-        1,
-        2,
-        PodOptions {
-            vni: VNI_B,
-            mtu: 1450,
-        },
-    );
+    c.add_pod(0, 0, PodOptions::vni(VNI_A).mtu(1450));
+    c.add_pod(1, 1, PodOptions::vni(VNI_A).mtu(1450));
+    c.add_pod(1, 2, PodOptions::vni(VNI_B).mtu(1450));
     let mut s = Scene::new(c);
     // Every Pod speaks once, as on a live segment (so what follows is switched to one
     // port, not flooded).

@@ -432,4 +432,47 @@ fn l2_19_pol_02_an_l2network_nics_groups_act_only_across_the_gateway() {
     // Across the gateway: the group's ingress denies it.
     let across = frames::tcp((pod_mac(2), ip(2), 40001), (GW_B, l2_ip(1), 80), true, b"");
     dropped(&b, 2, &across, "POLICY_SG_INGRESS");
+    // POL-03: non-IPv4 from the grouped NIC to its gateway is policy's drop; inside
+    // the segment it is switched (L2-31).
+    dropped(
+        &b,
+        1,
+        &ipv6(pod_mac(1), SEG_L.gw_mac),
+        "POLICY_ETHERTYPE_DROP",
+    );
+    passes(&b, 1, &ipv6(pod_mac(1), pod_mac(0)));
+}
+
+/// An IPv6 frame (a neighbour solicitation's size; its contents are never read).
+fn ipv6(from: [u8; 6], to: [u8; 6]) -> Vec<u8> {
+    frames::raw(to, from, 0x86dd, &[0x60; 72])
+}
+
+#[test]
+fn pol_03_non_ipv4_is_dropped_by_policy_where_it_applies_and_arp_still_answers() {
+    // A's segment names the ACL, port 2 (B) carries groups, port 3 (B) has neither.
+    let mut b = bed(ACL_ID, &[2]);
+    let open = acl(None, None);
+    let closed = sg(json!({"vpc": "v", "ingress": []}), &[]);
+    set_policy(
+        &mut b,
+        &[(ACL_ID, open), (WEB as u32, closed)],
+        &[(2, [WEB, 0])],
+    );
+    dropped(&b, 0, &ipv6(pod_mac(0), GW_A), "POLICY_ETHERTYPE_DROP");
+    dropped(&b, 2, &ipv6(pod_mac(2), GW_B), "POLICY_ETHERTYPE_DROP");
+    // Without policy, the Subnet's own reason.
+    dropped(&b, 3, &ipv6(pod_mac(3), GW_B), "NOT_IPV4_ON_SUBNET");
+    // ARP is not policy's: the gateway still answers on both NICs policy applies to.
+    for port in [0u8, 2] {
+        let gw_ip = if port < 2 { SEG_A.gw } else { SEG_B.gw };
+        let who_has = frames::arp_request(pod_mac(port), ip(port), gw_ip);
+        let run = b.send(port as usize, &who_has);
+        assert_ne!(
+            run.verdict,
+            TC_ACT_SHOT,
+            "ARP from port {port}: {:?}",
+            b.drops()
+        );
+    }
 }

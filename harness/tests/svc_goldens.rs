@@ -27,10 +27,7 @@ const SEG_A: Seg = Seg {
 const DNS: [u8; 4] = [10, 96, 0, 10];
 const EMPTY: [u8; 4] = [10, 96, 0, 20];
 const STICKY: [u8; 4] = [10, 96, 0, 30];
-const ON_A: PodOptions = PodOptions {
-    vni: VNI_A,
-    mtu: 1450,
-};
+const ON_A: PodOptions = PodOptions::vni(VNI_A).mtu(1450);
 
 fn services() -> ServiceState {
     let key = |ip: [u8; 4], port, proto| FrontendKey {

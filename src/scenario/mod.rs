@@ -126,6 +126,10 @@ pub enum Step {
     DeletePod { name: String },
     /// Stack layer: wait this many seconds (programs started by `daemon` run on).
     Sleep { seconds: f64 },
+    /// Stack layer: replace one of the scenario's objects as `kubectl apply` does, and
+    /// wait until every Node's datapath runs it (a NetworkACL's or SecurityGroup's
+    /// `status.rulesetVersion` and each Node's rule set at the new generation).
+    Apply { object: serde_json::Value },
 }
 
 #[derive(Debug, Deserialize)]
@@ -229,10 +233,10 @@ impl Scenario {
         } else if let Some(step) = self
             .steps
             .iter()
-            .find(|s| matches!(s, Step::DeletePod { .. }))
+            .find(|s| matches!(s, Step::DeletePod { .. } | Step::Apply { .. }))
         {
             return Err(format!(
-                "steps: {step:?} deletes a Pod through the stack; put it in a stack scenario"
+                "steps: {step:?} acts through the stack; put it in a stack scenario"
             ));
         } else if let Some(p) = self
             .pods
@@ -313,6 +317,18 @@ impl Scenario {
                     if !self.pods.iter().any(|p| &p.name == name) {
                         return Err(format!(
                             "steps: step {n}: delete_pod: {name:?} is not a Pod of this scenario"
+                        ));
+                    }
+                }
+                Step::Apply { object } => {
+                    let id = |v: &serde_json::Value| {
+                        (v.get("kind").cloned(), v.pointer("/metadata/name").cloned())
+                    };
+                    if !self.objects.iter().any(|o| id(o) == id(object)) {
+                        return Err(format!(
+                            "steps: step {n}: apply: {:?} {:?} is not one of the scenario's objects; apply replaces an object, list it under objects first",
+                            id(object).0,
+                            id(object).1
                         ));
                     }
                 }

@@ -119,7 +119,9 @@ pub fn run_common(
             std::thread::sleep(Duration::from_secs_f64(seconds.clamp(0.0, 600.0)));
             say(format!("  step {n}: slept {seconds} s"));
         }
-        Step::Send { .. } | Step::Age { .. } | Step::DeletePod { .. } => return Ok(false),
+        Step::Send { .. } | Step::Age { .. } | Step::DeletePod { .. } | Step::Apply { .. } => {
+            return Ok(false);
+        }
     }
     Ok(true)
 }

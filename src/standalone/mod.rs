@@ -8,6 +8,7 @@
 //! network namespace, then the real `juneau-cni` binary with the CNI_* environment and
 //! the network configuration on stdin. Runs killed before their teardown are cleaned
 //! up by the next one ([`cleanup`]).
+mod apply;
 pub mod cleanup;
 mod run;
 pub mod supervisor;
@@ -299,6 +300,20 @@ fn run_steps(
             run.terminate_pod(name)?;
             run.settle();
             out(format!("  step {}: deleted pod {name}", n + 1));
+            continue;
+        }
+        if let crate::scenario::Step::Apply { object } = step {
+            let took = run.apply(object)?;
+            out(format!(
+                "  step {}: applied {} {}: in every Node's datapath after {:.0} ms",
+                n + 1,
+                object.get("kind").and_then(|k| k.as_str()).unwrap_or(""),
+                object
+                    .pointer("/metadata/name")
+                    .and_then(|k| k.as_str())
+                    .unwrap_or(""),
+                took.as_secs_f64() * 1e3
+            ));
             continue;
         }
         {

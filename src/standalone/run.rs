@@ -74,7 +74,7 @@ pub struct Run {
     stop: Arc<AtomicBool>,
     controller: Option<std::thread::JoinHandle<()>>,
     // Dropped last: the Node, outside and underlay namespaces.
-    topo: Topology,
+    pub(super) topo: Topology,
 }
 
 fn cni_binary() -> PathBuf {

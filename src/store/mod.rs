@@ -12,6 +12,7 @@ use std::{
 pub mod k8s;
 pub mod remote;
 mod services;
+mod update;
 
 pub use services::{ENDPOINT_SLICE_KIND, SERVICE_KIND};
 
@@ -31,6 +32,8 @@ pub enum StoreError {
     Denied(#[from] Rejection),
     #[error("{kind} {name:?} already exists")]
     Exists { kind: &'static str, name: String },
+    #[error("{kind} {name:?} does not exist: create it first")]
+    NotFound { kind: &'static str, name: String },
     #[error("{0}")]
     Parse(#[from] crate::api::ObjectError),
     /// An object of Kubernetes' own kinds (a Service) that the API server would refuse:

@@ -37,6 +37,8 @@ const PACKAGES: &[&str] = &[
     "libc6-dev",
     "file",
     "util-linux",
+    // The netfilter baseline of the policy benchmark (nft in the bed's namespace).
+    "nftables",
 ];
 
 /// The bpf-linker release known to build here against rustc's LLVM.
@@ -421,6 +423,7 @@ fn bench() -> Result<()> {
         "eip_failover",
         "svc",
         "policy",
+        "policy_pps",
     ] {
         run(cargo().args(["bench", "--quiet", "-p", "juneau-harness", "--bench", b]))?;
     }
@@ -438,6 +441,7 @@ fn bench() -> Result<()> {
         "eip_failover",
         "svc",
         "policy",
+        "policy_pps",
     ] {
         let text = std::fs::read_to_string(parts.join(format!("{part}.json")))
             .with_context(|| format!("benchmark part {part} is missing"))?;

@@ -1,5 +1,6 @@
 //! Deletion guards on the referenced side (L2-32, POL-03): a Vpc, RouteTable or
-//! NetworkACL goes only when no segment (L2Network or Subnet) uses it, a Subnet only
+//! NetworkACL goes only when no segment (L2Network or Subnet) uses it (a Vpc also only
+//! when none of its NetworkACLs and SecurityGroups is left), a Subnet only
 //! when no NetworkInterface is on it, a SecurityGroup only when no NetworkInterface
 //! carries it and no other group names it as a peer. The segments themselves have no
 //! finalizer.
@@ -40,11 +41,38 @@ fn refuse(users: Option<String>, message: impl Fn(String) -> String) -> Verdict 
     }
 }
 
+/// A Vpc goes only when nothing of it is left: its segments, and its NetworkACLs and
+/// SecurityGroups (rules whose Vpc is gone would name peers nothing can reach).
 pub fn validate_delete_vpc(vpc: &str, snap: &Snapshot) -> Verdict {
-    refuse(
-        users(snap, |l| l.spec.vpc == vpc, |s| s.spec.vpc == vpc),
-        |users| format!("Vpc {vpc:?} still has {users}; delete them first"),
-    )
+    let named = |names: Vec<&str>| {
+        names
+            .into_iter()
+            .map(|n| format!("{n:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let acls = named(
+        snap.network_acls
+            .iter()
+            .filter(|a| a.spec.vpc == vpc)
+            .filter_map(|a| a.metadata.name.as_deref())
+            .collect(),
+    );
+    let groups = named(
+        snap.security_groups
+            .iter()
+            .filter(|g| g.spec.vpc == vpc)
+            .filter_map(|g| g.metadata.name.as_deref())
+            .collect(),
+    );
+    let all: Vec<String> = users(snap, |l| l.spec.vpc == vpc, |s| s.spec.vpc == vpc)
+        .into_iter()
+        .chain((!acls.is_empty()).then(|| format!("NetworkACLs {acls}")))
+        .chain((!groups.is_empty()).then(|| format!("SecurityGroups {groups}")))
+        .collect();
+    refuse((!all.is_empty()).then(|| all.join(" and ")), |users| {
+        format!("Vpc {vpc:?} still has {users}; delete them first")
+    })
 }
 
 pub fn validate_delete_route_table(rt: &str, snap: &Snapshot) -> Verdict {

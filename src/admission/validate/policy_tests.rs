@@ -4,8 +4,9 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::super::{
-    validate_delete_security_group, validate_network_acl_create, validate_network_acl_update,
-    validate_pod_create, validate_security_group_create, validate_security_group_update,
+    validate_delete_security_group, validate_delete_vpc, validate_network_acl_create,
+    validate_network_acl_update, validate_pod_create, validate_security_group_create,
+    validate_security_group_update,
 };
 use super::*;
 use crate::api::{
@@ -330,6 +331,21 @@ fn pol_03_a_security_group_in_use_cannot_be_deleted_nor_moved() {
     moved.spec.vpc = "b".into();
     moved.spec.ingress = None;
     assert!(validate_security_group_update(&unused, &moved, &s).is_ok());
+}
+
+#[test]
+fn pol_03_a_vpc_goes_only_when_its_acls_and_groups_are_gone() {
+    let mut s = snap();
+    s.subnets.clear();
+    s.network_acls.push(acl("b-acl", json!({"vpc": "b"})));
+    assert_eq!(
+        msg(validate_delete_vpc("b", &s)),
+        "metadata.name: Vpc \"b\" still has NetworkACLs \"b-acl\" and SecurityGroups \"b-sg\"; delete them first"
+    );
+    s.network_acls.clear();
+    s.security_groups
+        .retain(|g| g.metadata.name.as_deref() != Some("b-sg"));
+    assert!(validate_delete_vpc("b", &s).is_ok());
 }
 
 fn pod(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {

@@ -18,7 +18,7 @@ use aya_ebpf::programs::TcContext;
 use juneau_common::{
     DropReason, GwSegment, PortConfig,
     gw::GwStat,
-    port::{PORT_GATEWAY, PORT_ROUTED},
+    port::{PORT_GATEWAY, PORT_ROUTED, PORT_SG},
     tail::TAIL_ROUTER,
 };
 
@@ -85,7 +85,19 @@ pub fn try_route(ctx: &TcContext) -> Result<i32, DropReason> {
     match eth::ethertype(ctx) {
         Some(ETH_P_ARP) => arp::answer(ctx, ifindex, &port, &seg),
         Some(eth::ETH_P_IP) => route::ipv4(ctx, ifindex, &port, &seg),
-        _ => Err(DropReason::NotRoutable),
+        _ => Err(not_ipv4(&port, &seg, DropReason::NotRoutable)),
+    }
+}
+
+/// Why a frame that is neither IPv4 nor ARP goes no further at the router: policy's
+/// own reason where policy applies to the NIC (its segment's NetworkACL, its
+/// SecurityGroups: POL-03), so a user reading the drops sees the policy at work.
+#[inline(always)]
+fn not_ipv4(port: &PortConfig, seg: &GwSegment, otherwise: DropReason) -> DropReason {
+    if seg.acl != 0 || port.flags & PORT_SG != 0 {
+        DropReason::PolicyEthertype
+    } else {
+        otherwise
     }
 }
 
@@ -101,7 +113,7 @@ fn from_routed_port(
     // A VLAN tag the kernel moved into the skb's metadata: not plain IPv4.
     // SAFETY: the context pointer is valid for the program's run.
     if unsafe { (*ctx.skb.skb).vlan_present } != 0 {
-        return Err(DropReason::NotIpv4OnSubnet);
+        return Err(not_ipv4(port, seg, DropReason::NotIpv4OnSubnet));
     }
     let addrs = eth::addrs(ctx).ok_or(DropReason::ShortFrame)?;
     if eth::bits(&addrs.src) != eth::bits(&port.own_mac) {
@@ -110,6 +122,6 @@ fn from_routed_port(
     match eth::ethertype(ctx) {
         Some(ETH_P_ARP) => arp::answer_routed(ctx, ifindex, port, seg),
         Some(eth::ETH_P_IP) => route::ipv4(ctx, ifindex, port, seg),
-        _ => Err(DropReason::NotIpv4OnSubnet),
+        _ => Err(not_ipv4(port, seg, DropReason::NotIpv4OnSubnet)),
     }
 }
