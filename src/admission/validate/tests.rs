@@ -457,7 +457,7 @@ fn l2_32_referenced_side_refuses_deletion() {
     s.l2networks.push(acl_user);
     assert_eq!(
         msg(validate_delete_vpc("tenant-a", &s)),
-        "metadata.name: Vpc \"tenant-a\" still has L2Networks \"lab\", \"guarded\" and Subnets \"web\"; delete them first"
+        "metadata.name: Vpc \"tenant-a\" still has L2Networks \"lab\", \"guarded\" and Subnets \"web\" and NetworkACLs \"acl-a\"; delete them first"
     );
     assert!(validate_delete_vpc("tenant-e", &s).is_ok());
     assert_eq!(
