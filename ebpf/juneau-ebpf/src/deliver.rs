@@ -85,13 +85,17 @@ pub fn svc_port(ctx: &TcContext) -> Result<i32, DropReason> {
         .get(ifindex)
         .copied()
         .ok_or(DropReason::NotAPort)?;
-    match crossed(ctx, &port)? {
+    // Whether the connection's entry in this zone may be a Service's reply: policy,
+    // where it looks the entry up, says (one lookup for both stages).
+    let maybe_reply = match crossed(ctx, &port)? {
         Some(acl) => policy::ingress(ctx, &port, acl)?,
         // Within a Subnet: its NIC's SecurityGroups, never its segment's ACL.
         None if port.flags & PORT_ROUTED != 0 => policy::ingress(ctx, &port, 0)?,
         // Switched inside an L2Network: neither (L2-19, L2-31).
-        None => {}
+        None => true,
+    };
+    if maybe_reply {
+        svc::reverse(ctx, port.vni)?;
     }
-    svc::reverse(ctx, port.vni)?;
     Ok(redirect(ifindex, flags))
 }

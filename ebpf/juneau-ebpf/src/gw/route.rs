@@ -49,8 +49,9 @@ pub fn ipv4(
     } else {
         svc::Egress::Pass
     };
+    policy::mark_settled(ctx, matches!(services, svc::Egress::Settled));
     let host = match services {
-        svc::Egress::Pass | svc::Egress::Translated => false,
+        svc::Egress::Pass | svc::Egress::Settled | svc::Egress::Translated => false,
         svc::Egress::Host => true,
         svc::Egress::Reject => {
             let from = ip.daddr;

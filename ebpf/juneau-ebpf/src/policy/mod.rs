@@ -21,44 +21,52 @@ mod rules;
 use aya_ebpf::programs::TcContext;
 use juneau_common::{
     DropReason, NbrKey, PortConfig,
-    ct::{CT_F_REPLY, CT_F_SERVICE, CT_NEW, CtKey, PROTO_SCTP, PROTO_TCP, PROTO_UDP},
+    ct::{CT_F_REPLY, CT_F_SERVICE, CT_NEW, CtEntry, CtKey, PROTO_SCTP, PROTO_TCP, PROTO_UDP},
     policy::{DIR_EGRESS, DIR_INGRESS, POL_F_EGRESS, POL_F_INGRESS, PolNic},
     port::PORT_SG,
 };
 
 use crate::{conntrack, ipv4, l4, maps};
 
-/// The rule sets of one side: its segment's NetworkACL (0 when the packet does not
-/// cross the gateway, or there is none) and its NIC's SecurityGroups.
+/// One side as the hook knows it: its segment's NetworkACL (0 when the packet does not
+/// cross the gateway, or there is none), its port's zone and whether its NIC carries
+/// SecurityGroups, and the NIC's address as the packet shows it (the source leaving,
+/// the destination arriving). The groups themselves are looked up only when a verdict
+/// is taken ([`Side::groups`]): an established connection's packets pay no NIC lookup.
 #[derive(Clone, Copy)]
 struct Side {
     acl: u32,
-    groups: [u16; 2],
+    zone: u32,
+    sg: bool,
+    nic_ip: u32,
 }
 
 impl Side {
-    /// `nic_ip`: the address of the port's NIC as the packet shows it (the source
-    /// leaving, the destination arriving).
     #[inline(always)]
-    fn of(port: &PortConfig, acl: u32, nic_ip: u32) -> Result<Self, DropReason> {
-        if port.flags & PORT_SG == 0 {
-            return Ok(Self {
-                acl,
-                groups: [0; 2],
-            });
+    fn of(port: &PortConfig, acl: u32, nic_ip: u32) -> Self {
+        Self {
+            acl,
+            zone: port.vni,
+            sg: port.flags & PORT_SG != 0,
+            nic_ip,
+        }
+    }
+
+    /// The NIC's SecurityGroups (none when its port carries none).
+    #[inline(always)]
+    fn groups(&self) -> Result<[u16; 2], DropReason> {
+        if !self.sg {
+            return Ok([0; 2]);
         }
         let key = NbrKey {
-            vni: port.vni,
-            ip: nic_ip,
+            vni: self.zone,
+            ip: self.nic_ip,
         };
         // SAFETY: copied at once.
         let nic: PolNic = unsafe { maps::jn_pol_nic.get(key) }
             .copied()
             .ok_or(DropReason::PolicySetMissing)?;
-        Ok(Self {
-            acl,
-            groups: nic.groups,
-        })
+        Ok(nic.groups)
     }
 }
 
@@ -90,27 +98,88 @@ const INGRESS: Hook = Hook {
     sg_drop: DropReason::PolicySgIngress,
 };
 
+/// Whether the sender's side of a packet is already decided by the connection entry
+/// the router's Service stage found for it (`key`: the packet as it came, in the
+/// sender's zone, which is the key [`egress`] would look up): a reply, or an original
+/// direction allowed under the current epoch. Then the stage tells [`egress`] so
+/// ([`mark_settled`]) and the packet's sender side costs no second lookup. Whatever
+/// else (a Service's own entry, a verdict to take again) is left to [`egress`].
+#[inline(always)]
+pub fn egress_settled(entry: *mut CtEntry, key: &CtKey, tcp_flags: u8) -> bool {
+    // SAFETY: a map value pointer, read at once.
+    let (flags, bits, version) =
+        unsafe { ((*entry).flags, (*entry).policy, (*entry).policy_version) };
+    let mine = flags & CT_F_SERVICE == 0;
+    if flags & CT_F_REPLY != 0 {
+        if mine {
+            let fwd = CtKey::new(
+                key.zone, key.daddr, key.saddr, key.dport, key.sport, key.proto,
+            );
+            conntrack::answered(entry, &fwd, key.proto, tcp_flags);
+        }
+        return true;
+    }
+    // SAFETY: copied at once; an absent epoch is epoch 0.
+    let epoch = maps::jn_pol_epoch.get(0).copied().unwrap_or(0);
+    if !mine || bits & POL_F_EGRESS == 0 || version != epoch {
+        return false;
+    }
+    conntrack::seen(entry, key.proto, tcp_flags, false);
+    true
+}
+
+/// The control block word by which the router's first program hands [`egress`] a
+/// settled sender side (the router's other words: the port, the host flag, the sender).
+const CB_SETTLED: usize = 3;
+
+/// Records for [`egress`], in the packet's control block, whether its sender side is
+/// settled; written for every routed packet, so no earlier value leaks through.
+#[inline(always)]
+pub fn mark_settled(ctx: &TcContext, settled: bool) {
+    // SAFETY: the context pointer is valid for the program's run; cb is scratch space
+    // the program owns.
+    unsafe { (*ctx.skb.skb).cb[CB_SETTLED] = settled as u32 };
+}
+
 /// A packet leaving `port` through the router, as it is now (after a Service's
 /// translation); `nic_ip`: the sender's address as it came.
 #[inline(always)]
 pub fn egress(ctx: &TcContext, port: &PortConfig, acl: u32, nic_ip: u32) -> Result<(), DropReason> {
-    if open(port, acl) {
+    // SAFETY: as in `mark_settled`.
+    if open(port, acl) || unsafe { (*ctx.skb.skb).cb[CB_SETTLED] } != 0 {
         return Ok(());
     }
-    let side = Side::of(port, acl, nic_ip)?;
-    judge(ctx, &side, port.vni, DIR_EGRESS)
+    let mut maybe_reply = false;
+    judge(
+        ctx,
+        &Side::of(port, acl, nic_ip),
+        DIR_EGRESS,
+        &mut maybe_reply,
+    )
 }
 
 /// A packet delivered to `port`, as it arrives; `acl`: its segment's NetworkACL when
-/// the packet came across the gateway.
+/// the packet came across the gateway. `Ok(true)`: the packet may be a Service's reply
+/// still to translate back (no lookup was made, or the entry found is a Service's
+/// reply); `Ok(false)`: the connection's entry in the port's zone was found or made
+/// and is policy's, so the Service stage need not look it up again.
 #[inline(always)]
-pub fn ingress(ctx: &TcContext, port: &PortConfig, acl: u32) -> Result<(), DropReason> {
+pub fn ingress(ctx: &TcContext, port: &PortConfig, acl: u32) -> Result<bool, DropReason> {
     if open(port, acl) {
-        return Ok(());
+        return Ok(true);
     }
     let ip = ipv4::read(ctx)?;
-    let side = Side::of(port, acl, ip.daddr)?;
-    judge(ctx, &side, port.vni, DIR_INGRESS)
+    // An out-parameter, not a `Result<bool, _>`: the packed pair leaves the compiler an
+    // undefined half it fills from any register, a pointer too, which the verifier
+    // refuses.
+    let mut maybe_reply = false;
+    judge(
+        ctx,
+        &Side::of(port, acl, ip.daddr),
+        DIR_INGRESS,
+        &mut maybe_reply,
+    )?;
+    Ok(maybe_reply)
 }
 
 /// The judgement of one packet on one side. Its own function (a BPF-to-BPF call,
@@ -118,9 +187,10 @@ pub fn ingress(ctx: &TcContext, port: &PortConfig, acl: u32) -> Result<(), DropR
 /// the verifier bounds a call chain's stack to 512 bytes. A new connection's entries
 /// are built in a per-CPU scratch value, not on the stack, for the same reason.
 #[inline(never)]
-fn judge(ctx: &TcContext, side: &Side, zone: u32, dir: u8) -> Result<(), DropReason> {
+fn judge(ctx: &TcContext, side: &Side, dir: u8, maybe_reply: &mut bool) -> Result<(), DropReason> {
     let hook = if dir == DIR_EGRESS { &EGRESS } else { &INGRESS };
     let side = *side;
+    let zone = side.zone;
     let ip = ipv4::read(ctx)?;
     let ports = flow(ctx, &ip).ok_or(DropReason::PolicyL4Unreadable)?;
     let key = CtKey::new(zone, ip.saddr, ip.daddr, ports.sport, ports.dport, ip.proto);
@@ -148,6 +218,7 @@ fn judge(ctx: &TcContext, side: &Side, zone: u32, dir: u8) -> Result<(), DropRea
                 let fwd = CtKey::new(zone, ip.daddr, ip.saddr, ports.dport, ports.sport, ip.proto);
                 conntrack::answered(e, &fwd, ip.proto, ports.tcp_flags);
             }
+            *maybe_reply = !mine;
             return Ok(());
         }
         if bits & hook.bit == 0 || version != epoch {
@@ -165,6 +236,7 @@ fn judge(ctx: &TcContext, side: &Side, zone: u32, dir: u8) -> Result<(), DropRea
         if mine {
             conntrack::seen(e, ip.proto, ports.tcp_flags, false);
         }
+        *maybe_reply = !mine;
         return Ok(());
     }
     decide(side, hook, &ip, &ports)?;
@@ -201,7 +273,7 @@ fn decide(side: Side, hook: &Hook, ip: &ipv4::Ipv4, ports: &l4::Ports) -> Result
     if side.acl != 0 && !rules::allows(side.acl, hook.dir, peer, ip.proto, port)? {
         return Err(hook.acl_drop);
     }
-    let [a, b] = side.groups;
+    let [a, b] = side.groups()?;
     if a == 0 && b == 0 {
         return Ok(());
     }

@@ -35,6 +35,9 @@ use crate::{conntrack, ipv4::Ipv4, l4, maps};
 pub enum Egress {
     /// Not to a Service: routed as it is.
     Pass,
+    /// Not to a Service, and the sender's side of policy is already decided by the
+    /// connection's entry (`policy::egress_settled`): routed as it is.
+    Settled,
     /// Translated: routed to the backend, the packet's new destination.
     Translated,
     /// To a Service without a backend that takes connections: rejected with ICMP port
@@ -74,6 +77,10 @@ pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReaso
         const HAIRPIN_REPLY: u8 = CT_F_SERVICE | CT_F_REPLY | CT_F_HAIRPIN;
         if flags & HAIRPIN_REPLY == HAIRPIN_REPLY {
             return hairpin_reply(ctx, zone, ip, &ports, entry);
+        }
+        // Not a Service's: policy's entry, found once for both stages.
+        if crate::policy::egress_settled(entry, &key, ports.tcp_flags) {
+            return Ok(Egress::Settled);
         }
         return Ok(Egress::Pass);
     }
