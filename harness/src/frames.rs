@@ -121,6 +121,24 @@ pub fn icmp_echo(
     f
 }
 
+/// An ICMP error (`ty`, `code`; the fourth word: an MTU for fragmentation needed)
+/// quoting `quoted`'s IPv4 header and the first 8 bytes after it, as RFC 792 has a
+/// router or host quote the packet it answers (checksums valid).
+pub fn icmp_error(
+    src: ([u8; 6], [u8; 4]),
+    dst: ([u8; 6], [u8; 4]),
+    (ty, code, word): (u8, u8, [u8; 4]),
+    quoted: &[u8],
+) -> Vec<u8> {
+    let inner = &quoted[14..14 + 28];
+    let b = PacketBuilder::ethernet2(src.0, dst.0)
+        .ipv4(src.1, dst.1, 64)
+        .icmpv4_raw(ty, code, word);
+    let mut f = Vec::with_capacity(b.size(inner.len()));
+    b.write(&mut f, inner).unwrap();
+    f
+}
+
 /// The Internet checksum of `bytes` (0 when a header with its checksum is valid).
 pub fn ones_complement(bytes: &[u8]) -> u16 {
     let mut sum: u32 = bytes

@@ -128,6 +128,35 @@ fn l2_20_the_reply_of_an_allowed_connection_crosses_an_ingress_deny_acl() {
 }
 
 #[test]
+fn l2_20_an_icmp_error_of_an_allowed_connection_crosses_an_ingress_deny_acl() {
+    let mut s = scene();
+    let syn = frames::tcp((pod_mac(0), pod_ip(0), 40002), (GW_A, B2, 80), true, b"");
+    let seen = s.send(0, 0, &syn);
+    assert_eq!(s.frames(&seen, "node1-pod1").len(), 1, "the SYN reaches B");
+    // B answers with fragmentation needed (MTU 1400) for what A sent: routed on node1,
+    // carried to node0, and delivered across A's ingress `[]` as part of the connection.
+    let frag_needed = |quoted: &[u8]| {
+        frames::icmp_error(
+            (pod_mac(2), B2),
+            (GW_B, pod_ip(0)),
+            (3, 4, [0, 0, 5, 0x78]),
+            quoted,
+        )
+    };
+    let seen = s.send(1, 1, &frag_needed(&syn));
+    assert_eq!(
+        s.frames(&seen, "node0-pod0").len(),
+        1,
+        "the error reaches A"
+    );
+    // The same error quoting a connection A never opened: denied at node0.
+    let never = frames::tcp((pod_mac(0), pod_ip(0), 40003), (GW_A, B2, 81), true, b"");
+    let seen = s.send(1, 1, &frag_needed(&never));
+    assert!(s.frames(&seen, "node0-pod0").is_empty(), "denied at node0");
+    s.assert_goldens("l2_20_icmp_error_across_ingress_deny");
+}
+
+#[test]
 fn l2_31_frames_inside_the_segment_never_meet_its_acl() {
     let mut s = scene();
     // Pod 0 to Pod 1, both in A, across Nodes: switched, byte for byte, though A's

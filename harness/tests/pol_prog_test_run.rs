@@ -196,6 +196,40 @@ fn l2_20_pol_01_the_reply_of_an_allowed_connection_crosses_an_ingress_deny() {
     dropped(&b, 2, &open, "POLICY_ACL_INGRESS");
 }
 
+/// Fragmentation needed, next-hop MTU 1400.
+const FRAG_NEEDED: (u8, u8, [u8; 4]) = (3, 4, [0, 0, 0x05, 0x78]);
+/// Port unreachable.
+const PORT_UNREACHABLE: (u8, u8, [u8; 4]) = (3, 3, [0; 4]);
+
+#[test]
+fn l2_20_pol_01_an_icmp_error_of_an_allowed_connection_crosses_a_deny_and_others_do_not() {
+    // A's ACL: ingress `[]` (everything denied), egress omitted (allowed).
+    let mut b = bed(ACL_ID, &[]);
+    set_policy(&mut b, &[(ACL_ID, acl(Some(json!([])), None))], &[]);
+    let syn = tcp(0, 40000, 2, 80, true);
+    passes(&b, 0, &syn);
+    // B's answer to A's segment: fragmentation needed for what A sent (path MTU
+    // discovery), across the ingress-deny: it belongs to the connection.
+    let error =
+        |quoted: &[u8], what| frames::icmp_error((pod_mac(2), ip(2)), (GW_B, ip(0)), what, quoted);
+    passes(&b, 2, &error(&syn, FRAG_NEEDED));
+    // Quoting a connection A never opened: an ICMP packet like any other, denied.
+    let never = tcp(0, 40009, 2, 81, true);
+    dropped(&b, 2, &error(&never, FRAG_NEEDED), "POLICY_ACL_INGRESS");
+    // The other way: A's ACL denies all egress, allows all ingress. B opens to A; A's
+    // port unreachable about it leaves A's segment, an unrelated one does not.
+    let mut b = bed(ACL_ID, &[]);
+    set_policy(&mut b, &[(ACL_ID, acl(None, Some(json!([]))))], &[]);
+    let open = frames::tcp((pod_mac(2), ip(2), 5000), (GW_B, ip(0), 22), true, b"");
+    passes(&b, 2, &open);
+    let refuse = |quoted: &[u8]| {
+        frames::icmp_error((pod_mac(0), ip(0)), (GW_A, ip(2)), PORT_UNREACHABLE, quoted)
+    };
+    passes(&b, 0, &refuse(&open));
+    let other = frames::tcp((pod_mac(2), ip(2), 5001), (GW_B, ip(0), 23), true, b"");
+    dropped(&b, 0, &refuse(&other), "POLICY_ACL_EGRESS");
+}
+
 #[test]
 fn l2_31_pol_01_traffic_within_the_segment_never_meets_its_acl() {
     let mut b = bed(ACL_ID, &[]);

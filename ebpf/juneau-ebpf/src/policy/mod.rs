@@ -16,6 +16,9 @@
 //! bumps the epoch; the next packet of each original direction is judged again.
 //!
 //! Rule sets are judged by [`rules::allows`], two trie lookups each whatever their size.
+//! An ICMP error quoting a connection this side holds passes as the connection's
+//! replies do ([`related`]).
+mod related;
 mod rules;
 
 use aya_ebpf::programs::TcContext;
@@ -193,6 +196,10 @@ fn judge(ctx: &TcContext, side: &Side, dir: u8, maybe_reply: &mut bool) -> Resul
     let zone = side.zone;
     let ip = ipv4::read(ctx)?;
     let ports = flow(ctx, &ip).ok_or(DropReason::PolicyL4Unreadable)?;
+    if related::related(ctx, &ip, zone) {
+        // Not a Service's reply either: `svc::reverse` never reads an ICMP error.
+        return Ok(());
+    }
     let key = CtKey::new(zone, ip.saddr, ip.daddr, ports.sport, ports.dport, ip.proto);
     let entry = conntrack::lookup(&key);
     // SAFETY: copied at once; an absent epoch is epoch 0.
