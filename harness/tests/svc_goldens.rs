@@ -129,6 +129,48 @@ fn svc_01_the_first_packet_leaves_translated_and_the_reply_gets_the_cluster_ip_b
 }
 
 #[test]
+fn svc_01_an_icmp_error_from_the_backend_reaches_the_client_quoting_the_cluster_ip() {
+    let mut s = scene();
+    let query = frames::udp_ports((pod_mac(0), pod_ip(0), 40002), (GW_A, DNS, 53), b"query");
+    let seen = s.send(0, 0, &query);
+    let got = s.frames(&seen, "node1-pod0");
+    assert_eq!(got.len(), 1, "delivered to the backend once");
+    // Nothing listens there: the backend's port unreachable quotes what it received,
+    // crosses to node0 as it is, and is given the Service back where it is delivered.
+    let refusal = frames::icmp_error(
+        (pod_mac(1), pod_ip(1)),
+        (pod_mac(0), pod_ip(0)),
+        (3, 3, [0; 4]),
+        &got[0],
+    );
+    let seen = s.send(1, 0, &refusal);
+    assert_eq!(
+        s.frames(&seen, "underlay-node1").len(),
+        1,
+        "carried as sent"
+    );
+    let got = s.frames(&seen, "node0-pod0");
+    assert_eq!(got.len(), 1);
+    // The query as it was routed (TTL - 1), before its translation.
+    let mut routed = query.clone();
+    routed[22] -= 1;
+    routed[24..26].fill(0);
+    let sum = ones_complement(&routed[14..34]);
+    routed[24..26].copy_from_slice(&sum.to_be_bytes());
+    assert_eq!(
+        got[0],
+        frames::icmp_error(
+            (pod_mac(1), DNS),
+            (pod_mac(0), pod_ip(0)),
+            (3, 3, [0; 4]),
+            &routed
+        ),
+        "from the ClusterIP, quoting the query as the client sent it, one hop on"
+    );
+    s.assert_goldens("svc_01_icmp_error_quotes_the_service");
+}
+
+#[test]
 fn svc_03_a_service_without_endpoints_is_answered_with_port_unreachable_from_its_cluster_ip() {
     let mut s = scene();
     let syn = frames::tcp((pod_mac(0), pod_ip(0), 50000), (GW_A, EMPTY, 80), true, b"");

@@ -203,6 +203,61 @@ fn svc_01_the_first_packet_goes_to_its_backend_and_the_reply_gets_the_cluster_ip
 }
 
 #[test]
+fn svc_01_an_icmp_error_about_a_translated_packet_quotes_the_cluster_ip_to_its_client() {
+    let b = bed();
+    let query = frames::udp_ports(client(40000), (GW_S, DNS, 53), b"query");
+    let run = b.send(0, &query);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    let translated = run.data;
+    // The backend refuses it: port unreachable quoting what it received.
+    const UNREACHABLE: (u8, u8, [u8; 4]) = (3, 3, [0; 4]);
+    let refusal = frames::icmp_error(
+        (pod_mac(1), s_ip(1)),
+        (pod_mac(0), s_ip(0)),
+        UNREACHABLE,
+        &translated,
+    );
+    let run = b.send(1, &refusal);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    // The client gets it as the ClusterIP's, quoting the query as it sent it: every
+    // checksum (outer, quoted header, quoted UDP, the error's own) as a sender's.
+    let want = frames::icmp_error(
+        (pod_mac(1), DNS),
+        (pod_mac(0), s_ip(0)),
+        UNREACHABLE,
+        &query,
+    );
+    assert_eq!(run.data, want, "the error quotes the Service");
+    // From a hop on the way (fragmentation needed): only the quote is the Service's.
+    const FRAG_NEEDED: (u8, u8, [u8; 4]) = (3, 4, [0, 0, 5, 0x78]);
+    let hop = s_ip(2);
+    let error = frames::icmp_error(
+        (pod_mac(2), hop),
+        (pod_mac(0), s_ip(0)),
+        FRAG_NEEDED,
+        &translated,
+    );
+    let run = b.send(2, &error);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    let want = frames::icmp_error(
+        (pod_mac(2), hop),
+        (pod_mac(0), s_ip(0)),
+        FRAG_NEEDED,
+        &query,
+    );
+    assert_eq!(run.data, want, "a hop keeps its own address");
+    // An error quoting no Service connection is delivered as it is.
+    let other = frames::udp_ports(client(40001), (pod_mac(1), s_ip(1), 5353), b"x");
+    let error = frames::icmp_error(
+        (pod_mac(1), s_ip(1)),
+        (pod_mac(0), s_ip(0)),
+        UNREACHABLE,
+        &other,
+    );
+    assert_eq!(b.send(1, &error).data, error);
+}
+
+#[test]
 fn svc_01_tcp_is_translated_and_every_later_packet_keeps_its_backend() {
     let b = bed();
     let syn = frames::tcp(client(50000), (GW_S, API, 443), true, b"");

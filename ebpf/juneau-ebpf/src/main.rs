@@ -20,6 +20,7 @@ mod l4;
 mod maps;
 mod overlay;
 mod policy;
+mod quoted;
 mod svc;
 mod tail;
 mod zero;

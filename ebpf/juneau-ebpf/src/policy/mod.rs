@@ -197,7 +197,8 @@ fn judge(ctx: &TcContext, side: &Side, dir: u8, maybe_reply: &mut bool) -> Resul
     let ip = ipv4::read(ctx)?;
     let ports = flow(ctx, &ip).ok_or(DropReason::PolicyL4Unreadable)?;
     if related::related(ctx, &ip, zone) {
-        // Not a Service's reply either: `svc::reverse` never reads an ICMP error.
+        // It may quote a Service's translated packet, for `svc::reverse` to give back.
+        *maybe_reply = true;
         return Ok(());
     }
     let key = CtKey::new(zone, ip.saddr, ip.daddr, ports.sport, ports.dport, ip.proto);

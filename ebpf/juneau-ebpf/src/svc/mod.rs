@@ -8,9 +8,11 @@
 //!
 //! A Pod reaching itself through a Service (hairpin) has its source translated to
 //! `HAIRPIN_IP` so that its reply comes back through its gateway, where
-//! [`hairpin_reply`] gives it the ClusterIP. Left to later stages: ICMP errors quoting
-//! a translated packet are not rewritten; SCTP is translated only where the port stays
-//! the same (its CRC covers the ports).
+//! [`hairpin_reply`] gives it the ClusterIP. An ICMP error quoting a translated packet
+//! is given the Service back where it is delivered to the client (`error`). Left to
+//! later stages: SCTP is translated only where the port stays the same (its CRC covers
+//! the ports); errors of hairpin and Node-stack (SVC-02) connections.
+mod error;
 mod host;
 mod nat;
 
@@ -327,7 +329,7 @@ pub fn reverse(ctx: &TcContext, zone: u32) -> Result<(), DropReason> {
         return Ok(());
     };
     let Some(ports) = l4::read(ctx, &ip) else {
-        return Ok(());
+        return error::reverse(ctx, zone, &ip);
     };
     let key = CtKey::new(zone, ip.saddr, ip.daddr, ports.sport, ports.dport, ip.proto);
     let Some(entry) = conntrack::lookup(&key) else {
