@@ -216,6 +216,10 @@ fn l2_20_pol_01_an_icmp_error_of_an_allowed_connection_crosses_a_deny_and_others
     // Quoting a connection A never opened: an ICMP packet like any other, denied.
     let never = tcp(0, 40009, 2, 81, true);
     dropped(&b, 2, &error(&never, FRAG_NEEDED), "POLICY_ACL_INGRESS");
+    // Quoting A's connection but sent to another Pod of A's segment (the same zone):
+    // no connection's error, denied.
+    let forged = frames::icmp_error((pod_mac(2), ip(2)), (GW_B, ip(1)), FRAG_NEEDED, &syn);
+    dropped(&b, 2, &forged, "POLICY_ACL_INGRESS");
     // The other way: A's ACL denies all egress, allows all ingress. B opens to A; A's
     // port unreachable about it leaves A's segment, an unrelated one does not.
     let mut b = bed(ACL_ID, &[]);

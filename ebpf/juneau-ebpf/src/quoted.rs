@@ -37,7 +37,8 @@ pub struct Quoted {
 /// quote cut short, with options, or of a later fragment).
 #[inline(always)]
 pub fn read(ctx: &TcContext, ip: &Ipv4) -> Option<Quoted> {
-    if ip.proto != PROTO_ICMP || !l4::plain_header(ctx) {
+    // A later fragment of anything carries no ICMP header to read.
+    if ip.proto != PROTO_ICMP || u16::from_be(ip.frag) & 0x1fff != 0 || !l4::plain_header(ctx) {
         return None;
     }
     let (start, end) = (ctx.data(), ctx.data_end());

@@ -24,7 +24,10 @@ mod rules;
 use aya_ebpf::programs::TcContext;
 use juneau_common::{
     DropReason, NbrKey, PortConfig,
-    ct::{CT_F_REPLY, CT_F_SERVICE, CT_NEW, CtEntry, CtKey, PROTO_SCTP, PROTO_TCP, PROTO_UDP},
+    ct::{
+        CT_F_REPLY, CT_F_SERVICE, CT_NEW, CtEntry, CtKey, PROTO_ICMP, PROTO_SCTP, PROTO_TCP,
+        PROTO_UDP,
+    },
     policy::{DIR_EGRESS, DIR_INGRESS, POL_F_EGRESS, POL_F_INGRESS, PolNic},
     port::PORT_SG,
 };
@@ -182,7 +185,9 @@ pub fn ingress(ctx: &TcContext, port: &PortConfig, acl: u32) -> Result<bool, Dro
         DIR_INGRESS,
         &mut maybe_reply,
     )?;
-    Ok(maybe_reply)
+    // An ICMP error's Service entry is keyed by what it quotes, not by its own tuple:
+    // `svc::reverse` looks for it (ICMP is rare, the lookup is cheap).
+    Ok(maybe_reply || ip.proto == PROTO_ICMP)
 }
 
 /// The judgement of one packet on one side. Its own function (a BPF-to-BPF call,
@@ -197,8 +202,6 @@ fn judge(ctx: &TcContext, side: &Side, dir: u8, maybe_reply: &mut bool) -> Resul
     let ip = ipv4::read(ctx)?;
     let ports = flow(ctx, &ip).ok_or(DropReason::PolicyL4Unreadable)?;
     if related::related(ctx, &ip, zone) {
-        // It may quote a Service's translated packet, for `svc::reverse` to give back.
-        *maybe_reply = true;
         return Ok(());
     }
     let key = CtKey::new(zone, ip.saddr, ip.daddr, ports.sport, ports.dport, ip.proto);

@@ -9,14 +9,21 @@ use juneau_common::ct::CtKey;
 use crate::{conntrack, ipv4::Ipv4, quoted};
 
 /// Whether `ip` is an ICMP error quoting a packet of a connection with an entry in
-/// `zone`. The quoted packet is one this side's end sent (an error coming back to it)
-/// or received (an error it sends about it), so its tuple as quoted is the key of that
-/// end's entry.
+/// `zone`, sent back to that packet's sender (as netfilter asks: an error addressed
+/// elsewhere is no connection's, so a Pod cannot reach past its rules by quoting a
+/// tuple it holds). The key is the quoted tuple turned around, as the answer to the
+/// quoted packet would come: the reply entry of a connection this side's end opened
+/// (the error coming back to it; a Service's reply entry too), or of one it was opened
+/// (the error it sends about what it received). Both ends of a connection hold both
+/// entries, policy's and a Service's alike.
 #[inline(always)]
 pub fn related(ctx: &TcContext, ip: &Ipv4, zone: u32) -> bool {
     let Some(q) = quoted::read(ctx, ip) else {
         return false;
     };
-    let key = CtKey::new(zone, q.saddr, q.daddr, q.sport, q.dport, q.proto);
+    if ip.daddr != q.saddr {
+        return false;
+    }
+    let key = CtKey::new(zone, q.daddr, q.saddr, q.dport, q.sport, q.proto);
     conntrack::lookup(&key).is_some()
 }

@@ -10,7 +10,7 @@
 use aya_ebpf::programs::TcContext;
 use juneau_common::{
     DropReason,
-    ct::{CT_F_HAIRPIN, CT_F_REPLY, CT_F_SERVICE, CtKey, PROTO_TCP, PROTO_UDP},
+    ct::{CT_F_HAIRPIN, CT_F_REPLY, CT_F_SERVICE, CtKey, PROTO_SCTP, PROTO_TCP, PROTO_UDP},
 };
 
 use crate::{
@@ -38,7 +38,9 @@ pub fn reverse(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<(), DropReason> 
     let Some(q) = quoted::read(ctx, ip) else {
         return Ok(());
     };
-    if q.proto != PROTO_TCP && q.proto != PROTO_UDP {
+    // SCTP is translated only where the port stays (its CRC covers no address): the
+    // same rewrite, the port written as it is.
+    if !matches!(q.proto, PROTO_TCP | PROTO_UDP | PROTO_SCTP) {
         return Ok(());
     }
     // The quoted packet went client -> backend: the connection's reply entry is keyed
