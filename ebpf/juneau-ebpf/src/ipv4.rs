@@ -75,6 +75,14 @@ pub fn csum_replace(csum: u16, old: u16, new: u16) -> u16 {
     !(sum as u16)
 }
 
+/// A 32-bit word's change applied to a 16-bit ones' complement checksum, as its two
+/// halves (raw, in memory order, as the checksum is loaded).
+#[inline(always)]
+pub fn csum_replace32(csum: u16, old: u32, new: u32) -> u16 {
+    let csum = csum_replace(csum, old as u16, new as u16);
+    csum_replace(csum, (old >> 16) as u16, (new >> 16) as u16)
+}
+
 /// TTL - 1 of the IPv4 header after the Ethernet one at `start`, its checksum updated
 /// incrementally.
 ///

@@ -16,20 +16,12 @@ use juneau_common::{
 use crate::{
     conntrack,
     eth::{ETH_HLEN, load, store},
-    ipv4::{Ipv4, csum_replace},
+    ipv4::{Ipv4, csum_replace, csum_replace32},
     quoted::{self, END, ICMP_CSUM, INNER, INNER_L4},
 };
 
 const IP_CSUM: usize = ETH_HLEN + 10;
 const IP_SADDR: usize = ETH_HLEN + 12;
-
-/// A 32-bit word's change applied to a checksum, as its two 16-bit halves (raw, in
-/// memory order, as the checksum is loaded).
-#[inline(always)]
-fn csum_replace32(csum: u16, old: u32, new: u32) -> u16 {
-    let csum = csum_replace(csum, old as u16, new as u16);
-    csum_replace(csum, (old >> 16) as u16, (new >> 16) as u16)
-}
 
 /// `ip` delivered to a port of segment `zone`: when it is an ICMP error quoting a
 /// packet its client sent to a Service's backend, it is given the Service back.
