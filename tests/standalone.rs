@@ -59,8 +59,8 @@ fn svc_01_svc_03_pods_resolve_cluster_dns_and_reach_a_service_whose_backend_goes
         "scenarios/stack/services-dns.yaml",
         "the Services scenario failed",
     );
-    assert!(stdout.contains("step 15:"), "{stdout}");
-    assert!(!stdout.contains("step 16:"), "{stdout}");
+    assert!(stdout.contains("step 16:"), "{stdout}");
+    assert!(!stdout.contains("step 17:"), "{stdout}");
     // The count of the requests made while the backend went, as the scenario said it.
     assert!(stdout.contains("deleted pod web-1"), "{stdout}");
     assert!(
