@@ -139,6 +139,38 @@ pub fn icmp_error(
     f
 }
 
+/// `frame` (Ethernet, a 20-byte IPv4 header, then its payload) cut into two IPv4
+/// fragments at `at` bytes of the IP payload (a multiple of 8): the first with More
+/// Fragments set, the second at offset `at`; the identification is `id`. Headers'
+/// checksums valid; padding to the Ethernet minimum as any frame.
+pub fn fragments(frame: &[u8], at: usize, id: u16) -> (Vec<u8>, Vec<u8>) {
+    assert_eq!(at % 8, 0, "fragment offsets are in 8-byte units");
+    let total = u16::from_be_bytes([frame[16], frame[17]]) as usize;
+    let payload = &frame[34..14 + total];
+    let piece = |bytes: &[u8], offset: usize, more: bool| {
+        let mut ip = frame[14..34].to_vec();
+        ip[2..4].copy_from_slice(&((20 + bytes.len()) as u16).to_be_bytes());
+        ip[4..6].copy_from_slice(&id.to_be_bytes());
+        let word = (offset / 8) as u16 | if more { 0x2000 } else { 0 };
+        ip[6..8].copy_from_slice(&word.to_be_bytes());
+        ip[10..12].fill(0);
+        let sum = ones_complement(&ip);
+        ip[10..12].copy_from_slice(&sum.to_be_bytes());
+        let mut l3 = ip;
+        l3.extend_from_slice(bytes);
+        ether(
+            frame[0..6].try_into().unwrap(),
+            frame[6..12].try_into().unwrap(),
+            0x0800,
+            &l3,
+        )
+    };
+    (
+        piece(&payload[..at], 0, true),
+        piece(&payload[at..], at, false),
+    )
+}
+
 /// The Internet checksum of `bytes` (0 when a header with its checksum is valid).
 pub fn ones_complement(bytes: &[u8]) -> u16 {
     let mut sum: u32 = bytes

@@ -235,6 +235,35 @@ fn l2_20_pol_01_an_icmp_error_of_an_allowed_connection_crosses_a_deny_and_others
 }
 
 #[test]
+fn pol_01_a_fragmented_datagram_is_judged_as_its_connection_every_fragment_of_it() {
+    // A's ACL: out, UDP 5000 only; in, nothing (replies only).
+    let mut b = bed(ACL_ID, &[]);
+    let egress = json!([
+        {"priority": 10, "action": "allow", "protocol": "udp", "ports": [{"port": 5000}]},
+    ]);
+    set_policy(&mut b, &[(ACL_ID, acl(Some(json!([])), Some(egress)))], &[]);
+    let big = |sport, dport| {
+        frames::udp_ports((pod_mac(0), ip(0), sport), (GW_A, ip(2), dport), &[7; 600])
+    };
+    // To 5000: the first fragment carries the ports, the later one is keyed by them.
+    let (first, later) = frames::fragments(&big(40000, 5000), 304, 0x1111);
+    passes(&b, 0, &first);
+    passes(&b, 0, &later);
+    // To 6000: the first is denied, and so is the later one, by the same rules.
+    let (first, later) = frames::fragments(&big(40001, 6000), 304, 0x2222);
+    dropped(&b, 0, &first, "POLICY_ACL_EGRESS");
+    dropped(&b, 0, &later, "POLICY_ACL_EGRESS");
+    // A later fragment whose first never came: no ports to judge by.
+    let (_, stray) = frames::fragments(&big(40002, 5000), 304, 0x3333);
+    dropped(&b, 0, &stray, "POLICY_L4_UNREADABLE");
+    // B's large answer crosses A's ingress `[]` whole: the reply's fragments too.
+    let answer = frames::udp_ports((pod_mac(2), ip(2), 5000), (GW_B, ip(0), 40000), &[9; 600]);
+    let (first, later) = frames::fragments(&answer, 304, 0x4444);
+    passes(&b, 2, &first);
+    passes(&b, 2, &later);
+}
+
+#[test]
 fn l2_31_pol_01_traffic_within_the_segment_never_meets_its_acl() {
     let mut b = bed(ACL_ID, &[]);
     set_policy(

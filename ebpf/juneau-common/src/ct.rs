@@ -163,3 +163,31 @@ impl CtEntry {
         }
     }
 }
+
+/// The ports of a fragmented datagram, for its later fragments (which carry none): its
+/// first fragment's, recorded where a hook reads it, by zone, addresses, IP
+/// identifier and protocol (`jn_frag`, an LRU: a datagram's fragments follow each
+/// other within milliseconds, and an entry left over is only ever a stale port pair
+/// for an identifier that has wrapped). A later fragment that comes before its first
+/// finds nothing and is judged as unreadable, as Cilium's fragment tracking does.
+pub const FRAG_ENTRIES: u32 = 8192;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FragKey {
+    pub zone: u32,
+    pub saddr: u32,
+    pub daddr: u32,
+    /// The IP identifier, raw.
+    pub id: u16,
+    pub proto: u8,
+    pub pad: u8,
+}
+
+/// A fragmented datagram's ports as its first fragment carried them (raw).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FragPorts {
+    pub sport: u16,
+    pub dport: u16,
+}

@@ -73,7 +73,7 @@ macro_rules! slots {
 /// A daemon adopts only pins of its own version (under `v<LAYOUT_VERSION>/` of its pin
 /// folder); any change to a map type, size or meaning must bump it, so that a new
 /// daemon builds its maps afresh and migrates instead of reading an old map wrongly.
-pub const LAYOUT_VERSION: u32 = 12;
+pub const LAYOUT_VERSION: u32 = 13;
 
 /// The names under which the maps are created and pinned. One prefix (`jn_`) so that a
 /// `bpftool map list` tells Juneau's maps apart from any other tenant of the machine.
@@ -114,8 +114,10 @@ pub mod map_names {
     /// Bumped by the daemon at every rule change: connections are re-decided.
     pub const POL_EPOCH: &str = "jn_pol_epoch";
     pub const POL_STATS: &str = "jn_pol_stats";
+    /// A fragmented datagram's ports, for its later fragments (`ct::FragKey`).
+    pub const FRAG: &str = "jn_frag";
     /// Every map the daemon pins, in the order `kubectl-juneau` lists them.
-    pub const ALL: [&str; 29] = [
+    pub const ALL: [&str; 30] = [
         NODE,
         L2_PORT,
         L2_VNI,
@@ -145,6 +147,7 @@ pub mod map_names {
         POL_NIC,
         POL_EPOCH,
         POL_STATS,
+        FRAG,
     ];
 }
 
@@ -207,6 +210,8 @@ mod user {
     unsafe impl aya::Pod for crate::ExtArp {}
     unsafe impl aya::Pod for crate::ct::CtKey {}
     unsafe impl aya::Pod for crate::ct::CtEntry {}
+    unsafe impl aya::Pod for crate::ct::FragKey {}
+    unsafe impl aya::Pod for crate::ct::FragPorts {}
     unsafe impl aya::Pod for crate::svc::SvcKey {}
     unsafe impl aya::Pod for crate::svc::SvcEntry {}
     unsafe impl aya::Pod for crate::svc::Backend {}

@@ -18,6 +18,8 @@ pub struct Ipv4 {
     pub tot_len: u32,
     /// Fragment word, raw.
     pub frag: u16,
+    /// Identification, raw (what ties a datagram's fragments together).
+    pub id: u16,
 }
 
 /// Addresses no router forwards from or to: 0/8, loopback, multicast and the limited
@@ -36,10 +38,11 @@ pub fn read(ctx: &TcContext) -> Result<Ipv4, DropReason> {
         return Err(DropReason::BadIpHeader);
     }
     // SAFETY: inside [start, start + IP_END), checked above.
-    let (ver_ihl, tot_len, frag, ttl, proto, saddr, daddr) = unsafe {
+    let (ver_ihl, tot_len, id, frag, ttl, proto, saddr, daddr) = unsafe {
         (
             load::<u8>(start + ETH_HLEN),
             u16::from_be(load::<u16>(start + ETH_HLEN + 2)) as u32,
+            load::<u16>(start + ETH_HLEN + 4),
             load::<u16>(start + ETH_HLEN + 6),
             load::<u8>(start + ETH_HLEN + 8),
             load::<u8>(start + ETH_HLEN + 9),
@@ -61,6 +64,7 @@ pub fn read(ctx: &TcContext) -> Result<Ipv4, DropReason> {
         proto,
         tot_len,
         frag,
+        id,
     })
 }
 

@@ -9,7 +9,7 @@ use aya_ebpf::{
 use juneau_common::{
     DropReason, EipEntry, ExtArp, FdbEntry, FdbKey, FloodList, GwSegment, NbrEntry, NbrKey,
     NodeConfig, PortConfig, RemoteList, RouteEntry,
-    ct::{CtEntry, CtKey, CtScratch, DEFAULT_ENTRIES},
+    ct::{CtEntry, CtKey, CtScratch, DEFAULT_ENTRIES, FRAG_ENTRIES, FragKey, FragPorts},
     eip::{MAX_EIPS, MAX_EXT_ARP},
     gw::{
         GwStat, IcmpBucket, MAX_GW_SEGMENTS, MAX_NEIGHBOURS, MAX_ROUTE_TABLES, MAX_SNOOPED,
@@ -110,6 +110,10 @@ pub static jn_ext_arp: HashMap<u32, ExtArp, { MAX_EXT_ARP as usize }> = HashMap:
 /// daemon's setting.
 #[btf_map]
 pub static jn_ct: HashMap<CtKey, CtEntry, { DEFAULT_ENTRIES as usize }> = HashMap::new();
+
+/// A fragmented datagram's ports, for its later fragments (`ct::FragKey`).
+#[btf_map]
+pub static jn_frag: LruHashMap<FragKey, FragPorts, { FRAG_ENTRIES as usize }> = LruHashMap::new();
 
 /// Per-CPU room for a new connection's entries while a stage builds them (the
 /// Services' three, policy's two): the router's stack holds its own frame and the

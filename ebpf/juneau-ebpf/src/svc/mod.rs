@@ -81,7 +81,7 @@ pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReaso
             return hairpin_reply(ctx, zone, ip, &ports, entry);
         }
         // Not a Service's: policy's entry, found once for both stages.
-        if crate::policy::egress_settled(entry, &key, ports.tcp_flags) {
+        if crate::policy::egress_settled(entry, &key, ip, ports.tcp_flags) {
             return Ok(Egress::Settled);
         }
         return Ok(Egress::Pass);
