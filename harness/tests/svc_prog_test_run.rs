@@ -258,6 +258,70 @@ fn svc_01_an_icmp_error_about_a_translated_packet_quotes_the_cluster_ip_to_its_c
 }
 
 #[test]
+fn svc_01_a_fragmented_datagram_is_translated_whole_both_ways() {
+    let b = bed();
+    let payload = [5u8; 600];
+    let (first, later) = frames::fragments(
+        &frames::udp_ports(client(40003), (GW_S, DNS, 53), &payload),
+        304,
+        0x5151,
+    );
+    let run = b.send(0, &first);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    let to = backend_of(&run.data);
+    // Each fragment as the translated datagram's would be: the first with the backend's
+    // port and the datagram's checksum over it, the later one its address only.
+    let translated = frames::udp_ports(client(40003), (pod_mac(to), s_ip(to), 5353), &payload);
+    let (want_first, want_later) = frames::fragments(&translated, 304, 0x5151);
+    assert_eq!(run.data, want_first, "the first fragment to the backend");
+    let run = b.send(0, &later);
+    assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+    assert_eq!(
+        run.data, want_later,
+        "the later fragment to the same backend"
+    );
+    // The backend's large answer, fragmented: both fragments from the ClusterIP again.
+    let answer = frames::udp_ports(
+        (pod_mac(to), s_ip(to), 5353),
+        (pod_mac(0), s_ip(0), 40003),
+        &payload,
+    );
+    let (first, later) = frames::fragments(&answer, 304, 0x6161);
+    let want = frames::fragments(
+        &frames::udp_ports(
+            (pod_mac(to), DNS, 53),
+            (pod_mac(0), s_ip(0), 40003),
+            &payload,
+        ),
+        304,
+        0x6161,
+    );
+    assert_eq!(
+        b.send(to as usize, &first).data,
+        want.0,
+        "the answer's first fragment"
+    );
+    assert_eq!(
+        b.send(to as usize, &later).data,
+        want.1,
+        "its later fragment"
+    );
+    // A later fragment whose first never came is routed as it is: to the ClusterIP,
+    // which no route holds.
+    let (_, stray) = frames::fragments(
+        &frames::udp_ports(client(40004), (GW_S, DNS, 53), &payload),
+        304,
+        0x7171,
+    );
+    assert_ne!(
+        b.send(0, &stray).verdict,
+        TC_ACT_REDIRECT,
+        "{:?}",
+        b.drops()
+    );
+}
+
+#[test]
 fn svc_01_tcp_is_translated_and_every_later_packet_keeps_its_backend() {
     let b = bed();
     let syn = frames::tcp(client(50000), (GW_S, API, 443), true, b"");

@@ -12,6 +12,7 @@ mod deliver;
 mod drop;
 mod eip;
 mod eth;
+mod frag;
 mod gw;
 mod hooks;
 mod ipv4;

@@ -25,14 +25,14 @@ use aya_ebpf::programs::TcContext;
 use juneau_common::{
     DropReason, NbrKey, PortConfig,
     ct::{
-        CT_F_REPLY, CT_F_SERVICE, CT_NEW, CtEntry, CtKey, FragKey, FragPorts, PROTO_ICMP,
-        PROTO_SCTP, PROTO_TCP, PROTO_UDP,
+        CT_F_REPLY, CT_F_SERVICE, CT_NEW, CtEntry, CtKey, PROTO_ICMP, PROTO_SCTP, PROTO_TCP,
+        PROTO_UDP,
     },
     policy::{DIR_EGRESS, DIR_INGRESS, POL_F_EGRESS, POL_F_INGRESS, PolNic},
     port::PORT_SG,
 };
 
-use crate::{conntrack, ipv4, l4, maps};
+use crate::{conntrack, frag, ipv4, l4, maps};
 
 /// One side as the hook knows it: its segment's NetworkACL (0 when the packet does not
 /// cross the gateway, or there is none), its port's zone and whether its NIC carries
@@ -76,9 +76,6 @@ impl Side {
     }
 }
 
-/// The More Fragments bit of the fragment word (host order).
-const IP_MORE_FRAGMENTS: u16 = 0x2000;
-
 /// Whether policy applies to a port at all (most ports pay this one compare).
 #[inline(always)]
 fn open(port: &PortConfig, acl: u32) -> bool {
@@ -117,7 +114,7 @@ const INGRESS: Hook = Hook {
 /// ports for the later fragments.
 #[inline(always)]
 pub fn egress_settled(entry: *mut CtEntry, key: &CtKey, ip: &ipv4::Ipv4, tcp_flags: u8) -> bool {
-    if u16::from_be(ip.frag) & IP_MORE_FRAGMENTS != 0 {
+    if frag::first(ip) {
         return false;
     }
     // SAFETY: a map value pointer, read at once.
@@ -305,49 +302,22 @@ fn decide(side: Side, hook: &Hook, ip: &ipv4::Ipv4, ports: &l4::Ports) -> Result
     Err(hook.sg_drop)
 }
 
-/// The flow's ports as the connection table keys them; protocols without ports (GRE,
-/// ESP, ICMP other than echo) key by none. A fragmented datagram's first fragment
-/// records its ports for the later ones (`jn_frag`, by zone, addresses, identifier and
-/// protocol), which carry none and are keyed by them. `None`: a packet whose ports
-/// cannot be read (a later fragment whose first did not come by here first, an IPv4
-/// header with options, a short TCP, UDP or SCTP header).
+/// The flow's ports as the connection table keys them (`frag::ports`: a later
+/// fragment by its datagram's first); protocols without ports (GRE, ESP, ICMP other
+/// than echo) key by none. `None`: a packet whose ports cannot be read (a later
+/// fragment whose first did not come by here first, an IPv4 header with options, a
+/// short TCP, UDP or SCTP header).
 #[inline(always)]
 fn flow(ctx: &TcContext, ip: &ipv4::Ipv4, zone: u32) -> Option<l4::Ports> {
-    let frag = u16::from_be(ip.frag);
-    let key = || FragKey {
-        zone,
-        saddr: ip.saddr,
-        daddr: ip.daddr,
-        id: ip.id,
-        proto: ip.proto,
-        pad: 0,
-    };
-    if let Some(p) = l4::read(ctx, ip) {
-        if frag & IP_MORE_FRAGMENTS != 0 {
-            let ports = FragPorts {
-                sport: p.sport,
-                dport: p.dport,
-            };
-            // An LRU insert: only a full map's oldest datagram is forgotten.
-            let _ = maps::jn_frag.insert(key(), ports, 0);
-        }
+    if let Some(p) = frag::ports(ctx, ip, zone) {
         return Some(p);
     }
-    let later = frag & 0x1fff != 0;
     if !l4::plain_header(ctx) {
         return None;
     }
     match ip.proto {
-        PROTO_TCP | PROTO_UDP | PROTO_SCTP | PROTO_ICMP if later => {
-            // SAFETY: copied at once.
-            let ports = unsafe { maps::jn_frag.get(key()) }.copied()?;
-            Some(l4::Ports {
-                sport: ports.sport,
-                dport: ports.dport,
-                tcp_flags: 0,
-            })
-        }
         PROTO_TCP | PROTO_UDP | PROTO_SCTP => None,
+        PROTO_ICMP if frag::later(ip) => None,
         _ => Some(l4::Ports {
             sport: 0,
             dport: 0,

@@ -11,7 +11,9 @@
 //! [`hairpin_reply`] gives it the ClusterIP. An ICMP error quoting a translated packet
 //! is given the Service back where it is delivered to the client (`error`). Left to
 //! later stages: SCTP is translated only where the port stays the same (its CRC covers
-//! the ports); errors of hairpin and Node-stack (SVC-02) connections.
+//! the ports); errors of hairpin and Node-stack (SVC-02) connections. A fragmented
+//! datagram is translated whole (`crate::frag`: its later fragments, addresses only),
+//! except a hairpin's reply.
 mod error;
 mod host;
 mod nat;
@@ -54,7 +56,8 @@ pub enum Egress {
 /// VNI of the client's segment.
 #[inline(always)]
 pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReason> {
-    let Some(ports) = l4::read(ctx, ip) else {
+    // A later fragment by its datagram's ports: translated as its first was.
+    let Some(ports) = crate::frag::ports(ctx, ip, zone) else {
         return Ok(Egress::Pass);
     };
     let key = CtKey::new(zone, ip.saddr, ip.daddr, ports.sport, ports.dport, ip.proto);
@@ -78,12 +81,20 @@ pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReaso
         }
         const HAIRPIN_REPLY: u8 = CT_F_SERVICE | CT_F_REPLY | CT_F_HAIRPIN;
         if flags & HAIRPIN_REPLY == HAIRPIN_REPLY {
+            // Not for a later fragment: the hairpin's reply is small (left to later).
+            if crate::frag::later(ip) {
+                return Ok(Egress::Pass);
+            }
             return hairpin_reply(ctx, zone, ip, &ports, entry);
         }
         // Not a Service's: policy's entry, found once for both stages.
         if crate::policy::egress_settled(entry, &key, ip, ports.tcp_flags) {
             return Ok(Egress::Settled);
         }
+        return Ok(Egress::Pass);
+    }
+    // Only a datagram's first fragment opens a connection.
+    if crate::frag::later(ip) {
         return Ok(Egress::Pass);
     }
     open(ctx, ip, &key, ports.tcp_flags)
@@ -328,7 +339,7 @@ pub fn reverse(ctx: &TcContext, zone: u32) -> Result<(), DropReason> {
     let Ok(ip) = crate::ipv4::read(ctx) else {
         return Ok(());
     };
-    let Some(ports) = l4::read(ctx, &ip) else {
+    let Some(ports) = crate::frag::ports(ctx, &ip, zone) else {
         return error::reverse(ctx, zone, &ip);
     };
     let key = CtKey::new(zone, ip.saddr, ip.daddr, ports.sport, ports.dport, ip.proto);

@@ -94,6 +94,10 @@ pub fn destination(
     addr: u32,
     port: u16,
 ) -> Result<(), DropReason> {
+    if crate::frag::later(ip) {
+        // No transport header: the address alone.
+        return rewrite(ctx, 0, IP_DADDR, ip.daddr, addr, None);
+    }
     destination_of(ctx, ip.proto, ip.daddr, ports.dport, addr, port)
 }
 
@@ -120,6 +124,9 @@ pub fn source(
     addr: u32,
     port: u16,
 ) -> Result<(), DropReason> {
+    if crate::frag::later(ip) {
+        return rewrite(ctx, 0, IP_SADDR, ip.saddr, addr, None);
+    }
     source_of(ctx, ip.proto, ip.saddr, ports.sport, addr, port)
 }
 
