@@ -148,6 +148,14 @@ impl CtKey {
             pad: [0; 3],
         }
     }
+
+    /// The other direction of the same connection, in the same zone: the key its
+    /// answers carry.
+    pub const fn reversed(&self) -> Self {
+        Self::new(
+            self.zone, self.daddr, self.saddr, self.dport, self.sport, self.proto,
+        )
+    }
 }
 
 impl CtEntry {

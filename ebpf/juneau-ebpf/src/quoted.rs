@@ -5,7 +5,7 @@
 //! (`svc::error`). Read only from a packet whose own IPv4 header is the plain 20
 //! bytes, quoting a plain header too.
 use aya_ebpf::programs::TcContext;
-use juneau_common::ct::{PROTO_ICMP, PROTO_SCTP, PROTO_TCP, PROTO_UDP};
+use juneau_common::ct::{CtKey, PROTO_ICMP, PROTO_SCTP, PROTO_TCP, PROTO_UDP};
 
 use crate::{eth::load, ipv4::Ipv4, l4};
 
@@ -31,6 +31,17 @@ pub struct Quoted {
     pub sport: u16,
     pub dport: u16,
     pub proto: u8,
+}
+
+impl Quoted {
+    /// The key of the quoted packet's answer in `zone` (the quoted tuple turned
+    /// around): the reply entry of its connection there, a Service's too.
+    #[inline(always)]
+    pub fn reply_key(&self, zone: u32) -> CtKey {
+        CtKey::new(
+            zone, self.daddr, self.saddr, self.dport, self.sport, self.proto,
+        )
+    }
 }
 
 /// The tuple `ip`'s ICMP error quotes; `None` for anything else (another ICMP type, a

@@ -123,10 +123,7 @@ pub fn egress_settled(entry: *mut CtEntry, key: &CtKey, ip: &ipv4::Ipv4, tcp_fla
     let mine = flags & CT_F_SERVICE == 0;
     if flags & CT_F_REPLY != 0 {
         if mine {
-            let fwd = CtKey::new(
-                key.zone, key.daddr, key.saddr, key.dport, key.sport, key.proto,
-            );
-            conntrack::answered(entry, &fwd, key.proto, tcp_flags);
+            conntrack::answered(entry, &key.reversed(), key.proto, tcp_flags);
         }
         return true;
     }
@@ -231,8 +228,7 @@ fn judge(ctx: &TcContext, side: &Side, dir: u8, maybe_reply: &mut bool) -> Resul
         if flags & CT_F_REPLY != 0 {
             // The reply of a connection a hook of this Node allowed.
             if mine {
-                let fwd = CtKey::new(zone, ip.daddr, ip.saddr, ports.dport, ports.sport, ip.proto);
-                conntrack::answered(e, &fwd, ip.proto, ports.tcp_flags);
+                conntrack::answered(e, &key.reversed(), ip.proto, ports.tcp_flags);
             }
             *maybe_reply = !mine;
             return Ok(());
@@ -272,8 +268,7 @@ fn judge(ctx: &TcContext, side: &Side, dir: u8, maybe_reply: &mut bool) -> Resul
     *rev = *fwd;
     rev.flags = CT_F_REPLY;
     rev.tcp_flags = 0;
-    let rev_key = CtKey::new(zone, ip.daddr, ip.saddr, ports.dport, ports.sport, ip.proto);
-    conntrack::create(&key, fwd, &rev_key, rev)
+    conntrack::create(&key, fwd, &key.reversed(), rev)
 }
 
 /// The side's rule sets in order: the NetworkACL first (its first matching rule

@@ -4,7 +4,6 @@
 //! MTU discovery and a refused port keep working through an ingress-deny ACL (L2-20).
 //! An error quoting nothing this side holds is judged by the rules as any ICMP.
 use aya_ebpf::programs::TcContext;
-use juneau_common::ct::CtKey;
 
 use crate::{conntrack, ipv4::Ipv4, quoted};
 
@@ -24,6 +23,5 @@ pub fn related(ctx: &TcContext, ip: &Ipv4, zone: u32) -> bool {
     if ip.daddr != q.saddr {
         return false;
     }
-    let key = CtKey::new(zone, q.daddr, q.saddr, q.dport, q.sport, q.proto);
-    conntrack::lookup(&key).is_some()
+    conntrack::lookup(&q.reply_key(zone)).is_some()
 }

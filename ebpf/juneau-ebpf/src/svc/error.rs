@@ -10,7 +10,7 @@
 use aya_ebpf::programs::TcContext;
 use juneau_common::{
     DropReason,
-    ct::{CT_F_HAIRPIN, CT_F_REPLY, CT_F_SERVICE, CtKey, PROTO_SCTP, PROTO_TCP, PROTO_UDP},
+    ct::{CT_F_HAIRPIN, CT_F_REPLY, CT_F_SERVICE, PROTO_SCTP, PROTO_TCP, PROTO_UDP},
 };
 
 use crate::{
@@ -37,8 +37,7 @@ pub fn reverse(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<(), DropReason> 
     }
     // The quoted packet went client -> backend: the connection's reply entry is keyed
     // the other way.
-    let key = CtKey::new(zone, q.daddr, q.saddr, q.dport, q.sport, q.proto);
-    let Some(entry) = conntrack::lookup(&key) else {
+    let Some(entry) = conntrack::lookup(&q.reply_key(zone)) else {
         return Ok(());
     };
     // SAFETY: a map value pointer, read at once.
