@@ -1,14 +1,18 @@
 //! RouteTable admission: a Vpc that exists (and stays), one route per destination, each
 //! destination an IPv4 prefix, each `via` a known type, an endpoint named as
 //! `<namespace>/<pod>.<interface>`, and no user route over a segment's own CIDR (the
-//! controller writes that connected route; a route may be more specific).
+//! controller writes that connected route; a route may be more specific). A route of a
+//! kind the datapath does not build yet ([`NOT_BUILT`]) is refused when it is new: it
+//! would be dropped by name (`ROUTE_UNSUPPORTED`), and a route one believes in effect
+//! that carries nothing is worse than a refusal (seed 000). A table that already held
+//! one (from before this rule) stays editable.
 use std::collections::BTreeMap;
 
 use super::{Snapshot, Verdict, cidr::parse_cidr, reject};
 use crate::api::{RouteTable, routetable::Route};
 
 /// The `via.type`s a route may have: the ones the datapath builds, and those of later
-/// waves (dropped by name until then).
+/// waves (refused when new, [`NOT_BUILT`]; dropped by name where a table holds one).
 pub const ROUTE_TYPES: [&str; 9] = [
     "connected",
     "endpoint",
@@ -20,6 +24,40 @@ pub const ROUTE_TYPES: [&str; 9] = [
     "service",
     "vpcEndpoint",
 ];
+
+/// The route types of later waves: no datapath carries them yet (NAT and internet
+/// gateways, peering, transit, VPN).
+pub const NOT_BUILT: [&str; 5] = [
+    "internetGateway",
+    "natGateway",
+    "vpcPeering",
+    "transitGateway",
+    "vpn",
+];
+
+/// Refuses route `i` when its kind has no datapath yet and `old` (the table before an
+/// update) did not hold the same route already.
+fn not_built(i: usize, r: &Route, old: Option<&RouteTable>) -> Verdict {
+    let ty = r.via.type_.as_str();
+    if !NOT_BUILT.contains(&ty) {
+        return Ok(());
+    }
+    let held = old.is_some_and(|o| {
+        o.spec
+            .routes
+            .iter()
+            .any(|p| p.dst == r.dst && p.via.type_ == r.via.type_)
+    });
+    if held {
+        return Ok(());
+    }
+    Err(reject(
+        format!("spec.routes[{i}].via.type"),
+        format!(
+            "{ty:?} routes have no datapath yet: they would be dropped (ROUTE_UNSUPPORTED), so they are refused until it is built; route by a connected or endpoint route instead"
+        ),
+    ))
+}
 
 fn route(i: usize, r: &Route, table: &RouteTable, snap: &Snapshot) -> Verdict {
     let field = |f: &str| format!("spec.routes[{i}].{f}");
@@ -80,6 +118,11 @@ fn route(i: usize, r: &Route, table: &RouteTable, snap: &Snapshot) -> Verdict {
 }
 
 pub fn validate_route_table_create(new: &RouteTable, snap: &Snapshot) -> Verdict {
+    validate(None, new, snap)
+}
+
+/// Both operations: `old` is the table before an update.
+fn validate(old: Option<&RouteTable>, new: &RouteTable, snap: &Snapshot) -> Verdict {
     if new.spec.vpc.is_empty() {
         return Err(reject(
             "spec.vpc",
@@ -95,6 +138,7 @@ pub fn validate_route_table_create(new: &RouteTable, snap: &Snapshot) -> Verdict
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for (i, r) in new.spec.routes.iter().enumerate() {
         route(i, r, new, snap)?;
+        not_built(i, r, old)?;
         let key = r.dst.clone();
         if let Some(first) = seen.insert(key, i) {
             return Err(reject(
@@ -116,7 +160,7 @@ pub fn validate_route_table_update(old: &RouteTable, new: &RouteTable, snap: &Sn
             "is immutable; create a RouteTable in the other Vpc instead",
         ));
     }
-    validate_route_table_create(new, snap)
+    validate(Some(old), new, snap)
 }
 
 #[cfg(test)]
@@ -176,7 +220,7 @@ mod tests {
         assert!(
             check(vec![
                 via("192.168.50.0/24", "endpoint", Some("default/router.eth1")),
-                via("0.0.0.0/0", "internetGateway", None),
+                via("0.0.0.0/0", "endpoint", Some("default/router.eth1")),
                 via("10.81.0.0/25", "endpoint", Some("default/router.eth1")),
             ])
             .is_ok(),
@@ -184,7 +228,7 @@ mod tests {
         );
         assert_eq!(
             msg(check(vec![
-                via("192.168.50.0/24", "natGateway", None),
+                via("192.168.50.0/24", "endpoint", Some("default/q.eth1")),
                 via("192.168.50.0/24", "endpoint", Some("default/r.eth1")),
             ])),
             "spec.routes[1].dst: 192.168.50.0/24 is already the destination of spec.routes[0]; a table holds one route per destination"
@@ -218,5 +262,39 @@ mod tests {
             msg(validate_route_table_update(&table(vec![]), &moved, &s))
                 .starts_with("spec.vpc: is immutable")
         );
+    }
+
+    #[test]
+    fn l2_14_a_new_route_of_a_kind_without_a_datapath_is_refused_and_a_held_one_stays_editable() {
+        let s = snap();
+        for ty in NOT_BUILT {
+            let new = table(vec![
+                via("192.168.50.0/24", "endpoint", Some("default/r.eth1")),
+                via("0.0.0.0/0", ty, None),
+            ]);
+            assert_eq!(
+                msg(validate_route_table_create(&new, &s)),
+                format!(
+                    "spec.routes[1].via.type: {ty:?} routes have no datapath yet: they would be dropped (ROUTE_UNSUPPORTED), so they are refused until it is built; route by a connected or endpoint route instead"
+                )
+            );
+            // A table that held the route before this rule: other edits go through,
+            // the held route stays; a second such route is new, and refused.
+            let old = table(vec![via("0.0.0.0/0", ty, None)]);
+            assert!(validate_route_table_update(&old, &new, &s).is_ok(), "{ty}");
+            let mut more = new.clone();
+            more.spec.routes.push(via("198.51.100.0/24", ty, None));
+            assert!(
+                msg(validate_route_table_update(&old, &more, &s))
+                    .starts_with("spec.routes[2].via.type: "),
+                "{ty}"
+            );
+        }
+        // The built kinds and the automatic ones are not affected.
+        let built = table(vec![
+            via("192.168.50.0/24", "endpoint", Some("default/r.eth1")),
+            via("10.81.0.0/25", "connected", None),
+        ]);
+        assert!(validate_route_table_create(&built, &s).is_ok());
     }
 }
