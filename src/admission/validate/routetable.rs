@@ -11,22 +11,13 @@ use std::collections::BTreeMap;
 use super::{Snapshot, Verdict, cidr::parse_cidr, reject};
 use crate::api::{RouteTable, routetable::Route};
 
-/// The `via.type`s a route may have: the ones the datapath builds, and those of later
-/// waves (refused when new, [`NOT_BUILT`]; dropped by name where a table holds one).
-pub const ROUTE_TYPES: [&str; 9] = [
-    "connected",
-    "endpoint",
-    "internetGateway",
-    "natGateway",
-    "vpcPeering",
-    "transitGateway",
-    "vpn",
-    "service",
-    "vpcEndpoint",
-];
+/// The `via.type`s a new route may have: the ones the datapath builds (`service` and
+/// `vpcEndpoint` are the controller's own).
+pub const ROUTE_TYPES: [&str; 4] = ["connected", "endpoint", "service", "vpcEndpoint"];
 
-/// The route types of later waves: no datapath carries them yet (NAT and internet
-/// gateways, peering, transit, VPN).
+/// The route types of later waves: known, but no datapath carries them yet (NAT and
+/// internet gateways, peering, transit, VPN). Refused when new; dropped by name
+/// (`ROUTE_UNSUPPORTED`) where a table held one before.
 pub const NOT_BUILT: [&str; 5] = [
     "internetGateway",
     "natGateway",
@@ -63,7 +54,7 @@ fn route(i: usize, r: &Route, table: &RouteTable, snap: &Snapshot) -> Verdict {
     let field = |f: &str| format!("spec.routes[{i}].{f}");
     let dst = parse_cidr(&r.dst).map_err(|m| reject(field("dst"), m))?;
     let ty = r.via.type_.as_str();
-    if !ROUTE_TYPES.contains(&ty) {
+    if !ROUTE_TYPES.contains(&ty) && !NOT_BUILT.contains(&ty) {
         return Err(reject(
             field("via.type"),
             format!(
