@@ -370,6 +370,7 @@ fn l2_13_verifier_counts_stay_within_generous_budgets_below_the_kernel_limit() {
         ("deliver_svc", 50_000),
         ("svc_host", 15_000),
         ("gw_forward", 150_000),
+        ("nat_out", 50_000),
     ];
     assert_eq!(
         budgets.len(),

@@ -33,6 +33,7 @@ pub fn admit(request: Request<'_>, snap: &Snapshot) -> Verdict {
             O::AddressPool(p) => validate::validate_address_pool_create(p, snap),
             O::NetworkACL(a) => validate::validate_network_acl_create(a, snap),
             O::SecurityGroup(g) => validate::validate_security_group_create(g, snap),
+            O::NATGateway(g) => validate::validate_nat_gateway_create(g, snap),
             _ => Ok(()),
         },
         Request::Update { old, new } => match (old, new) {
@@ -42,6 +43,9 @@ pub fn admit(request: Request<'_>, snap: &Snapshot) -> Verdict {
                 validate::validate_route_table_update(o, n, snap)
             }
             (O::ElasticIP(o), O::ElasticIP(n)) => validate::validate_elastic_ip_update(o, n),
+            (O::NATGateway(o), O::NATGateway(n)) if o.spec != n.spec => {
+                validate::validate_nat_gateway_update(o, n, snap)
+            }
             // As for the pools below: a metadata-only update passes, so that an object
             // stored before these rules can still be labelled and deleted.
             (O::NetworkACL(o), O::NetworkACL(n)) if o.spec != n.spec => {
@@ -73,6 +77,8 @@ pub fn admit(request: Request<'_>, snap: &Snapshot) -> Verdict {
             "Subnet" => validate::validate_delete_subnet(name, snap),
             "NetworkACL" => validate::validate_delete_network_acl(name, snap),
             "SecurityGroup" => validate::validate_delete_security_group(name, snap),
+            "NATGateway" => validate::validate_delete_nat_gateway(name, snap),
+            "ExternalNetwork" => validate::validate_delete_external_network(name, snap),
             _ => Ok(()),
         },
         Request::CreatePod(pod) => validate::validate_pod_create(&pod.annotations, snap)

@@ -25,6 +25,8 @@ macro_rules! snapshot_kinds {
             elastic_ips: ElasticIP = All, user,
             elastic_ip_attachments: ElasticIPAttachment = All, user,
             arp_advertisements: ARPAdvertisement = All, juneau,
+            nat_gateways: NATGateway = All, user,
+            external_network_attachments: ExternalNetworkAttachment = All, juneau,
         }
     };
 }

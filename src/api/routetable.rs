@@ -41,4 +41,7 @@ pub struct Via {
     /// (a router Pod or VM on a Subnet or gateway segment of the same Vpc).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
+    /// With `type: natGateway`: the NATGateway of the table's Vpc (NAT-01).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nat_gateway: Option<String>,
 }

@@ -146,6 +146,13 @@ pub fn dump(
             output,
             super::policy::policy_nic_table,
         ),
+        "nat" => {
+            let d = super::nat::dump_nat(&dir, &filter)?;
+            match output {
+                Output::Json => json(&d),
+                Output::Table => print!("{}", super::nat::nat_table(&d)),
+            }
+        }
         "elastic_ip_direct" => show(
             &super::dump_elastic_ips(&dir, node, &filter)?,
             output,

@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 use super::CliError;
 
 /// The names `bpf dump` accepts, in the order its help and errors list them.
-pub const DUMPABLE_MAPS: [&str; 18] = [
+pub const DUMPABLE_MAPS: [&str; 19] = [
     "l2_fdb",
     "drops",
     "gw_seg",
@@ -26,6 +26,7 @@ pub const DUMPABLE_MAPS: [&str; 18] = [
     "conntrack",
     "policy",
     "policy_nics",
+    "nat",
 ];
 
 /// The dump a name asks for: one of [`DUMPABLE_MAPS`], also reached through the
@@ -59,7 +60,7 @@ pub fn filter_keys(map: &str) -> &'static [&'static str] {
         "arp_table" => &["subnet_id", "ipaddr"],
         "fdb" => &["subnet_id"],
         "external_address_pools" => &["addr"],
-        "services" | "backends" | "conntrack" => &["addr"],
+        "services" | "backends" | "conntrack" | "nat" => &["addr"],
         "policy" => &["set", "kind"],
         "policy_nics" => &["vni", "addr", "set"],
         _ => &[],

@@ -10,6 +10,7 @@ mod eip;
 mod filter;
 mod gw;
 mod maps;
+pub mod nat;
 pub mod output;
 pub mod policy;
 mod source;

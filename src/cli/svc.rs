@@ -21,7 +21,7 @@ fn ip(raw: u32) -> Ipv4Addr {
     Ipv4Addr::from(raw.to_ne_bytes())
 }
 
-fn proto(p: u8) -> String {
+pub(super) fn proto(p: u8) -> String {
     match p {
         1 => "icmp".into(),
         6 => "tcp".into(),

@@ -3,10 +3,11 @@
 use std::collections::BTreeMap;
 
 use crate::api::{
-    ARPAdvertisement, EndpointSliceRecord, NetworkInterface, RouteTable, Subnet, Vpc,
-    elasticip::ElasticIPStatus, elasticipattachment::ElasticIPAttachmentStatus,
+    ARPAdvertisement, EndpointSliceRecord, ExternalNetworkAttachment, NetworkInterface, RouteTable,
+    Subnet, Vpc, elasticip::ElasticIPStatus, elasticipattachment::ElasticIPAttachmentStatus,
     externalnetwork::ExternalNetworkStatus, l2network::L2NetworkStatus,
-    networkacl::NetworkAclStatus, securitygroup::SecurityGroupStatus, subnet::SubnetStatus,
+    natgateway::NATGatewayStatus, networkacl::NetworkAclStatus, securitygroup::SecurityGroupStatus,
+    subnet::SubnetStatus,
 };
 
 /// What the objects should look like.
@@ -37,9 +38,16 @@ pub struct Desired {
     /// By `namespace/name`.
     #[serde(default)]
     pub attachment_status: BTreeMap<String, ElasticIPAttachmentStatus>,
-    /// Every ARPAdvertisement of a directly held ElasticIP (`eip-<ns>-<name>`).
+    /// Every ARPAdvertisement: of a directly held ElasticIP (`eip-<ns>-<name>`) and of
+    /// a Node's NAT address (`ena-<attachment>`).
     #[serde(default)]
     pub arp_advertisements: Vec<ARPAdvertisement>,
+    /// Every ExternalNetworkAttachment, with its status (NAT-02): any other goes.
+    #[serde(default)]
+    pub external_network_attachments: Vec<ExternalNetworkAttachment>,
+    /// By NATGateway name.
+    #[serde(default)]
+    pub nat_gateway_status: BTreeMap<String, NATGatewayStatus>,
     /// Pods whose NICs wait for a direct NIC's network (logged, not written).
     #[serde(skip)]
     pub waiting: Vec<(String, String)>,

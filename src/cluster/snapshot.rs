@@ -1,9 +1,9 @@
 //! The objects the rules and reconcilers read: one value for the admission rules, the
 //! reconcilers and the node's syncs, whichever backend filled it.
 use crate::api::{
-    ARPAdvertisement, AddressPool, ElasticIP, ElasticIPAttachment, ExternalNetwork, L2Network,
-    NetworkACL, NetworkInterface, RouteTable, SecurityGroup, Subnet, TransitGateway, Vpc,
-    VpcPeering,
+    ARPAdvertisement, AddressPool, ElasticIP, ElasticIPAttachment, ExternalNetwork,
+    ExternalNetworkAttachment, L2Network, NATGateway, NetworkACL, NetworkInterface, RouteTable,
+    SecurityGroup, Subnet, TransitGateway, Vpc, VpcPeering,
 };
 
 macro_rules! define_snapshot {
@@ -55,6 +55,14 @@ impl Snapshot {
     }
     pub fn address_pool(&self, n: &str) -> Option<&AddressPool> {
         self.address_pools.iter().find(|o| name(*o) == n)
+    }
+    pub fn nat_gateway(&self, n: &str) -> Option<&NATGateway> {
+        self.nat_gateways.iter().find(|o| name(*o) == n)
+    }
+    pub fn external_network_attachment(&self, n: &str) -> Option<&ExternalNetworkAttachment> {
+        self.external_network_attachments
+            .iter()
+            .find(|o| name(*o) == n)
     }
     /// The networkID of an ElasticIP's ExternalNetwork (0: none yet, or no network).
     pub fn network_id_of(&self, eip: &ElasticIP) -> u32 {

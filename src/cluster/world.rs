@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Snapshot;
-use crate::api::{EndpointSliceRecord, NetworkEndpoint, PodRecord, ServiceRecord};
+use crate::api::{EndpointSliceRecord, NetworkEndpoint, NodeRecord, PodRecord, ServiceRecord};
 
 /// Everything the cluster holds.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -18,6 +18,10 @@ pub struct World {
     pub services: Vec<ServiceRecord>,
     #[serde(default)]
     pub endpoint_slices: Vec<EndpointSliceRecord>,
+    /// The cluster's Nodes (Kubernetes' own; in standalone mode the topology's, put
+    /// by the run as a kubelet registers its Node).
+    #[serde(default)]
+    pub nodes: Vec<NodeRecord>,
     /// Pods admitted so far: the embedded store's creation order (EIP-20's oldest).
     #[serde(default)]
     pub pods_admitted: u64,

@@ -9,6 +9,7 @@ pub mod endpointslice;
 pub mod externalnetwork;
 pub mod ipam;
 pub mod l2network;
+pub mod natgateway;
 pub mod pod;
 pub mod policy;
 pub mod routetable;
@@ -74,6 +75,10 @@ pub fn reconcile(world: &World, cfg: &Config) -> Desired {
         unreadable,
     } = pod::reconcile_all(&world.pods, &objects);
     let eips = elasticip::reconcile(&objects, &world.pods, &mut interfaces);
+    // The Nodes' NAT addresses come from the same pools, out of the ElasticIPs'.
+    let nat = natgateway::reconcile(&objects, &world.nodes, &elasticip::allocate(&objects));
+    let mut arp_advertisements = eips.arp_advertisements.clone();
+    arp_advertisements.extend(nat.arp_advertisements.iter().cloned());
     let mut subnet_status = subnet_status;
     for (subnet, addresses) in service_source::reconcile(&objects, &world.endpoints, &interfaces) {
         if let Some(st) = subnet_status.get_mut(&subnet) {
@@ -82,7 +87,10 @@ pub fn reconcile(world: &World, cfg: &Config) -> Desired {
     }
     // The groups' members are the NICs as this pass makes them.
     let policy = policy::reconcile_all(&objects, &policy_ids, &interfaces);
-    let route_tables = routetable::reconcile_all(&objects);
+    let route_tables = routetable::reconcile_all(
+        &objects,
+        natgateway::is_ready(&nat, crate::api::natgateway::DEFAULT_NAT_GATEWAY),
+    );
     let (default_vpc, default_subnet) = bootstrap::missing(&world.objects, cfg.default_subnet_cidr);
     let endpoint_slices = cfg.endpoint_slices.then(|| {
         // The slices read the NICs as this pass makes them.
@@ -103,7 +111,9 @@ pub fn reconcile(world: &World, cfg: &Config) -> Desired {
         external_network_status,
         elastic_ip_status: eips.elastic_ip_status,
         attachment_status: eips.attachment_status,
-        arp_advertisements: eips.arp_advertisements,
+        arp_advertisements,
+        external_network_attachments: nat.attachments,
+        nat_gateway_status: nat.nat_gateway_status,
         waiting: eips.waiting,
         unreadable_pods: unreadable,
         eip_finalize: eips.finalize,

@@ -1,18 +1,53 @@
 //! L2-14: every Subnet, and every L2Network with a gateway, puts a connected route for
-//! its CIDR into every RouteTable of its Vpc.
+//! its CIDR into every RouteTable of its Vpc. NAT-01: the NATGateway `default`, once
+//! Ready, gives the default Vpc's main RouteTable (named as the Vpc) `0.0.0.0/0 via
+//! natGateway default`, unless the table routes `0.0.0.0/0` otherwise already (the
+//! user's route wins); the route goes again when the gateway is not Ready. Where the
+//! default Vpc has no RouteTable, the Nodes' routers add the same route to its
+//! implicit table (`node::gateway`).
 use crate::{
     admission::Snapshot,
     api::{
-        RouteTable,
+        DEFAULT_VPC, RouteTable,
+        natgateway::DEFAULT_NAT_GATEWAY,
         routetable::{Route, Via},
     },
 };
 
-pub fn reconcile_all(snap: &Snapshot) -> Vec<RouteTable> {
+/// The route the NATGateway `default` gives the default Vpc (NAT-01).
+pub fn default_nat_route() -> Route {
+    Route {
+        dst: "0.0.0.0/0".into(),
+        via: Via {
+            type_: "natGateway".into(),
+            nat_gateway: Some(DEFAULT_NAT_GATEWAY.into()),
+            ..Default::default()
+        },
+    }
+}
+
+/// `default_nat`: the NATGateway `default` is Ready in this pass.
+pub fn reconcile_all(snap: &Snapshot, default_nat: bool) -> Vec<RouteTable> {
     snap.route_tables
         .iter()
         .map(|rt| {
             let mut rt = rt.clone();
+            if rt.metadata.name.as_deref() == Some(DEFAULT_VPC) && rt.spec.vpc == DEFAULT_VPC {
+                let route = default_nat_route();
+                let has = rt.spec.routes.iter().position(|r| r == &route);
+                let other = rt
+                    .spec
+                    .routes
+                    .iter()
+                    .any(|r| r.dst == route.dst && r != &route);
+                match (default_nat && !other, has) {
+                    (true, None) => rt.spec.routes.insert(0, route),
+                    (false, Some(i)) => {
+                        rt.spec.routes.remove(i);
+                    }
+                    _ => {}
+                }
+            }
             rt.spec.routes.retain(|r| {
                 !(r.via.type_ == "connected"
                     && (r.via.l2_network.is_some() || r.via.subnet.is_some()))
@@ -125,7 +160,7 @@ mod tests {
                 network_acl: None,
             },
         ));
-        let out = reconcile_all(&s);
+        let out = reconcile_all(&s, false);
         let web = Route {
             dst: "10.71.0.0/24".into(),
             via: Via {
@@ -154,6 +189,6 @@ mod tests {
         );
         // Idempotent.
         s.route_tables = out.clone();
-        assert_eq!(reconcile_all(&s), out);
+        assert_eq!(reconcile_all(&s, false), out);
     }
 }

@@ -214,6 +214,13 @@ impl Run {
         }
         let mut specs = Vec::new();
         for n in &topo.nodes {
+            // Registered as a kubelet registers its Node: the controller gives each
+            // its per-Node things (a NATGateway's address, NAT-02).
+            store.put_node(crate::api::NodeRecord {
+                name: n.name.clone(),
+                internal_ip: n.ip.to_string(),
+                terminating: false,
+            });
             let pin = pin_dir_of(&n.name);
             // A previous run of these Nodes is over (checked above): start clean.
             let _ = std::fs::remove_dir_all(&pin);

@@ -20,7 +20,7 @@ pub use crate::api::{Object, PodRecord};
 use crate::{
     admission::{self, Rejection, Snapshot, validate},
     api::{
-        DEFAULT_VPC, EndpointSliceRecord, L2Network, NetworkEndpoint, NetworkInterface,
+        DEFAULT_VPC, EndpointSliceRecord, L2Network, NetworkEndpoint, NetworkInterface, NodeRecord,
         service::MANAGED_BY_JUNEAU,
     },
     cluster::{Desired, World},
@@ -140,6 +140,7 @@ impl Store {
                 Object::SecurityGroup(o) => add!(security_groups, o, "SecurityGroup"),
                 Object::ExternalNetwork(o) => add!(external_networks, o, "ExternalNetwork"),
                 Object::AddressPool(o) => add!(address_pools, o, "AddressPool"),
+                Object::NATGateway(o) => add!(nat_gateways, o, "NATGateway"),
                 Object::ElasticIP(mut o) => {
                     o.metadata.namespace.get_or_insert_with(|| "default".into());
                     add_namespaced!(elastic_ips, o, "ElasticIP")
@@ -208,6 +209,27 @@ impl Store {
             })
             .cloned()
             .collect()
+    }
+
+    /// Registers a Node (or replaces its record), as a kubelet registers its Node.
+    pub fn put_node(&self, node: NodeRecord) {
+        self.write_if(|w| {
+            if w.nodes.contains(&node) {
+                return false;
+            }
+            w.nodes.retain(|n| n.name != node.name);
+            w.nodes.push(node);
+            true
+        });
+    }
+
+    /// A Node leaves the cluster.
+    pub fn delete_node(&self, name: &str) {
+        self.write_if(|w| {
+            let before = w.nodes.len();
+            w.nodes.retain(|n| n.name != name);
+            w.nodes.len() != before
+        });
     }
 
     pub fn put_endpoint(&self, ep: NetworkEndpoint) {
@@ -367,6 +389,17 @@ fn apply_external(s: &mut Snapshot, desired: &Desired) -> bool {
     if s.arp_advertisements != desired.arp_advertisements {
         s.arp_advertisements = desired.arp_advertisements.clone();
         changed = true;
+    }
+    if s.external_network_attachments != desired.external_network_attachments {
+        s.external_network_attachments = desired.external_network_attachments.clone();
+        changed = true;
+    }
+    for g in &mut s.nat_gateways {
+        let want = desired.nat_gateway_status.get(&name_of(g)).cloned();
+        if g.status != want {
+            g.status = want;
+            changed = true;
+        }
     }
     changed
 }

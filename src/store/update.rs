@@ -77,6 +77,9 @@ impl Store {
                 Object::AddressPool(o) => {
                     replace!(address_pools, AddressPool, o, "AddressPool", name_of)
                 }
+                Object::NATGateway(o) => {
+                    replace!(nat_gateways, NATGateway, o, "NATGateway", name_of, status)
+                }
                 Object::ElasticIP(mut o) => {
                     o.metadata.namespace.get_or_insert_with(|| "default".into());
                     replace!(elastic_ips, ElasticIP, o, "ElasticIP", crate::cluster::key, status)

@@ -62,6 +62,13 @@ pub const CT_F_SNAT: u8 = 8;
 /// the ClusterIP back, as Cilium does with its loopback address.
 pub const CT_F_HAIRPIN: u8 = 16;
 
+/// The connection leaves the Vpc through a NATGateway (NAT-01): the original direction
+/// (in the client's zone) leaves from `nat_ip:nat_port`; its reply, an entry in
+/// [`ZONE_HOST`] keyed by that address and port, holds the client to give back
+/// (`nat_ip`, `nat_port`, `nat_zone`). Its own bit: `CT_F_SNAT` marks SVC-02's
+/// replies, which the Service device's program takes.
+pub const CT_F_NAT: u8 = 32;
+
 /// The source of a hairpin connection as the Pod sees it (169.254.42.1, network order
 /// as it sits in packets): link-local, never a Pod's, reached by the Pod's default route.
 pub const HAIRPIN_IP: u32 = u32::from_ne_bytes([169, 254, 42, 1]);

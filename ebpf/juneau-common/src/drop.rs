@@ -132,5 +132,23 @@ crate::slots! {
         /// A rule set a NIC or segment names is not in `jn_pol_set` (a write in
         /// progress): denied, never let through.
         PolicySetMissing = 45 => "POLICY_SET_MISSING",
+        /// A route via a NATGateway on a Node that has no address on its
+        /// ExternalNetwork yet (no ExternalNetworkAttachment assigned here).
+        NatNoAddress = 46 => "NAT_NO_ADDRESS",
+        /// No port (ICMP identifier) of this Node's NAT address is free toward the
+        /// destination after every try: the new connection is refused (NAT-02's
+        /// exhaustion, a metric and the attachment's condition).
+        NatPortExhausted = 47 => "NAT_PORT_EXHAUSTED",
+        /// The Node's routing table has no way out for a NATed packet (no route, a
+        /// blackhole, forwarding off) or it does not fit the device.
+        NatNoRoute = 48 => "NAT_NO_ROUTE",
+        /// A packet to a NATGateway whose ports cannot be read (a later fragment whose
+        /// first did not come by first, ICMP other than echo, a protocol without
+        /// ports): NAPT cannot map it.
+        NatUnmappable = 49 => "NAT_UNMAPPABLE",
+        /// To an address this Node answers for on an ExternalNetwork, matching no
+        /// connection it translated nor an ElasticIP held here: unsolicited from
+        /// outside, dropped as a NAT does (the Node's stack would route it back out).
+        NatNoMapping = 50 => "NAT_NO_MAPPING",
     }
 }

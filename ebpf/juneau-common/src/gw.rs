@@ -69,6 +69,15 @@ pub const ROUTE_ENDPOINT: u32 = 3;
 /// A route via an endpoint that does not exist (yet), or not in this Vpc: dropped under
 /// `NO_NEXT_HOP`, never sent by a shorter route instead.
 pub const ROUTE_NO_NEXT_HOP: u32 = 4;
+/// A route via a NATGateway (NAT-01): the packet leaves this Node by its own routing
+/// table with its source translated to `RouteEntry::nh_ip`, this Node's address on the
+/// NATGateway's ExternalNetwork. An address of 0 (no attachment here yet) is dropped
+/// under `NAT_NO_ADDRESS`, never routed by a shorter route.
+pub const ROUTE_NAT_GW: u32 = 5;
+/// One of the cluster's own ranges (Service CIDRs, Node addresses, the default Vpc's
+/// Pod network) in a table that routes to a NATGateway: never translated out, answered
+/// as no route (ICMP net unreachable, counted as `NO_ROUTE`) as if the table had none.
+pub const ROUTE_UNREACHABLE: u32 = 6;
 
 /// Value of a RouteTable's trie.
 #[repr(C)]
@@ -87,7 +96,8 @@ pub struct RouteEntry {
     /// Plain bytes: an LPM value's alignment may not exceed the key's 4 bytes of data.
     pub gw_mac: [u8; 6],
     pub pad: [u8; 2],
-    /// With `ROUTE_ENDPOINT`: the next hop's address (network order), else 0.
+    /// With `ROUTE_ENDPOINT`: the next hop's address (network order); with
+    /// `ROUTE_NAT_GW`: the address the source is translated to; else 0.
     pub nh_ip: u32,
 }
 

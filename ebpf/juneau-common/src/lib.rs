@@ -177,7 +177,9 @@ pub mod prog_names {
     /// Ingress of the peer of the Node's Service device: replies to this Node's Service
     /// source address, given back to their clients (SVC-02).
     pub const SVC_HOST: &str = "svc_host";
-    pub const ALL: [&str; 9] = [
+    /// A NATGateway's way out, entered by a tail call from `gw_forward`.
+    pub const NAT_OUT: &str = "nat_out";
+    pub const ALL: [&str; 10] = [
         PORT_INGRESS,
         OVERLAY_INGRESS,
         UNDERLAY_INGRESS,
@@ -187,6 +189,7 @@ pub mod prog_names {
         DELIVER_SVC,
         SVC_HOST,
         GW_FORWARD,
+        NAT_OUT,
     ];
 }
 

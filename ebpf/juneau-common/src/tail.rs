@@ -15,16 +15,21 @@ pub const TAIL_DELIVER_SVC: u32 = 3;
 /// The router's second half (`gw_forward`), from `gw_route`: the sender's side of
 /// policy, the route and the hop, verified alone (after the Service stage).
 pub const TAIL_GW_FORWARD: u32 = 4;
+/// A NATGateway's way out (`nat_out`), from `gw_forward`: the source translated (a port
+/// claimed for a new connection), then out by the Node's routing table; the port in
+/// `cb[0]`, the address to translate to in `cb[1]`.
+pub const TAIL_NAT_OUT: u32 = 5;
 /// Slots of `jn_progs`, with room for the next stages (Services, policy, NAT).
 pub const TAIL_SLOTS: u32 = 16;
 
 /// Every slot and the program the daemon puts in it.
-pub const TAIL_PROGRAMS: [(u32, &str); 5] = [
+pub const TAIL_PROGRAMS: [(u32, &str); 6] = [
     (TAIL_ROUTER, prog_names::GW_ROUTE),
     (TAIL_EIP_PORT, prog_names::EIP_PORT),
     (TAIL_EIP_UPLINK, prog_names::EIP_UPLINK),
     (TAIL_DELIVER_SVC, prog_names::DELIVER_SVC),
     (TAIL_GW_FORWARD, prog_names::GW_FORWARD),
+    (TAIL_NAT_OUT, prog_names::NAT_OUT),
 ];
 
 // Every slot in the table, and none given twice.

@@ -16,7 +16,7 @@ use aya_ebpf::{
     programs::TcContext,
 };
 use juneau_common::{
-    DropReason, PortConfig,
+    DropReason, FdbEntry, FdbKey, GwSegment, NbrEntry, NbrKey, PortConfig,
     port::{PORT_EIP, PORT_GATEWAY, PORT_PEER, PORT_ROUTED},
 };
 
@@ -98,4 +98,50 @@ pub fn svc_port(ctx: &TcContext) -> Result<i32, DropReason> {
         svc::reverse(ctx, port.vni)?;
     }
     Ok(redirect(ifindex, flags))
+}
+
+/// Where a translated reply goes in when it is given its client back (SVC-02's through
+/// the Service device, a NATGateway's from the uplink): the client's MAC (its neighbour
+/// entry), its segment's gateway MAC (the source of everything routed to it) and the
+/// port the segment's learning table holds the MAC at. The client is on this Node: it
+/// sent the original direction here.
+pub struct Neighbour {
+    pub mac: FdbKey,
+    pub gw_mac: FdbKey,
+    pub port: FdbEntry,
+}
+
+#[inline(always)]
+pub fn to_neighbour(zone: u32, addr: u32) -> Result<Neighbour, DropReason> {
+    let key = NbrKey {
+        vni: zone,
+        ip: addr,
+    };
+    // SAFETY: copied at once.
+    let nbr: NbrEntry = unsafe { maps::jn_gw_nbr.get(key) }
+        .or_else(|| unsafe { maps::jn_gw_snoop.get(key) })
+        .copied()
+        .ok_or(DropReason::NoNeighbour)?;
+    // SAFETY: copied at once.
+    let seg: GwSegment = unsafe { maps::jn_gw_seg.get(zone) }
+        .copied()
+        .ok_or(DropReason::NoSegment)?;
+    // SAFETY: copied at once.
+    let slot = unsafe { maps::jn_l2_vni.get(zone) }
+        .copied()
+        .ok_or(DropReason::NoNeighbour)?;
+    let port: FdbEntry = maps::jn_l2_fdb
+        .get(slot)
+        .and_then(|fdb| fdb.get_ptr(nbr.mac))
+        // SAFETY: copied out at once.
+        .map(|p| unsafe { *p })
+        .ok_or(DropReason::NoNeighbour)?;
+    if port.ifindex == 0 {
+        return Err(DropReason::NoNeighbour);
+    }
+    Ok(Neighbour {
+        mac: nbr.mac,
+        gw_mac: seg.gw_mac,
+        port,
+    })
 }

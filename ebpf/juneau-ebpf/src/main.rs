@@ -12,6 +12,7 @@ mod deliver;
 mod drop;
 mod eip;
 mod eth;
+mod fib;
 mod frag;
 mod gw;
 mod hooks;
@@ -19,11 +20,13 @@ mod ipv4;
 mod l2;
 mod l4;
 mod maps;
+mod nat;
 mod overlay;
 mod policy;
 mod quoted;
 mod svc;
 mod tail;
+mod xlate;
 mod zero;
 
 use aya_ebpf::{macros::classifier, programs::TcContext};
@@ -81,6 +84,12 @@ pub fn deliver_svc(ctx: TcContext) -> i32 {
 #[classifier]
 pub fn svc_host(ctx: TcContext) -> i32 {
     verdict(svc::host_reply(&ctx))
+}
+
+/// A NATGateway's way out (NAT-01), entered from `gw_forward` by a tail call.
+#[classifier]
+pub fn nat_out(ctx: TcContext) -> i32 {
+    verdict(nat::out::run(&ctx))
 }
 
 /// ElasticIPs on the uplink, entered from `underlay_ingress` by a tail call.

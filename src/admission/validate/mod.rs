@@ -5,6 +5,7 @@ mod cidr;
 mod deletion;
 mod elasticip;
 mod l2network;
+mod natgateway;
 mod pod;
 mod policy;
 mod routetable;
@@ -24,6 +25,10 @@ pub use elasticip::{
     validate_pod_elastic_ips,
 };
 pub use l2network::{validate_l2network_create, validate_l2network_update};
+pub use natgateway::{
+    validate_delete_external_network, validate_delete_nat_gateway, validate_nat_gateway_create,
+    validate_nat_gateway_update,
+};
 pub use pod::validate_pod_create;
 pub use policy::{
     MAX_PEERS_PER_RULE, MAX_PORTS_PER_RULE, MAX_RULES_PER_DIRECTION, SgProblems, acl_rule_problems,

@@ -26,20 +26,21 @@ pub const NOT_BUILT: [&str; 5] = [
     "vpn",
 ];
 
-/// Refuses route `i` when its kind has no datapath yet and `old` (the table before an
-/// update) did not hold the same route already.
-fn not_built(i: usize, r: &Route, old: Option<&RouteTable>) -> Verdict {
-    let ty = r.via.type_.as_str();
-    if !NOT_BUILT.contains(&ty) {
-        return Ok(());
-    }
-    let held = old.is_some_and(|o| {
+/// Whether `old` (the table before an update) held the same route already.
+fn held(r: &Route, old: Option<&RouteTable>) -> bool {
+    old.is_some_and(|o| {
         o.spec
             .routes
             .iter()
             .any(|p| p.dst == r.dst && p.via.type_ == r.via.type_)
-    });
-    if held {
+    })
+}
+
+/// Refuses route `i` when its kind has no datapath yet and `old` (the table before an
+/// update) did not hold the same route already.
+fn not_built(i: usize, r: &Route, old: Option<&RouteTable>) -> Verdict {
+    let ty = r.via.type_.as_str();
+    if !NOT_BUILT.contains(&ty) || held(r, old) {
         return Ok(());
     }
     Err(reject(
@@ -130,6 +131,9 @@ fn validate(old: Option<&RouteTable>, new: &RouteTable, snap: &Snapshot) -> Verd
     for (i, r) in new.spec.routes.iter().enumerate() {
         route(i, r, new, snap)?;
         not_built(i, r, old)?;
+        if r.via.type_ == "natGateway" && !held(r, old) {
+            super::natgateway::nat_route(i, r, &new.spec.vpc, snap)?;
+        }
         let key = r.dst.clone();
         if let Some(first) = seen.insert(key, i) {
             return Err(reject(

@@ -8,7 +8,7 @@ use std::{
 use super::key;
 use crate::{
     admission::validate::Snapshot,
-    api::{ElasticIP, addresspool},
+    api::{ElasticIP, ExternalNetwork, addresspool},
     controller::{externalnetwork::pools_problem, l2network::oldest_first},
 };
 
@@ -21,6 +21,7 @@ pub fn allocate(snap: &Snapshot) -> BTreeMap<String, Result<Ipv4Addr, Unallocate
         .elastic_ips
         .iter()
         .filter_map(|e| e.status.as_ref()?.address.parse().ok())
+        .chain(attachment_addresses(snap))
         .collect();
     // Addresses asked for by name are no one else's first fit.
     let requested: BTreeSet<Ipv4Addr> = snap
@@ -48,6 +49,31 @@ pub fn allocate(snap: &Snapshot) -> BTreeMap<String, Result<Ipv4Addr, Unallocate
     out
 }
 
+/// The usable address ranges of an ExternalNetwork's pools, in the pools' order: what
+/// ElasticIPs and the Nodes' attachments (NAT-02) are handed out of, first fit.
+pub fn pool_ranges(snap: &Snapshot, net: &ExternalNetwork) -> Vec<(Ipv4Addr, Ipv4Addr)> {
+    net.spec
+        .address_pools
+        .iter()
+        .filter_map(|p| snap.address_pool(p))
+        .flat_map(|p| {
+            p.spec
+                .addresses
+                .iter()
+                .filter_map(|a| addresspool::usable(&p.spec.advertise_mode, a).ok())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Addresses the Nodes' ExternalNetworkAttachments hold (NAT-02): no ElasticIP takes
+/// one (one allocator for both).
+fn attachment_addresses(snap: &Snapshot) -> impl Iterator<Item = Ipv4Addr> + '_ {
+    snap.external_network_attachments
+        .iter()
+        .filter_map(|a| a.status.as_ref()?.assigned_ip.parse().ok())
+}
+
 fn one(
     snap: &Snapshot,
     e: &ElasticIP,
@@ -70,19 +96,7 @@ fn one(
     if let Some(problem) = pools_problem(snap, &net.spec.type_, &net.spec.address_pools) {
         return Err(problem);
     }
-    let ranges: Vec<(Ipv4Addr, Ipv4Addr)> = net
-        .spec
-        .address_pools
-        .iter()
-        .filter_map(|p| snap.address_pool(p))
-        .flat_map(|p| {
-            p.spec
-                .addresses
-                .iter()
-                .filter_map(|a| addresspool::usable(&p.spec.advertise_mode, a).ok())
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let ranges = pool_ranges(snap, net);
     if let Some(want) = e.spec.requested_ip.as_deref().filter(|r| !r.is_empty()) {
         let Ok(want) = want.parse::<Ipv4Addr>() else {
             return Err((
@@ -99,7 +113,9 @@ fn one(
         if held.contains(&want) {
             return Err((
                 "RequestedIPInUse",
-                format!("spec.requestedIP {want} is held by another ElasticIP"),
+                format!(
+                    "spec.requestedIP {want} is held by another ElasticIP or a Node's ExternalNetworkAttachment"
+                ),
             ));
         }
         return Ok(want);

@@ -19,7 +19,7 @@ use crate::{
     },
 };
 
-pub use address::allocate;
+pub use address::{Unallocated, allocate, pool_ranges};
 
 use crate::cluster::key;
 

@@ -10,8 +10,8 @@
 use aya::maps::{HashMap as BpfHashMap, MapData};
 use juneau_common::{
     ct::{
-        CT_CLOSED, CT_CLOSING, CT_F_HAIRPIN, CT_F_REPLY, CT_F_SERVICE, CT_F_SNAT, CtEntry, CtKey,
-        HAIRPIN_IP, ZONE_HOST, timeout,
+        CT_CLOSED, CT_CLOSING, CT_F_HAIRPIN, CT_F_NAT, CT_F_REPLY, CT_F_SERVICE, CT_F_SNAT,
+        CtEntry, CtKey, HAIRPIN_IP, ZONE_HOST, timeout,
     },
     map_names,
 };
@@ -46,6 +46,14 @@ fn host_key(key: &CtKey, e: &CtEntry) -> CtKey {
         e.backend_port,
         e.nat_port,
         key.proto,
+    )
+}
+
+/// The reply entry of a NATGateway connection (NAT-01): in [`ZONE_HOST`], from the
+/// server to the address and port the client's source became.
+fn nat_key(key: &CtKey, e: &CtEntry) -> CtKey {
+    CtKey::new(
+        ZONE_HOST, key.daddr, e.nat_ip, key.dport, e.nat_port, key.proto,
     )
 }
 
@@ -142,6 +150,9 @@ impl Conntrack {
             }
             let pair = if e.flags & CT_F_SERVICE != 0 {
                 Some(reply_key(key, e))
+            } else if e.flags & CT_F_NAT != 0 {
+                // A NATGateway's: its replies hit the entry in ZONE_HOST first.
+                Some(nat_key(key, e))
             } else if e.policy != 0 {
                 // A connection policy allowed: its reply is the tuple turned round.
                 Some(CtKey::new(
@@ -167,11 +178,26 @@ impl Conntrack {
             if e.flags & CT_F_SNAT != 0 && map.remove(&host_key(key, e)).is_ok() {
                 removed += 1;
             }
+            // A NATGateway connection policy allowed: policy's reply entry goes too.
+            if e.flags & CT_F_NAT != 0 && e.policy != 0 && map.remove(&key.reversed()).is_ok() {
+                removed += 1;
+            }
         }
         // Replies whose original direction is gone, quiet past their lifetime.
         for (key, e) in &entries {
             if e.flags & CT_F_REPLY == 0 {
                 continue;
+            }
+            // A NATGateway's claim lives as long as its connection: it is only
+            // refreshed by replies, and one gone while the client still sends from its
+            // port would free the port for another Pod's connection to the same server.
+            if e.flags & CT_F_NAT != 0 && key.zone == ZONE_HOST {
+                let original = CtKey::new(
+                    e.nat_zone, e.nat_ip, key.saddr, e.nat_port, key.sport, key.proto,
+                );
+                if map.get(&original, 0).is_ok() {
+                    continue;
+                }
             }
             if let Ok(v) = map.get(key, 0)
                 && now.saturating_sub(v.last_seen_ns) > v.lifetime(key.proto)

@@ -128,7 +128,7 @@ fn prog_err(name: &'static str) -> impl FnOnce(ProgramError) -> DataplaneError {
     move |source| DataplaneError::Program { name, source }
 }
 
-const PROGRAMS: [&str; 9] = prog_names::ALL;
+const PROGRAMS: [&str; 10] = prog_names::ALL;
 
 /// One program attached to one interface.
 #[derive(Debug)]

@@ -43,7 +43,7 @@ impl NodeFeature for Router {
         if let Err(e) = &listened {
             tracing::error!(error = %e, "listener lists not synced; syncing the router");
         }
-        let (want, skipped) = gateway::desired(world);
+        let (want, skipped) = gateway::desired(world, node.name);
         for line in skipped {
             self.skipped.warn(line, "left out of the router");
         }

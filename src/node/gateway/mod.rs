@@ -17,6 +17,10 @@ use crate::{
     cluster::World,
 };
 
+mod nat;
+
+pub use nat::address_of as nat_address_of;
+
 /// One gateway segment.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GatewaySegment {
@@ -244,7 +248,7 @@ fn implicit_routes(world: &World, vpc: &str) -> BTreeSet<RouteSpec> {
 }
 
 /// One route of a RouteTable, or the line that says why it is left out.
-fn table_route(world: &World, rt: &RouteTable, r: &Route) -> Result<RouteSpec, String> {
+fn table_route(world: &World, node: &str, rt: &RouteTable, r: &Route) -> Result<RouteSpec, String> {
     let objects = &world.objects;
     let table = rt.metadata.name.as_deref().unwrap_or("");
     let dst = r
@@ -261,6 +265,16 @@ fn table_route(world: &World, rt: &RouteTable, r: &Route) -> Result<RouteSpec, S
         ("connected", _) => {}
         ("endpoint", Some(endpoint)) => return Ok(via_endpoint(world, rt, dst, endpoint)),
         ("endpoint", None) => return Ok(dropping(dst, ROUTE_NO_NEXT_HOP)),
+        ("natGateway", _) => {
+            return nat::via_nat_gateway(
+                world,
+                node,
+                &rt.spec.vpc,
+                dst,
+                r.via.nat_gateway.as_deref(),
+            )
+            .map_err(|e| format!("RouteTable {table}: {e}"));
+        }
         // Kinds of later waves (NAT and internet gateways, peering, transit, ...):
         // dropped as ROUTE_UNSUPPORTED, never sent by a shorter route instead.
         _ => return Ok(unsupported(dst)),
@@ -340,10 +354,11 @@ pub fn listen_nodes(world: &World, this_node: &str) -> BTreeSet<u32> {
         .collect()
 }
 
-/// What every Node's router holds for `world`, and a line for each object it could
-/// not use (logged by the caller; nothing half-applied: such a route or neighbour is
-/// left out whole).
-pub fn desired(world: &World) -> (RouterState, Vec<String>) {
+/// What `node`'s router holds for `world` (the same on every Node but the routes via a
+/// NATGateway, which carry each Node's own address), and a line for each object it
+/// could not use (logged by the caller; nothing half-applied: such a route or
+/// neighbour is left out whole).
+pub fn desired(world: &World, node: &str) -> (RouterState, Vec<String>) {
     let objects = &world.objects;
     let mut state = RouterState::default();
     let mut skipped = Vec::new();
@@ -367,8 +382,23 @@ pub fn desired(world: &World) -> (RouterState, Vec<String>) {
     // Tables in use, each from its RouteTable, or the implicit one of its Vpc.
     let used: BTreeSet<String> = state.segments.values().map(|s| s.table.clone()).collect();
     for table in used {
-        let routes = if let Some(vpc) = table.strip_prefix("vpc:") {
-            implicit_routes(world, vpc)
+        let mut routes = if let Some(vpc) = table.strip_prefix("vpc:") {
+            let mut routes = implicit_routes(world, vpc);
+            // The default NATGateway's route, where the default Vpc has no RouteTable
+            // for the controller to write it into (NAT-01).
+            if vpc == crate::api::DEFAULT_VPC && default_nat_ready(world) {
+                let r = crate::controller::routetable::default_nat_route();
+                if let Ok(dst) = r.dst.parse() {
+                    match nat::via_nat_gateway(world, node, vpc, dst, r.via.nat_gateway.as_deref())
+                    {
+                        Ok(route) => {
+                            routes.insert(route);
+                        }
+                        Err(line) => skipped.push(line),
+                    }
+                }
+            }
+            routes
         } else if let Some(rt) = objects
             .route_tables
             .iter()
@@ -376,7 +406,7 @@ pub fn desired(world: &World) -> (RouterState, Vec<String>) {
         {
             let mut routes = BTreeSet::new();
             for r in &rt.spec.routes {
-                match table_route(world, rt, r) {
+                match table_route(world, node, rt, r) {
                     Ok(route) => {
                         routes.insert(route);
                     }
@@ -387,6 +417,8 @@ pub fn desired(world: &World) -> (RouterState, Vec<String>) {
         } else {
             BTreeSet::new()
         };
+        let vpc = table_vpc(world, &table);
+        nat::hold_cluster_ranges(world, &vpc, &mut routes);
         state.tables.insert(table, routes);
     }
     for e in &world.endpoints {
@@ -399,6 +431,36 @@ pub fn desired(world: &World) -> (RouterState, Vec<String>) {
         }
     }
     (state, skipped)
+}
+
+/// The Vpc a table (a RouteTable's name, or `vpc:<name>`) belongs to.
+fn table_vpc(world: &World, table: &str) -> String {
+    table.strip_prefix("vpc:").map_or_else(
+        || {
+            world
+                .objects
+                .route_table(table)
+                .map(|rt| rt.spec.vpc.clone())
+                .unwrap_or_default()
+        },
+        str::to_owned,
+    )
+}
+
+/// The NATGateway `default` of the default Vpc is Ready (its status, as the
+/// controller wrote it).
+fn default_nat_ready(world: &World) -> bool {
+    use crate::api::natgateway::DEFAULT_NAT_GATEWAY;
+    world
+        .objects
+        .nat_gateway(DEFAULT_NAT_GATEWAY)
+        .filter(|g| g.spec.vpc == crate::api::DEFAULT_VPC)
+        .and_then(|g| g.status.as_ref())
+        .is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+        })
 }
 
 #[cfg(test)]

@@ -127,7 +127,7 @@ fn l2_14_connected_routes_of_the_vpc_only_and_later_kinds_refused_whole() {
         vec![tbl],
         vec![],
     );
-    let (state, skipped) = desired(&w);
+    let (state, skipped) = desired(&w, "node-a");
     assert!(skipped.is_empty(), "{skipped:?}");
     assert_eq!(state.segments.len(), 3, "pure has no gateway");
     let a = &state.tables["a"];
@@ -166,7 +166,7 @@ fn l2_12_a_segment_routes_by_its_own_table_else_the_vpcs_main_one() {
         ],
         vec![vpc],
     );
-    let (state, _) = desired(&w);
+    let (state, _) = desired(&w, "node-a");
     let table_of = |n: &str| {
         let vni = vni_of(&w, n);
         state.segments[&vni].table.clone()
@@ -214,7 +214,7 @@ fn l2_18_neighbours_are_seeded_from_endpoints_of_gateway_segments_by_vni() {
         ),
         endpoint("s.eth0", "web", "10.1.0.3/24", "not-a-mac", "10.99.0.2"),
     ];
-    let (state, skipped) = desired(&w);
+    let (state, skipped) = desired(&w, "node-a");
     assert_eq!(state.neighbours.len(), 2, "one per gateway segment");
     let vnis: BTreeSet<u32> = state.neighbours.keys().map(|(v, _)| *v).collect();
     assert_eq!(vnis.len(), 2, "the same address in two Vpcs, two VNIs");
@@ -255,7 +255,7 @@ fn l2_15_subnets_are_routed_segments_of_their_vpc() {
     e.spec.l2_network = None;
     e.spec.subnet = Some("web".into());
     w.endpoints = vec![e];
-    let (state, skipped) = desired(&w);
+    let (state, skipped) = desired(&w, "node-a");
     assert!(skipped.is_empty(), "{skipped:?}");
     let web = &state.segments[&web_vni];
     assert_eq!(web.gw_ip, Ipv4Addr::new(10, 71, 0, 1));
@@ -322,7 +322,7 @@ fn l2_15_routes_via_an_endpoint_of_the_vpc_and_nothing_else() {
             "10.99.0.1",
         ),
     ];
-    let (state, skipped) = desired(&w);
+    let (state, skipped) = desired(&w, "node-a");
     assert!(skipped.is_empty(), "{skipped:?}");
     let lab = vni_of(&w, "lab");
     let route = |dst: &str| {
@@ -346,4 +346,91 @@ fn l2_15_routes_via_an_endpoint_of_the_vpc_and_nothing_else() {
             "{dst}: missing, in another Vpc, or unnamed"
         );
     }
+}
+
+#[test]
+fn nat_01_a_route_via_a_nat_gateway_carries_each_nodes_own_address_and_holds_the_cluster_ranges() {
+    use crate::api::{
+        ExternalNetworkAttachment, NATGateway, NodeRecord,
+        externalnetworkattachment::{
+            ExternalNetworkAttachmentSpec, ExternalNetworkAttachmentStatus,
+        },
+        natgateway::NATGatewaySpec,
+    };
+    use juneau_common::gw::{ROUTE_NAT_GW, ROUTE_UNREACHABLE};
+    let out = Route {
+        dst: "0.0.0.0/0".into(),
+        via: Via {
+            type_: "natGateway".into(),
+            nat_gateway: Some("out".into()),
+            ..Default::default()
+        },
+    };
+    let mut w = world(
+        vec![net("web", "a", "10.1.0.0/24", gw())],
+        vec![table("a", "a", vec![out])],
+        vec![],
+    );
+    w.objects.nat_gateways.push(NATGateway::new(
+        "out",
+        NATGatewaySpec {
+            vpc: "a".into(),
+            external_network: "ext".into(),
+        },
+    ));
+    w.objects.service_cidrs = vec!["10.96.0.0/12".into()];
+    w.nodes = ["node-a", "node-b"]
+        .iter()
+        .enumerate()
+        .map(|(i, n)| NodeRecord {
+            name: (*n).into(),
+            internal_ip: format!("192.168.0.{}", i + 1),
+            terminating: false,
+        })
+        .collect();
+    w.objects
+        .subnets
+        .push(subnet("default", "default", "10.16.0.0/16"));
+    let mut ena = ExternalNetworkAttachment::new(
+        "ext--node-a",
+        ExternalNetworkAttachmentSpec {
+            external_network: "ext".into(),
+            node_name: "node-a".into(),
+        },
+    );
+    ena.status = Some(ExternalNetworkAttachmentStatus {
+        assigned_ip: "10.99.0.101".into(),
+        conditions: vec![],
+    });
+    w.objects.external_network_attachments.push(ena);
+    let routes = |node: &str| {
+        let (state, skipped) = desired(&w, node);
+        assert!(skipped.is_empty(), "{skipped:?}");
+        state.tables["a"]
+            .iter()
+            .map(|r| (r.dst.to_string(), r.kind, r.nh_ip.to_string()))
+            .collect::<Vec<_>>()
+    };
+    let held = |node_a: &str| {
+        vec![
+            ("0.0.0.0/0".to_owned(), ROUTE_NAT_GW, node_a.to_owned()),
+            ("10.1.0.0/24".into(), ROUTE_CONNECTED, "0.0.0.0".into()),
+            // The cluster's own: the Pod network, the Services, the Nodes.
+            ("10.16.0.0/16".into(), ROUTE_UNREACHABLE, "0.0.0.0".into()),
+            ("10.96.0.0/12".into(), ROUTE_UNREACHABLE, "0.0.0.0".into()),
+            ("192.168.0.1/32".into(), ROUTE_UNREACHABLE, "0.0.0.0".into()),
+            ("192.168.0.2/32".into(), ROUTE_UNREACHABLE, "0.0.0.0".into()),
+        ]
+    };
+    assert_eq!(routes("node-a"), held("10.99.0.101"));
+    // node-b has no address yet: the route still matches (NAT_NO_ADDRESS), never a
+    // shorter one.
+    assert_eq!(routes("node-b"), held("0.0.0.0"));
+    // A table without a NAT route holds nothing more.
+    w.objects.route_tables[0]
+        .spec
+        .routes
+        .retain(|r| r.via.type_ != "natGateway");
+    let (state, _) = desired(&w, "node-a");
+    assert!(state.tables["a"].iter().all(|r| r.kind == ROUTE_CONNECTED));
 }

@@ -20,7 +20,7 @@ use std::{
 
 use futures::StreamExt;
 use k8s_openapi::api::{
-    core::v1::{Pod, Service},
+    core::v1::{Node, Pod, Service},
     discovery::v1::EndpointSlice,
 };
 use kube::{
@@ -37,8 +37,9 @@ use super::pod_record;
 use crate::{
     api::{
         ARPAdvertisement, AddressPool, ElasticIP, ElasticIPAttachment, EndpointSliceRecord,
-        ExternalNetwork, L2Network, NetworkACL, NetworkEndpoint, NetworkInterface, RouteTable,
-        SecurityGroup, ServiceRecord, Subnet, TransitGateway, Vpc, VpcPeering,
+        ExternalNetwork, ExternalNetworkAttachment, L2Network, NATGateway, NetworkACL,
+        NetworkEndpoint, NetworkInterface, NodeRecord, RouteTable, SecurityGroup, ServiceRecord,
+        Subnet, TransitGateway, Vpc, VpcPeering,
     },
     cluster::{ClusterError, Scope, Snapshot, World, snapshot_kinds},
 };
@@ -254,6 +255,7 @@ macro_rules! define_caches {
             pub(super) endpoints: Cache<NetworkEndpoint>,
             pub(super) services: Cache<Service>,
             pub(super) endpoint_slices: Cache<EndpointSlice>,
+            pub(super) nodes: Cache<Node>,
         }
 
         impl Caches {
@@ -277,6 +279,7 @@ macro_rules! define_caches {
                     endpoints: Cache::start(rt, client, generation, None),
                     services: Cache::start(rt, client, generation, None),
                     endpoint_slices: Cache::start(rt, client, generation, None),
+                    nodes: Cache::start(rt, client, generation, None),
                 }
             }
 
@@ -288,6 +291,7 @@ macro_rules! define_caches {
                     ("networkendpoints".into(), self.endpoints.is_ready(), self.endpoints.error()),
                     ("services".into(), self.services.is_ready(), self.services.error()),
                     ("endpointslices".into(), self.endpoint_slices.is_ready(), self.endpoint_slices.error()),
+                    ("nodes".into(), self.nodes.is_ready(), self.nodes.error()),
                 ]
             }
 
@@ -300,6 +304,7 @@ macro_rules! define_caches {
                     &self.endpoints.lists,
                     &self.services.lists,
                     &self.endpoint_slices.lists,
+                    &self.nodes.lists,
                 ]
                     .iter()
                     .map(|l| l.load(Ordering::Relaxed))
@@ -329,6 +334,7 @@ macro_rules! define_caches {
                         .iter()
                         .map(EndpointSliceRecord::from_k8s)
                         .collect(),
+                    nodes: self.nodes.objects().iter().map(NodeRecord::from_k8s).collect(),
                 }
             }
         }

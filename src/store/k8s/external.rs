@@ -10,7 +10,8 @@ use kube::{
 use super::{KubeCluster, is_not_found, refused};
 use crate::{
     api::{
-        ARPAdvertisement, ElasticIP, ElasticIPAttachment, ExternalNetwork, elasticip::FINALIZER,
+        ARPAdvertisement, ElasticIP, ElasticIPAttachment, ExternalNetwork,
+        ExternalNetworkAttachment, NATGateway, elasticip::FINALIZER,
     },
     cluster::{ClusterError, Desired, World, key},
 };
@@ -79,12 +80,74 @@ impl KubeCluster {
             .arp_advertisements
             .iter()
             .map(|a| a.name_any())
-            .filter(|n| n.starts_with("eip-") && !wanted.contains(n))
+            .filter(|n| (n.starts_with("eip-") || n.starts_with("ena-")) && !wanted.contains(n))
         {
             self.may_write()?;
             match adverts.delete(&gone, &DeleteParams::default()).await {
                 Ok(_) => {
                     self.expect(self.caches.arp_advertisements.shows_deleted(None, &gone));
+                    changed = true;
+                }
+                Err(e) if is_not_found(&e) => {}
+                Err(e) => return Err(refused(&format!("delete {gone}"))(e)),
+            }
+        }
+        changed |= self.apply_nat(world, desired).await?;
+        Ok(changed)
+    }
+
+    /// NAT-02: the Nodes' ExternalNetworkAttachments (spec, then status; any other is
+    /// deleted) and the NATGateways' statuses.
+    async fn apply_nat(&self, world: &World, desired: &Desired) -> Result<bool, ClusterError> {
+        let c = &self.client;
+        let mut changed = false;
+        let gateways: Api<NATGateway> = Api::all(c.clone());
+        for g in &world.objects.nat_gateways {
+            let name = g.name_any();
+            if let Some(want) = desired.nat_gateway_status.get(&name)
+                && g.status.as_ref() != Some(want)
+            {
+                self.apply_status(&gateways, &name, want).await?;
+                changed = true;
+            }
+        }
+        let api: Api<ExternalNetworkAttachment> = Api::all(c.clone());
+        for want in &desired.external_network_attachments {
+            let name = want.name_any();
+            let have = world.objects.external_network_attachment(&name);
+            if have.map(|a| &a.spec) != Some(&want.spec) {
+                let mut spec_only = want.clone();
+                spec_only.status = None;
+                self.apply_object(&api, &spec_only).await?;
+                changed = true;
+            }
+            if let Some(status) = &want.status
+                && have.and_then(|a| a.status.as_ref()) != Some(status)
+            {
+                self.apply_status(&api, &name, status).await?;
+                changed = true;
+            }
+        }
+        for gone in world
+            .objects
+            .external_network_attachments
+            .iter()
+            .map(|a| a.name_any())
+            .filter(|n| {
+                !desired
+                    .external_network_attachments
+                    .iter()
+                    .any(|w| &w.name_any() == n)
+            })
+        {
+            self.may_write()?;
+            match api.delete(&gone, &DeleteParams::default()).await {
+                Ok(_) => {
+                    self.expect(
+                        self.caches
+                            .external_network_attachments
+                            .shows_deleted(None, &gone),
+                    );
                     changed = true;
                 }
                 Err(e) if is_not_found(&e) => {}

@@ -60,6 +60,7 @@ fn ipv4(ctx: &TcContext) -> Result<i32, DropReason> {
     let direct: Option<EipEntry> = unsafe { maps::jn_eip_direct.get(ip.daddr) }.copied();
     match direct {
         Some(entry) => carry::to_holder(ctx, &entry, ip.ttl),
-        None => Ok(TC_ACT_OK),
+        // Not an ElasticIP's: a NATGateway connection's reply, or the stack's.
+        None => crate::nat::reply::to_client(ctx, &ip),
     }
 }

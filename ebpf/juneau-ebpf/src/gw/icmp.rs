@@ -49,6 +49,10 @@ pub enum IcmpError {
     /// A Service without a backend that takes connections: port unreachable, from the
     /// ClusterIP (what kube-proxy's reject says).
     PortUnreachable(u32),
+    /// Refused by the gateway for `reason` (a NATGateway with no address here or no
+    /// port free): communication administratively prohibited (code 13), which Linux
+    /// reports to a connecting socket at once (EHOSTUNREACH) instead of a time-out.
+    Refused(DropReason),
 }
 
 /// The checksum of `N` 16-bit words read raw from the packet at `at` (in memory order).
@@ -165,6 +169,7 @@ pub fn error(
         IcmpError::NetUnreachable => (DropReason::NoRoute, ICMP_DEST_UNREACH, 0u8, 0u32),
         IcmpError::HostUnreachable => (DropReason::NoNeighbour, ICMP_DEST_UNREACH, 1u8, 0u32),
         IcmpError::PortUnreachable(_) => (DropReason::SvcNoEndpoints, ICMP_DEST_UNREACH, 3u8, 0u32),
+        IcmpError::Refused(reason) => (reason, ICMP_DEST_UNREACH, 13u8, 0u32),
     };
     let from = match kind {
         IcmpError::PortUnreachable(service) => service,

@@ -6,7 +6,10 @@
 use aya_ebpf::programs::TcContext;
 use juneau_common::{
     DropReason, FdbEntry, GwSegment, NbrEntry, NbrKey, PortConfig, RouteEntry,
-    gw::{GwStat, ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_NO_NEXT_HOP, SEG_SERVICES},
+    gw::{
+        GwStat, ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_NAT_GW, ROUTE_NO_NEXT_HOP,
+        ROUTE_UNREACHABLE, SEG_SERVICES,
+    },
     port::PORT_ROUTED,
     tail::TAIL_GW_FORWARD,
 };
@@ -128,6 +131,20 @@ pub fn forward_ipv4(ctx: &TcContext) -> Result<i32, DropReason> {
         }
         ROUTE_ENDPOINT => route.nh_ip,
         ROUTE_NO_NEXT_HOP => return Err(DropReason::NoNextHop),
+        ROUTE_UNREACHABLE => {
+            return icmp::error(ctx, ifindex, port, seg, &ip, IcmpError::NetUnreachable);
+        }
+        ROUTE_NAT_GW => {
+            if ip.ttl <= 1 {
+                return icmp::error(ctx, ifindex, port, seg, &ip, IcmpError::TimeExceeded);
+            }
+            if route.nh_ip == 0 {
+                // No address on this Node yet: refused at once, not timed out.
+                let refused = IcmpError::Refused(DropReason::NatNoAddress);
+                return icmp::error(ctx, ifindex, port, seg, &ip, refused);
+            }
+            return crate::nat::enter(ctx, ifindex, route.nh_ip);
+        }
         _ => return Err(DropReason::RouteUnsupported),
     };
     // Within a Subnet a packet is delivered, not routed: no hop, so no TTL spent and

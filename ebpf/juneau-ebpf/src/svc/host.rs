@@ -11,13 +11,12 @@
 //! ```
 use aya_ebpf::{helpers::bpf_redirect, programs::TcContext};
 use juneau_common::{
-    DropReason, FdbEntry, GwSegment, NbrEntry, NbrKey,
+    DropReason,
     ct::{CT_F_REPLY, CT_F_SNAT, CtKey, ZONE_HOST},
     svc::SvcHost,
 };
 
-use super::nat;
-use crate::{conntrack, deliver::to_port, eth, ipv4, l4, maps};
+use crate::{conntrack, deliver, eth, ipv4, l4, maps, xlate};
 
 const BPF_F_INGRESS: u64 = 1;
 
@@ -71,39 +70,14 @@ pub fn reply(ctx: &TcContext) -> Result<i32, DropReason> {
     conntrack::seen(entry, ip.proto, ports.tcp_flags, true);
     // The client's port: its neighbour entry (MAC), its segment's gateway (the source
     // of everything routed to it) and the segment's learning table (the port).
-    let nbr_key = NbrKey {
-        vni: zone,
-        ip: client_ip,
-    };
-    // SAFETY: copied at once.
-    let nbr: NbrEntry = unsafe { maps::jn_gw_nbr.get(nbr_key) }
-        .or_else(|| unsafe { maps::jn_gw_snoop.get(nbr_key) })
-        .copied()
-        .ok_or(DropReason::NoNeighbour)?;
-    // SAFETY: copied at once.
-    let seg: GwSegment = unsafe { maps::jn_gw_seg.get(zone) }
-        .copied()
-        .ok_or(DropReason::NoSegment)?;
-    // SAFETY: copied at once.
-    let slot = unsafe { maps::jn_l2_vni.get(zone) }
-        .copied()
-        .ok_or(DropReason::NoNeighbour)?;
-    let port: FdbEntry = maps::jn_l2_fdb
-        .get(slot)
-        .and_then(|fdb| fdb.get_ptr(nbr.mac))
-        // SAFETY: copied out at once.
-        .map(|p| unsafe { *p })
-        .ok_or(DropReason::NoNeighbour)?;
-    if port.ifindex == 0 {
-        return Err(DropReason::NoNeighbour);
-    }
-    nat::destination_of(ctx, ip.proto, ip.daddr, ports.dport, client_ip, client_port)?;
+    let to = deliver::to_neighbour(zone, client_ip)?;
+    xlate::destination_of(ctx, ip.proto, ip.daddr, ports.dport, client_ip, client_port)?;
     let macs = eth::Addrs {
-        dst: nbr.mac,
-        src: seg.gw_mac,
+        dst: to.mac,
+        src: to.gw_mac,
     };
     ctx.store(0, &macs.dst.mac, 0)
         .and_then(|()| ctx.store(6, &macs.src.mac, 0))
         .map_err(|_| DropReason::NatFailed)?;
-    to_port(ctx, port.ifindex, port.flags)
+    deliver::to_port(ctx, to.port.ifindex, to.port.flags)
 }

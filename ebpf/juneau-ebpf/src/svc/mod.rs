@@ -16,7 +16,6 @@
 //! except a hairpin's reply.
 mod error;
 mod host;
-mod nat;
 
 pub use host::{reply as host_reply, to_host};
 
@@ -33,7 +32,7 @@ use juneau_common::{
     },
 };
 
-use crate::{conntrack, ipv4::Ipv4, l4, maps};
+use crate::{conntrack, ipv4::Ipv4, l4, maps, xlate};
 
 /// What the Service stage made of a packet.
 pub enum Egress {
@@ -67,15 +66,15 @@ pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReaso
             unsafe { ((*entry).flags, (*entry).backend_ip, (*entry).backend_port) };
         if flags & CT_F_SERVICE != 0 && flags & CT_F_REPLY == 0 {
             conntrack::seen(entry, ip.proto, ports.tcp_flags, false);
-            nat::destination(ctx, ip, &ports, backend_ip, backend_port)?;
+            xlate::destination(ctx, ip, &ports, backend_ip, backend_port)?;
             if flags & CT_F_SNAT != 0 {
                 // SAFETY: as above.
                 let (nat_ip, nat_port) = unsafe { ((*entry).nat_ip, (*entry).nat_port) };
-                nat::source(ctx, ip, &ports, nat_ip, nat_port)?;
+                xlate::source(ctx, ip, &ports, nat_ip, nat_port)?;
                 return Ok(Egress::Host);
             }
             if flags & CT_F_HAIRPIN != 0 {
-                nat::source(ctx, ip, &ports, HAIRPIN_IP, ports.sport)?;
+                xlate::source(ctx, ip, &ports, HAIRPIN_IP, ports.sport)?;
             }
             return Ok(Egress::Translated);
         }
@@ -206,13 +205,13 @@ fn open(ctx: &TcContext, ip: &Ipv4, key: &CtKey, tcp_flags: u8) -> Result<Egress
             0,
         );
     }
-    nat::destination(ctx, ip, &ports, backend.ip, backend.port)?;
+    xlate::destination(ctx, ip, &ports, backend.ip, backend.port)?;
     if host {
-        nat::source(ctx, ip, &ports, fwd.nat_ip, fwd.nat_port)?;
+        xlate::source(ctx, ip, &ports, fwd.nat_ip, fwd.nat_port)?;
         return Ok(Egress::Host);
     }
     if hairpin {
-        nat::source(ctx, ip, &ports, HAIRPIN_IP, ports.sport)?;
+        xlate::source(ctx, ip, &ports, HAIRPIN_IP, ports.sport)?;
     }
     Ok(Egress::Translated)
 }
@@ -239,8 +238,8 @@ fn hairpin_reply(
         ip.proto,
     );
     conntrack::answered(entry, &fwd_key, ip.proto, ports.tcp_flags);
-    nat::source(ctx, ip, ports, service_ip, service_port)?;
-    nat::destination_of(ctx, ip.proto, ip.daddr, ports.dport, client, ports.dport)?;
+    xlate::source(ctx, ip, ports, service_ip, service_port)?;
+    xlate::destination_of(ctx, ip.proto, ip.daddr, ports.dport, client, ports.dport)?;
     Ok(Egress::Translated)
 }
 
@@ -361,5 +360,5 @@ pub fn reverse(ctx: &TcContext, zone: u32) -> Result<(), DropReason> {
         ip.proto,
     );
     conntrack::answered(entry, &fwd_key, ip.proto, ports.tcp_flags);
-    nat::source(ctx, &ip, &ports, service_ip, service_port)
+    xlate::source(ctx, &ip, &ports, service_ip, service_port)
 }

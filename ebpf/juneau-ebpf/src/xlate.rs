@@ -1,4 +1,5 @@
-//! The address and port rewrites of a Service connection, the transport checksum kept
+//! The address and port rewrites of a translated connection (a Service's, a
+//! NATGateway's; ICMP echo's identifier too, which NAPT maps as a port), the transport checksum kept
 //! right by the kernel's helpers (which also handle a packet whose transport checksum
 //! the sender left to the device: only the pseudo-header part changes then), the IPv4
 //! header's own in registers.
@@ -142,4 +143,27 @@ pub fn source_of(
 ) -> Result<(), DropReason> {
     let port_at = (proto != juneau_common::ct::PROTO_ICMP).then_some((l4::L4, sport, port));
     rewrite(ctx, proto, IP_SADDR, saddr, addr, port_at)
+}
+
+/// An ICMP echo's identifier `old` -> `new` (NAPT maps it as a port, NAT-01). The ICMP
+/// checksum covers no pseudo-header: a plain 16-bit update of its own word.
+#[inline(always)]
+pub fn icmp_id(ctx: &TcContext, old: u16, new: u16) -> Result<(), DropReason> {
+    if old == new {
+        return Ok(());
+    }
+    let (start, end) = (ctx.data(), ctx.data_end());
+    if start + l4::L4 + 8 > end {
+        return Err(DropReason::NatFailed);
+    }
+    // SAFETY: [start, start + L4 + 8) is inside the packet, checked above.
+    unsafe {
+        let csum = load::<u16>(start + l4::L4 + 2);
+        store::<u16>(
+            start + l4::L4 + 2,
+            crate::ipv4::csum_replace(csum, old, new),
+        );
+        store::<u16>(start + l4::L4 + 4, new);
+    }
+    Ok(())
 }

@@ -1,0 +1,103 @@
+//! An ICMP error from outside about a packet a NATGateway translated (NAT-01): it is
+//! sent to the Node's address and quotes that address and port as the source, so the
+//! client's socket would never learn of it. As `nf_nat` does for masquerade: the error
+//! goes to the client, its quoted source and port (an echo's identifier) become the
+//! client's again, and every checksum that covers them follows (the quoted header's, a
+//! quoted UDP or echo checksum, the error's own, the outer header's). Computed in
+//! registers and stored directly: no helper call, so the packet pointers stay valid.
+use aya_ebpf::programs::TcContext;
+use juneau_common::{
+    DropReason,
+    ct::{CT_F_NAT, CT_F_REPLY, PROTO_ICMP, PROTO_SCTP, PROTO_TCP, PROTO_UDP, ZONE_HOST},
+};
+
+use crate::{
+    conntrack,
+    eth::{ETH_HLEN, load, store},
+    ipv4::{Ipv4, csum_replace, csum_replace32},
+    quoted::{self, END, ICMP_CSUM, INNER, INNER_L4},
+};
+
+const IP_CSUM: usize = ETH_HLEN + 10;
+const IP_DADDR: usize = ETH_HLEN + 16;
+
+/// The client an error belongs to: its zone and address, once the error is rewritten
+/// for it. `None`: not an error about a NATGateway connection of this Node.
+pub struct Client {
+    pub zone: u32,
+    pub addr: u32,
+}
+
+#[inline(always)]
+pub fn translate(ctx: &TcContext, ip: &Ipv4) -> Result<Option<Client>, DropReason> {
+    let Some(q) = quoted::read(ctx, ip) else {
+        return Ok(None);
+    };
+    if !matches!(q.proto, PROTO_TCP | PROTO_UDP | PROTO_SCTP | PROTO_ICMP) || ip.daddr != q.saddr {
+        return Ok(None);
+    }
+    // The quoted packet went nat address -> server: its connection's reply entry is
+    // keyed the other way, in ZONE_HOST.
+    let Some(entry) = conntrack::lookup(&q.reply_key(ZONE_HOST)) else {
+        return Ok(None);
+    };
+    // SAFETY: a map value pointer, read at once.
+    let (flags, client, client_port, zone) = unsafe {
+        (
+            (*entry).flags,
+            (*entry).nat_ip,
+            (*entry).nat_port,
+            (*entry).nat_zone,
+        )
+    };
+    if flags & (CT_F_REPLY | CT_F_NAT) != CT_F_REPLY | CT_F_NAT {
+        return Ok(None);
+    }
+    let (start, end) = (ctx.data(), ctx.data_end());
+    if start + END > end {
+        return Ok(None);
+    }
+    // SAFETY: [start, start + END) is inside the packet, checked above (and by
+    // `quoted::read`; nothing has changed the packet since).
+    unsafe {
+        let mut icmp_csum = load::<u16>(start + ICMP_CSUM);
+        // The quoted header: its source and its checksum together (it still sums to
+        // zero: the error's checksum does not change for the pair).
+        let inner_csum = load::<u16>(start + INNER + 10);
+        store::<u16>(
+            start + INNER + 10,
+            csum_replace32(inner_csum, q.saddr, client),
+        );
+        store::<u32>(start + INNER + 12, client);
+        if q.proto == PROTO_ICMP {
+            // The quoted echo's identifier, and its own checksum (no pseudo-header).
+            let old_sum = load::<u16>(start + INNER_L4 + 2);
+            let new_sum = csum_replace(old_sum, q.sport, client_port);
+            store::<u16>(start + INNER_L4 + 2, new_sum);
+            store::<u16>(start + INNER_L4 + 4, client_port);
+            icmp_csum = csum_replace(icmp_csum, old_sum, new_sum);
+            icmp_csum = csum_replace(icmp_csum, q.sport, client_port);
+        } else {
+            store::<u16>(start + INNER_L4, client_port);
+            icmp_csum = csum_replace(icmp_csum, q.sport, client_port);
+            if q.proto == PROTO_UDP {
+                // The quoted UDP checksum covers the pseudo-header's source and the
+                // port; 0 (none) stays 0.
+                let old = load::<u16>(start + INNER_L4 + 6);
+                if old != 0 {
+                    let new =
+                        csum_replace(csum_replace32(old, q.saddr, client), q.sport, client_port);
+                    let new = if new == 0 { 0xffff } else { new };
+                    store::<u16>(start + INNER_L4 + 6, new);
+                    icmp_csum = csum_replace(icmp_csum, old, new);
+                }
+            }
+        }
+        store::<u16>(start + ICMP_CSUM, icmp_csum);
+        // The error itself goes to the client.
+        let csum = load::<u16>(start + IP_CSUM);
+        store::<u16>(start + IP_CSUM, csum_replace32(csum, ip.daddr, client));
+        store::<u32>(start + IP_DADDR, client);
+    }
+    Ok(Some(Client { zone, addr: client }))
+}

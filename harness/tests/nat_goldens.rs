@@ -1,0 +1,361 @@
+//! A NATGateway on the wire (NAT-01), two Nodes on the underlay bridge, no gateway Pod:
+//! what a Pod sends `via natGateway` leaves its own Node from that Node's address on the
+//! ExternalNetwork, and the upstream router's replies (injected on the bridge's port of
+//! the Node they are sent to, as in `eip_goldens.rs`) come back to the Pod. One gateway
+//! segment A (10.0.1.0/24): Pods 0 and 2 on node0, Pod 1 on node1; the table routes
+//! 0.0.0.0/0 via the NATGateway, node0 at 10.99.0.110, node1 at .111. Each Node's way
+//! out is its own routing table: a default route via the router (10.99.0.254).
+//! Captures of the deterministic tests are compared with `pcaps/<test>/`.
+use std::{collections::BTreeMap, net::Ipv4Addr};
+
+use juneau::{node::gateway::RouteSpec, standalone::topology::node_mac};
+use juneau_common::{
+    ct::{CT_ESTABLISHED, CT_F_NAT, CT_F_REPLY, PROTO_TCP, ZONE_HOST},
+    gw::ROUTE_NAT_GW,
+};
+use juneau_harness::{
+    capture::inject,
+    frames::{self, fixtures::*, ones_complement},
+    node::{Cluster, PodOptions, UNDERLAY_DEV, node_ip},
+    router::{self, Seg},
+    scene::{Scene, Seen},
+};
+
+const VNI_A: u32 = 6201;
+const GW_A: [u8; 6] = [0x02, 0x4a, 0x4e, 0, 0x18, 0x39];
+const SEG_A: Seg = Seg {
+    vni: VNI_A,
+    cidr: "10.0.1.0/24",
+    gw: [10, 0, 1, 1],
+    gw_mac: GW_A,
+    mtu: 1450,
+};
+const ON_A: PodOptions = PodOptions::vni(VNI_A).mtu(1450);
+const ROUTER: ([u8; 6], [u8; 4]) = ([0x02, 0, 0, 0x99, 0, 0xfe], [10, 99, 0, 254]);
+const CLIENT: [u8; 4] = [198, 51, 100, 10];
+
+/// Node `n`'s address on the NATGateway's ExternalNetwork.
+const fn nat(n: u8) -> [u8; 4] {
+    [10, 99, 0, 110 + n]
+}
+
+fn mac(n: usize) -> [u8; 6] {
+    juneau::parse_mac(&node_mac(n)).unwrap()
+}
+
+/// Node `n`'s table: segment A, and the rest via the NATGateway at `nat_ip` (0: the
+/// Node has no attachment yet).
+fn router_state(nat_ip: [u8; 4]) -> juneau::node::gateway::RouterState {
+    let mut want = router::state(
+        &[SEG_A],
+        &[
+            (VNI_A, pod_ip(0), pod_mac(0), node_ip(0)),
+            (VNI_A, pod_ip(1), pod_mac(1), node_ip(1)),
+            (VNI_A, pod_ip(2), pod_mac(2), node_ip(0)),
+        ],
+    );
+    want.tables.get_mut("t").unwrap().insert(RouteSpec {
+        dst: "0.0.0.0/0".parse().unwrap(),
+        kind: ROUTE_NAT_GW,
+        vni: 0,
+        gw_ip: Ipv4Addr::UNSPECIFIED,
+        gw_mac: [0; 6],
+        mtu: 0,
+        nh_ip: nat_ip.into(),
+    });
+    want
+}
+
+/// node0 at .110; node1 at .111, or without an address (`node1_addressed` false).
+fn scene_with(node1_addressed: bool) -> Scene {
+    let mut c = Cluster::new(2);
+    for (n, node) in c.nodes.iter_mut().enumerate() {
+        let addr = if n == 1 && !node1_addressed {
+            [0; 4]
+        } else {
+            nat(n as u8)
+        };
+        node.dataplane.sync_router(&router_state(addr)).unwrap();
+        // The upstream router's ARP for this Node's address is answered (NAT-02's
+        // ARPAdvertisement, written as the daemon writes it).
+        let answers = BTreeMap::from([(Ipv4Addr::from(nat(n as u8)), mac(n))]);
+        node.dataplane.set_arp_answers(&answers).unwrap();
+        // The Node's own way out: a default route via the router, its neighbour known.
+        let router = Ipv4Addr::from(ROUTER.1).to_string();
+        let lladdr = juneau::format_mac(&ROUTER.0);
+        node.ns.ip(&[
+            "route",
+            "replace",
+            "default",
+            "via",
+            &router,
+            "dev",
+            UNDERLAY_DEV,
+        ]);
+        node.ns.ip(&[
+            "neigh",
+            "replace",
+            &router,
+            "lladdr",
+            &lladdr,
+            "dev",
+            UNDERLAY_DEV,
+            "nud",
+            "permanent",
+        ]);
+    }
+    c.add_pod(0, 0, ON_A);
+    c.add_pod(1, 1, ON_A);
+    c.add_pod(0, 2, ON_A);
+    Scene::new(c)
+}
+
+fn scene() -> Scene {
+    scene_with(true)
+}
+
+/// `frame` from the upstream router to Node `n`.
+fn from_router(s: &mut Scene, n: usize, frame: &[u8]) -> Seen {
+    inject(&s.cluster.underlay, &format!("n{n}"), frame);
+    s.settle()
+}
+
+/// `frame` one hop on: TTL - 1, the header's checksum again.
+fn hopped(mut frame: Vec<u8>) -> Vec<u8> {
+    frame[22] -= 1;
+    frame[24..26].fill(0);
+    let sum = ones_complement(&frame[14..34]);
+    frame[24..26].copy_from_slice(&sum.to_be_bytes());
+    frame
+}
+
+/// An ICMP echo reply answering `request` (its identifier, sequence and data), from
+/// `src` to `dst` (checksums valid).
+fn echo_reply(src: ([u8; 6], [u8; 4]), dst: ([u8; 6], [u8; 4]), request: &[u8]) -> Vec<u8> {
+    let id = u16::from_be_bytes([request[38], request[39]]);
+    let seq = u16::from_be_bytes([request[40], request[41]]);
+    let b = etherparse::PacketBuilder::ethernet2(src.0, dst.0)
+        .ipv4(src.1, dst.1, 64)
+        .icmpv4_echo_reply(id, seq);
+    let data = &request[42..];
+    let mut f = Vec::with_capacity(b.size(data.len()));
+    b.write(&mut f, data).unwrap();
+    f
+}
+
+fn port_of(frame: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([frame[at], frame[at + 1]])
+}
+
+#[test]
+fn nat_01_a_pods_udp_leaves_its_own_node_from_that_nodes_address_and_the_reply_comes_back() {
+    let mut s = scene();
+    for (n, p, i) in [(0usize, 0usize, 0u8), (1, 0, 1)] {
+        let query = frames::udp_ports((pod_mac(i), pod_ip(i), 40000), (GW_A, CLIENT, 53), b"query");
+        let seen = s.send(n, p, &query);
+        let wire = s.frames(&seen, &format!("underlay-node{n}"));
+        assert_eq!(
+            wire,
+            &vec![hopped(frames::udp_ports(
+                (mac(n), nat(n as u8), 40000),
+                (ROUTER.0, CLIENT, 53),
+                b"query"
+            ))],
+            "node{n}: out by its own routing table, from its own address, the port kept"
+        );
+        let other = 1 - n;
+        assert!(
+            s.frames(&seen, &format!("underlay-node{other}")).is_empty(),
+            "no other Node carries it: no gateway Pod"
+        );
+        let answer = frames::udp_ports(
+            (ROUTER.0, CLIENT, 53),
+            (mac(n), nat(n as u8), 40000),
+            b"answer",
+        );
+        let seen = from_router(&mut s, n, &answer);
+        assert_eq!(
+            s.frames(&seen, &format!("node{n}-pod{p}")),
+            &vec![hopped(frames::udp_ports(
+                (GW_A, CLIENT, 53),
+                (pod_mac(i), pod_ip(i), 40000),
+                b"answer"
+            ))],
+            "given its client back, one hop on, from its segment's gateway"
+        );
+    }
+    s.assert_goldens("nat_01_udp_out_and_back");
+}
+
+#[test]
+fn nat_01_an_echo_keeps_its_identifier_and_its_reply_comes_back() {
+    let mut s = scene();
+    let ping = frames::icmp_echo((pod_mac(0), pod_ip(0)), (GW_A, CLIENT), 64, 56, true);
+    let seen = s.send(0, 0, &ping);
+    let wire = s.frames(&seen, "underlay-node0");
+    assert_eq!(wire.len(), 1);
+    let out = &wire[0];
+    assert_eq!((&out[0..6], &out[6..12]), (&ROUTER.0[..], &mac(0)[..]));
+    assert_eq!((&out[26..30], &out[30..34]), (&nat(0)[..], &CLIENT[..]));
+    assert_eq!(port_of(out, 38), 0x4a4e, "the identifier kept: free");
+    assert_eq!(out[22], 63);
+    assert_eq!(ones_complement(&out[14..34]), 0, "IPv4 checksum");
+    assert_eq!(ones_complement(&out[34..]), 0, "ICMP checksum");
+    let reply = echo_reply((ROUTER.0, CLIENT), (mac(0), nat(0)), out);
+    let seen = from_router(&mut s, 0, &reply);
+    assert_eq!(
+        s.frames(&seen, "node0-pod0"),
+        &vec![hopped(echo_reply(
+            (GW_A, CLIENT),
+            (pod_mac(0), pod_ip(0)),
+            &ping
+        ))]
+    );
+    s.assert_goldens("nat_01_echo_out_and_back");
+}
+
+#[test]
+fn nat_01_two_pods_with_one_port_to_one_server_get_two_ports_and_each_its_own_replies() {
+    let mut s = scene();
+    let mut ports = Vec::new();
+    for (p, i) in [(0usize, 0u8), (1, 2)] {
+        let syn = frames::tcp(
+            (pod_mac(i), pod_ip(i), 45000),
+            (GW_A, CLIENT, 443),
+            true,
+            b"",
+        );
+        let seen = s.send(0, p, &syn);
+        let wire = s.frames(&seen, "underlay-node0");
+        assert_eq!(wire.len(), 1, "pod {i}'s SYN leaves once");
+        let f = &wire[0];
+        assert_eq!(&f[26..30], &nat(0));
+        assert_eq!(ones_complement(&f[14..34]), 0, "IPv4 checksum");
+        ports.push(port_of(f, 34));
+    }
+    assert_eq!(ports[0], 45000, "the first keeps its own port");
+    assert_ne!(ports[1], 45000, "the second gets another");
+    assert!(ports[1] >= 1024, "an unprivileged one: {}", ports[1]);
+    // Each SYN-ACK reaches the Pod whose connection it answers, at its own port.
+    for (p, i, port) in [(1usize, 2u8, ports[1]), (0, 0, ports[0])] {
+        let mut synack = frames::tcp((ROUTER.0, CLIENT, 443), (mac(0), nat(0), port), true, b"");
+        synack[47] = 0x12;
+        fix_tcp(&mut synack);
+        let seen = from_router(&mut s, 0, &synack);
+        let got = s.frames(&seen, &format!("node0-pod{p}"));
+        assert_eq!(got.len(), 1, "pod {i}'s answer, to pod {i} only");
+        assert_eq!(&got[0][30..34], &pod_ip(i));
+        assert_eq!(port_of(&got[0], 36), 45000, "its own port back");
+        assert_eq!(ones_complement(&got[0][14..34]), 0);
+        assert_eq!(tcp_sum(&got[0]), 0, "TCP checksum");
+        let other = 1 - p;
+        assert!(s.frames(&seen, &format!("node0-pod{other}")).is_empty());
+    }
+    // Both connections are established: the original directions in the segment's zone,
+    // their replies in ZONE_HOST; the sweep takes each pair whole once it is over.
+    let node = &mut s.cluster.nodes[0];
+    let entries = node.dataplane.conntrack.entries().unwrap();
+    let originals: Vec<_> = entries
+        .iter()
+        .filter(|(k, e)| k.zone == VNI_A && e.flags & CT_F_NAT != 0 && e.flags & CT_F_REPLY == 0)
+        .collect();
+    assert_eq!(originals.len(), 2);
+    assert!(originals.iter().all(|(_, e)| e.state == CT_ESTABLISHED));
+    let replies = entries
+        .iter()
+        .filter(|(k, e)| k.zone == ZONE_HOST && e.flags == CT_F_REPLY | CT_F_NAT)
+        .count();
+    assert_eq!(replies, 2);
+    let later = juneau::node::dataplane::monotonic_coarse_ns() + 7 * 3600 * 1_000_000_000;
+    let removed = node.dataplane.conntrack.sweep(Some(later)).unwrap();
+    assert_eq!(removed, 4, "two pairs");
+    assert!(node.dataplane.conntrack.entries().unwrap().is_empty());
+    let _ = PROTO_TCP;
+}
+
+#[test]
+fn nat_01_what_nobody_opened_reaches_no_pod_and_a_node_without_an_address_sends_nothing() {
+    let mut s = scene_with(false);
+    // To node0's address at a port no connection holds: not NAT's, to the Node's stack.
+    let stray = frames::udp_ports((ROUTER.0, CLIENT, 53), (mac(0), nat(0), 40000), b"stray");
+    let seen = from_router(&mut s, 0, &stray);
+    for p in 0..2 {
+        assert!(s.frames(&seen, &format!("node0-pod{p}")).is_empty());
+    }
+    // node1 has no attachment yet: its Pod's packet is dropped by name, not routed.
+    let before = s.cluster.nodes[1].dataplane.drops().unwrap()["NAT_NO_ADDRESS"];
+    let query = frames::udp_ports((pod_mac(1), pod_ip(1), 40000), (GW_A, CLIENT, 53), b"query");
+    let seen = s.send(1, 0, &query);
+    for n in 0..2 {
+        assert!(s.frames(&seen, &format!("underlay-node{n}")).is_empty());
+    }
+    let after = s.cluster.nodes[1].dataplane.drops().unwrap()["NAT_NO_ADDRESS"];
+    assert_eq!(after, before + 1);
+    // The Pod is told at once (destination unreachable, administratively prohibited,
+    // from its gateway, quoting its packet), never left to time out.
+    let told = s.frames(&seen, "node1-pod0");
+    assert_eq!(told.len(), 1, "one ICMP error back to the sender");
+    let f = &told[0];
+    assert_eq!(f[23], 1, "ICMP");
+    assert_eq!(
+        (f[34], f[35]),
+        (3, 13),
+        "unreachable, administratively prohibited"
+    );
+    assert_eq!(&f[26..30], &SEG_A.gw, "from the segment's gateway");
+    assert_eq!(&f[30..34], &pod_ip(1));
+    assert_eq!(
+        (&f[54..58], &f[58..62]),
+        (&pod_ip(1)[..], &CLIENT[..]),
+        "quoting the Pod's packet"
+    );
+}
+
+/// The TCP checksum of `frame` recomputed in place.
+fn fix_tcp(frame: &mut [u8]) {
+    frame[50..52].fill(0);
+    let sum = tcp_sum(frame);
+    frame[50..52].copy_from_slice(&sum.to_be_bytes());
+}
+
+/// The ones' complement sum over the TCP pseudo-header and segment (0 when valid).
+fn tcp_sum(frame: &[u8]) -> u16 {
+    let seg = &frame[34..];
+    let mut pseudo = Vec::new();
+    pseudo.extend_from_slice(&frame[26..34]);
+    pseudo.extend_from_slice(&[0, 6]);
+    pseudo.extend_from_slice(&(seg.len() as u16).to_be_bytes());
+    pseudo.extend_from_slice(seg);
+    ones_complement(&pseudo)
+}
+
+#[test]
+fn nat_01_an_icmp_error_from_outside_reaches_the_pod_quoting_what_it_sent() {
+    let mut s = scene();
+    let query = frames::udp_ports((pod_mac(0), pod_ip(0), 40003), (GW_A, CLIENT, 53), b"query");
+    let seen = s.send(0, 0, &query);
+    let wire = s.frames(&seen, "underlay-node0");
+    assert_eq!(wire.len(), 1);
+    // The server refuses the port: its error quotes the packet as it arrived, from the
+    // Node's address.
+    let refusal = frames::icmp_error(
+        (ROUTER.0, CLIENT),
+        (mac(0), nat(0)),
+        (3, 3, [0; 4]),
+        &wire[0],
+    );
+    let seen = from_router(&mut s, 0, &refusal);
+    let got = s.frames(&seen, "node0-pod0");
+    assert_eq!(
+        got,
+        &vec![hopped(frames::icmp_error(
+            (GW_A, CLIENT),
+            (pod_mac(0), pod_ip(0)),
+            (3, 3, [0; 4]),
+            &hopped(query)
+        ))],
+        "to the Pod, quoting its own address and port, every checksum right"
+    );
+    assert!(s.frames(&seen, "node0-pod1").is_empty());
+    s.assert_goldens("nat_01_icmp_error_quotes_the_pod");
+}

@@ -1,0 +1,122 @@
+//! NATGateway admission (NAT-01): a Vpc that exists and an ExternalNetwork named (one
+//! that does not exist yet is waited on: the gateway's Ready says so), both immutable;
+//! deleted only when no RouteTable routes to it. A `natGateway` route names a
+//! NATGateway of its own table's Vpc. An ExternalNetwork goes only when no NATGateway
+//! uses it.
+use super::{Snapshot, Verdict, reject};
+use crate::api::{NATGateway, routetable::Route};
+
+pub fn validate_nat_gateway_create(g: &NATGateway, snap: &Snapshot) -> Verdict {
+    if g.spec.vpc.is_empty() {
+        return Err(reject(
+            "spec.vpc",
+            "required: the Vpc whose RouteTables route to this NATGateway",
+        ));
+    }
+    if snap.vpc(&g.spec.vpc).is_none() {
+        return Err(reject(
+            "spec.vpc",
+            format!("Vpc {:?} does not exist; create it first", g.spec.vpc),
+        ));
+    }
+    if g.spec.external_network.is_empty() {
+        return Err(reject(
+            "spec.externalNetwork",
+            "required: the ExternalNetwork (type arp) whose pools give each Node its address",
+        ));
+    }
+    Ok(())
+}
+
+pub fn validate_nat_gateway_update(old: &NATGateway, new: &NATGateway, snap: &Snapshot) -> Verdict {
+    if old.spec.vpc != new.spec.vpc {
+        return Err(reject(
+            "spec.vpc",
+            "is immutable; create another NATGateway for the other Vpc",
+        ));
+    }
+    if old.spec.external_network != new.spec.external_network {
+        return Err(reject(
+            "spec.externalNetwork",
+            "is immutable (each Node's address comes from it); create another NATGateway and route to it instead",
+        ));
+    }
+    validate_nat_gateway_create(new, snap)
+}
+
+/// A NATGateway goes only when no RouteTable routes to it.
+pub fn validate_delete_nat_gateway(name: &str, snap: &Snapshot) -> Verdict {
+    let tables: Vec<String> =
+        snap.route_tables
+            .iter()
+            .filter(|t| {
+                t.spec.routes.iter().any(|r| {
+                    r.via.type_ == "natGateway" && r.via.nat_gateway.as_deref() == Some(name)
+                })
+            })
+            .filter_map(|t| t.metadata.name.as_deref().map(|n| format!("{n:?}")))
+            .collect();
+    if tables.is_empty() {
+        return Ok(());
+    }
+    Err(reject(
+        "metadata.name",
+        format!(
+            "NATGateway {name:?} is routed to by RouteTables {}: remove those routes first",
+            tables.join(", ")
+        ),
+    ))
+}
+
+/// An ExternalNetwork goes only when no NATGateway uses it (its Nodes' addresses).
+pub fn validate_delete_external_network(name: &str, snap: &Snapshot) -> Verdict {
+    let users: Vec<String> = snap
+        .nat_gateways
+        .iter()
+        .filter(|g| g.spec.external_network == name)
+        .filter_map(|g| g.metadata.name.as_deref().map(|n| format!("{n:?}")))
+        .collect();
+    if users.is_empty() {
+        return Ok(());
+    }
+    Err(reject(
+        "metadata.name",
+        format!(
+            "ExternalNetwork {name:?} gives the Nodes' addresses of NATGateways {}: delete them first",
+            users.join(", ")
+        ),
+    ))
+}
+
+/// Route `i` of a table of `vpc`, of type `natGateway`: it names a NATGateway of the
+/// same Vpc. Whether that gateway is Ready is its status's business: until a Node has
+/// an address, what the route matches there is dropped by name (`NAT_NO_ADDRESS`).
+pub fn nat_route(i: usize, r: &Route, vpc: &str, snap: &Snapshot) -> Verdict {
+    let field = format!("spec.routes[{i}].via.natGateway");
+    let Some(name) = r.via.nat_gateway.as_deref().filter(|n| !n.is_empty()) else {
+        return Err(reject(
+            field,
+            "type natGateway needs the NATGateway's name (natGateway: <name>)",
+        ));
+    };
+    let Some(g) = snap.nat_gateway(name) else {
+        return Err(reject(
+            field,
+            format!("NATGateway {name:?} does not exist; create it first"),
+        ));
+    };
+    if g.spec.vpc != vpc {
+        return Err(reject(
+            field,
+            format!(
+                "NATGateway {name:?} belongs to Vpc {:?}, not to this table's Vpc {vpc:?}; route to a NATGateway of {vpc:?}",
+                g.spec.vpc
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "natgateway_tests.rs"]
+mod tests;

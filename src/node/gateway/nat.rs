@@ -1,0 +1,96 @@
+//! Routes via a NATGateway (NAT-01), as this Node's router holds them: the route
+//! carries this Node's own address on the gateway's ExternalNetwork (its
+//! ExternalNetworkAttachment's `status.assignedIP`), so every Node translates its own
+//! Pods' connections and the value differs per Node. Without an address here yet the
+//! route still matches and drops by name (`NAT_NO_ADDRESS`), never falling to a
+//! shorter route.
+//!
+//! A table with such a route also gets the cluster's own ranges (Service CIDRs, the
+//! Nodes' addresses, the default Vpc's Pod network) as unreachable, unless it routes
+//! the same prefix itself: what is meant for the cluster is never translated out.
+use std::{collections::BTreeSet, net::Ipv4Addr};
+
+use ipnet::Ipv4Net;
+use juneau_common::gw::{ROUTE_NAT_GW, ROUTE_UNREACHABLE};
+
+use super::{RouteSpec, dropping};
+use crate::{
+    api::{DEFAULT_VPC, externalnetworkattachment::name_for},
+    cluster::World,
+};
+
+/// The route to `dst` via NATGateway `name` for a table of `vpc`, on `node`.
+pub fn via_nat_gateway(
+    world: &World,
+    node: &str,
+    vpc: &str,
+    dst: Ipv4Net,
+    name: Option<&str>,
+) -> Result<RouteSpec, String> {
+    let objects = &world.objects;
+    let Some(g) = name.and_then(|n| objects.nat_gateway(n)) else {
+        return Err(format!(
+            "route to {dst} names NATGateway {name:?}, which does not exist"
+        ));
+    };
+    if g.spec.vpc != vpc {
+        return Err(format!(
+            "route to {dst} names NATGateway {name:?} of Vpc {:?}, not of {vpc:?}",
+            g.spec.vpc
+        ));
+    }
+    let address = address_of(world, &g.spec.external_network, node);
+    Ok(RouteSpec {
+        nh_ip: address.unwrap_or(Ipv4Addr::UNSPECIFIED),
+        ..dropping(dst, ROUTE_NAT_GW)
+    })
+}
+
+/// This Node's address on `external_network`, once its attachment has one.
+pub fn address_of(world: &World, external_network: &str, node: &str) -> Option<Ipv4Addr> {
+    world
+        .objects
+        .external_network_attachment(&name_for(external_network, node))
+        .filter(|a| a.spec.node_name == node && a.spec.external_network == external_network)
+        .and_then(|a| a.status.as_ref()?.assigned_ip.parse().ok())
+}
+
+/// The cluster's own ranges a table routing to a NATGateway must not send out.
+pub fn cluster_ranges(world: &World, vpc: &str) -> BTreeSet<Ipv4Net> {
+    let objects = &world.objects;
+    let services = objects
+        .service_cidrs
+        .iter()
+        .filter_map(|c| c.parse::<Ipv4Net>().ok());
+    let nodes = world
+        .nodes
+        .iter()
+        .map(|n| n.internal_ip.as_str())
+        .chain(world.endpoints.iter().map(|e| e.spec.node_ip.as_str()))
+        .filter_map(|a| a.parse::<Ipv4Addr>().ok())
+        .filter_map(|a| Ipv4Net::new(a, 32).ok());
+    // The cluster's Pod network, for a tenant Vpc (the default Vpc routes its own).
+    let pods = objects
+        .subnets
+        .iter()
+        .filter(|s| s.spec.vpc == DEFAULT_VPC && vpc != DEFAULT_VPC)
+        .filter_map(|s| s.spec.cidr.parse::<Ipv4Net>().ok());
+    services
+        .chain(nodes)
+        .chain(pods)
+        .map(|n| n.trunc())
+        .collect()
+}
+
+/// Adds the cluster's ranges as unreachable to `routes` when one of them goes via a
+/// NATGateway and the table does not route the prefix itself.
+pub fn hold_cluster_ranges(world: &World, vpc: &str, routes: &mut BTreeSet<RouteSpec>) {
+    if !routes.iter().any(|r| r.kind == ROUTE_NAT_GW) {
+        return;
+    }
+    for dst in cluster_ranges(world, vpc) {
+        if !routes.iter().any(|r| r.dst == dst) {
+            routes.insert(dropping(dst, ROUTE_UNREACHABLE));
+        }
+    }
+}
