@@ -116,6 +116,27 @@ fn eip_01_eip_08_eip_09_eip_10_eip_11_eip_13_eip_18_elastic_ips_on_pod_nics_are_
 }
 
 #[test]
+fn nat_01_nat_02_l2_15_pods_of_two_overlapping_vpcs_reach_the_outside_from_their_nodes_addresses() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let stdout = once_with(
+        "scenarios/stack/nat-gateway.yaml",
+        "the NATGateway scenario failed",
+    );
+    assert!(stdout.contains("step 22:"), "{stdout}");
+    assert!(!stdout.contains("step 23:"), "{stdout}");
+    // One address per Node, from the pool's start, both Ready; both gateways Ready
+    // on both Nodes.
+    for want in [
+        "ext-net-arp--node-a          node-a   10.99.0.100      True Assigned",
+        "ext-net-arp--node-b          node-b   10.99.0.101      True Assigned",
+        "a-out            tenant-a   ext-net-arp        2/2 True Reconciled",
+        "b-out            tenant-b   ext-net-arp        2/2 True Reconciled",
+    ] {
+        assert!(stdout.contains(want), "{want:?} in {stdout}");
+    }
+}
+
+#[test]
 fn l2_28_l2_30_mx_03_standalone_runs_until_sigint_its_daemons_age_the_tables_then_it_tears_down() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let (mut child, guard) = running(&["--fdb-aging", "2"]);

@@ -31,40 +31,19 @@
 use std::{collections::BTreeMap, net::Ipv4Addr};
 
 use aya::programs::{SchedClassifier, TcAttachType};
-use juneau::node::{
-    daemon::{self, NodeSetup},
-    dataplane::Holder,
-};
+use juneau::node::dataplane::Holder;
 use juneau_common::eip::gateway_mac;
 use juneau_harness::{
     Netns, Node,
     bench::{LiveFrames, Measurement, gro_on, median, plain_pods, redirect_peer_bed, write_part},
     frames::{self, fixtures::pod_mac},
+    uplink::{self, ROUTER_MAC, UPLINK_MAC, if_index, ip, mac_of, uplink},
 };
 
 const VNI: u32 = 4097;
 const OUTSIDE: [u8; 4] = [198, 51, 100, 10];
-const UPLINK_MAC: [u8; 6] = [0x02, 0, 0, 0x99, 0, 1];
-const ROUTER_MAC: [u8; 6] = [0x02, 0, 0, 0x99, 0, 0xfe];
-
 const fn eip(i: u8) -> [u8; 4] {
     [10, 99, 0, 100 + i]
-}
-
-fn if_index(name: &str) -> u32 {
-    let c = std::ffi::CString::new(name).unwrap();
-    // SAFETY: a C string we own.
-    unsafe { libc::if_nametoindex(c.as_ptr()) }
-}
-
-fn mac_of(ns: &Netns, dev: &str) -> [u8; 6] {
-    let s = ns.exec(&["cat", &format!("/sys/class/net/{dev}/address")]);
-    juneau::parse_mac(s.trim()).expect("a MAC")
-}
-
-/// `ip -n <ns> <cmd>`, the command given as one string.
-fn ip(ns: &Netns, cmd: &str) {
-    ns.ip(&cmd.split_whitespace().collect::<Vec<_>>());
 }
 
 /// `Ip: ForwDatagrams` of `ns`: packets its kernel forwarded.
@@ -79,59 +58,18 @@ fn forwarded(ns: &Netns) -> u64 {
     values.split_whitespace().nth(i).unwrap().parse().unwrap()
 }
 
-/// The Node's uplink `ul0` (10.99.0.1/24, `UPLINK_MAC`) into a new upstream router
-/// namespace (`eth0`, 10.99.0.254, `ROUTER_MAC`): the Node's default route goes via it,
-/// its neighbour entry is permanent (so `bpf_fib_lookup` succeeds), forwarding is on.
-fn uplink(node: &Netns) -> Netns {
-    let up = Netns::new("upstream");
-    node.add_veth("ul0", &up, "eth0", None);
-    let (router, mine) = (
-        juneau::format_mac(&ROUTER_MAC),
-        juneau::format_mac(&UPLINK_MAC),
-    );
-    ip(&up, &format!("link set eth0 address {router} up"));
-    ip(&up, "addr add 10.99.0.254/24 dev eth0");
-    ip(node, &format!("link set ul0 address {mine} up"));
-    ip(node, "addr add 10.99.0.1/24 dev ul0");
-    ip(node, "route add default via 10.99.0.254 dev ul0");
-    ip(
-        node,
-        &format!("neigh replace 10.99.0.254 lladdr {router} dev ul0 nud permanent"),
-    );
-    node.sysctl("net.ipv4.ip_forward", "1");
-    up
-}
-
 /// A Node brought up by the daemon's own code on `ul0`, with Pods 0 and 1 holding
 /// ElasticIPs .100 and .101 directly (both held here). Returns it and its upstream.
 fn juneau_node() -> (Node, Netns) {
-    let ns = Netns::new("node");
-    let upstream = uplink(&ns);
-    let setup = NodeSetup {
-        underlay: "ul0".into(),
-        vtep: Ipv4Addr::new(10, 99, 0, 1),
-        vxlan_mtu: 1450,
-        pin_root: None,
-        datapath_encap: true,
-        port_attach: Default::default(),
-        ct_entries: juneau_common::ct::DEFAULT_ENTRIES,
-    };
-    let dataplane = ns
-        .run(|| daemon::bring_up(&setup))
-        .expect("bring up the Node");
-    let mut node = Node {
-        dataplane: juneau::node::dataplane::Whole::of(dataplane).expect("the datapath's writers"),
-        pods: Vec::new(),
-        ns,
-        ip: Some(setup.vtep),
-    };
+    let (mut node, upstream) = uplink::juneau_node();
+    let vtep = node.ip.expect("the Node's address");
     let holders: BTreeMap<Ipv4Addr, Holder> = (0..2u8)
         .map(|i| {
             node.add_eip_pod(i, VNI, eip(i));
             let holder = Holder {
                 mac: pod_mac(i),
                 vni: VNI,
-                node: setup.vtep,
+                node: vtep,
             };
             (Ipv4Addr::from(eip(i)), holder)
         })

@@ -17,6 +17,7 @@ pub mod scenario;
 pub mod scene;
 pub mod testrun;
 pub mod two_subnets;
+pub mod uplink;
 
 pub use capture::Capture;
 pub use netns::Netns;

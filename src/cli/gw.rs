@@ -5,7 +5,10 @@ use std::{net::Ipv4Addr, path::Path};
 use aya::maps::{ArrayOfMaps, HashMap, LpmTrie, Map, MapData, lpm_trie::Key};
 use juneau_common::{
     GwSegment, NbrEntry, NbrKey, RouteEntry,
-    gw::{GwStat, NBR_SEEDED, ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_NO_NEXT_HOP},
+    gw::{
+        GwStat, NBR_SEEDED, ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_NAT_GW, ROUTE_NO_NEXT_HOP,
+        ROUTE_UNREACHABLE,
+    },
     map_names,
 };
 use serde::Serialize;
@@ -30,13 +33,15 @@ pub struct GwSegmentRow {
 pub struct RouteRow {
     pub table: u32,
     pub dst: String,
-    /// `connected`, `endpoint`, `no-next-hop` (an endpoint that is not there), or
+    /// `connected`, `endpoint`, `no-next-hop` (an endpoint that is not there),
+    /// `natGateway`, `unreachable` (the cluster's own ranges in a table that NATs), or
     /// `unsupported` (a kind this datapath does not build yet).
     pub kind: String,
     pub vni: u32,
     pub gateway: String,
     pub mtu: u32,
-    /// The endpoint's address, for `endpoint` routes.
+    /// The endpoint's address, for `endpoint` routes; this Node's NAT address (0.0.0.0:
+    /// none yet) for `natGateway` routes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_hop: Option<String>,
 }
@@ -105,10 +110,14 @@ pub fn dump_gw_routes(dir: &Path) -> Result<Vec<RouteRow>, CliError> {
                     ROUTE_CONNECTED => "connected",
                     ROUTE_ENDPOINT => "endpoint",
                     ROUTE_NO_NEXT_HOP => "no-next-hop",
+                    ROUTE_NAT_GW => "natGateway",
+                    ROUTE_UNREACHABLE => "unreachable",
                     _ => "unsupported",
                 }
                 .into(),
-                next_hop: (r.kind == ROUTE_ENDPOINT).then(|| raw_ip(r.nh_ip)),
+                // A NATGateway route's: the address this Node translates to.
+                next_hop: (r.kind == ROUTE_ENDPOINT || r.kind == ROUTE_NAT_GW)
+                    .then(|| raw_ip(r.nh_ip)),
                 vni: r.vni,
                 gateway: raw_ip(r.gw_ip),
                 mtu: r.mtu,

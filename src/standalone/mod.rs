@@ -176,6 +176,48 @@ fn or_dash(s: &str) -> &str {
     if s.is_empty() { "-" } else { s }
 }
 
+/// The NATGateways and the Nodes' addresses (NAT-01, NAT-02), when there are any.
+fn print_nat(world: &crate::cluster::World, out: &mut dyn FnMut(String)) {
+    let ready = |c: &[crate::api::condition::Condition]| {
+        c.iter()
+            .find(|c| c.type_ == "Ready")
+            .map_or("-".to_owned(), |c| format!("{} {}", c.status, c.reason))
+    };
+    if !world.objects.nat_gateways.is_empty() {
+        out(format!(
+            "{:<16} {:<10} {:<16} {:>5} {:<24}",
+            "NATGATEWAY", "VPC", "EXTERNALNETWORK", "NODES", "READY"
+        ));
+    }
+    for g in &world.objects.nat_gateways {
+        let st = g.status.clone().unwrap_or_default();
+        out(format!(
+            "{:<16} {:<10} {:<16} {:>5} {:<24}",
+            g.metadata.name.as_deref().unwrap_or(""),
+            g.spec.vpc,
+            g.spec.external_network,
+            format!("{}/{}", st.ready_nodes, st.nodes),
+            ready(&st.conditions),
+        ));
+    }
+    if !world.objects.external_network_attachments.is_empty() {
+        out(format!(
+            "{:<28} {:<8} {:<16} {:<24}",
+            "EXTERNALNETWORKATTACHMENT", "NODE", "ADDRESS", "READY"
+        ));
+    }
+    for a in &world.objects.external_network_attachments {
+        let st = a.status.clone().unwrap_or_default();
+        out(format!(
+            "{:<28} {:<8} {:<16} {:<24}",
+            a.metadata.name.as_deref().unwrap_or(""),
+            a.spec.node_name,
+            or_dash(&st.assigned_ip),
+            ready(&st.conditions),
+        ));
+    }
+}
+
 fn print_state(store: &Store, out: &mut dyn FnMut(String)) {
     let (world, _) = store.read();
     out(format!(
@@ -244,6 +286,7 @@ fn print_state(store: &Store, out: &mut dyn FnMut(String)) {
             e.spec.mac_address,
         ));
     }
+    print_nat(&world, out);
     if world.services.is_empty() {
         return;
     }

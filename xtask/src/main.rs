@@ -424,6 +424,7 @@ fn bench() -> Result<()> {
         "svc",
         "policy",
         "policy_pps",
+        "nat",
     ] {
         run(cargo().args(["bench", "--quiet", "-p", "juneau-harness", "--bench", b]))?;
     }
@@ -442,6 +443,7 @@ fn bench() -> Result<()> {
         "svc",
         "policy",
         "policy_pps",
+        "nat",
     ] {
         let text = std::fs::read_to_string(parts.join(format!("{part}.json")))
             .with_context(|| format!("benchmark part {part} is missing"))?;

@@ -13,18 +13,18 @@ use crate::api::{RouteTable, routetable::Route};
 
 /// The `via.type`s a new route may have: the ones the datapath builds (`service` and
 /// `vpcEndpoint` are the controller's own).
-pub const ROUTE_TYPES: [&str; 4] = ["connected", "endpoint", "service", "vpcEndpoint"];
-
-/// The route types of later waves: known, but no datapath carries them yet (NAT and
-/// internet gateways, peering, transit, VPN). Refused when new; dropped by name
-/// (`ROUTE_UNSUPPORTED`) where a table held one before.
-pub const NOT_BUILT: [&str; 5] = [
-    "internetGateway",
+pub const ROUTE_TYPES: [&str; 5] = [
+    "connected",
+    "endpoint",
     "natGateway",
-    "vpcPeering",
-    "transitGateway",
-    "vpn",
+    "service",
+    "vpcEndpoint",
 ];
+
+/// The route types of later waves: known, but no datapath carries them yet (internet
+/// gateways, peering, transit, VPN). Refused when new; dropped by name
+/// (`ROUTE_UNSUPPORTED`) where a table held one before.
+pub const NOT_BUILT: [&str; 4] = ["internetGateway", "vpcPeering", "transitGateway", "vpn"];
 
 /// Whether `old` (the table before an update) held the same route already.
 fn held(r: &Route, old: Option<&RouteTable>) -> bool {

@@ -127,6 +127,30 @@ impl Conntrack {
         Ok(copied)
     }
 
+    /// One entry, when the table holds it (tests and benchmarks).
+    pub fn get(&self, key: &CtKey) -> Result<Option<CtEntry>, DataplaneError> {
+        match self.map.get(key, 0) {
+            Ok(e) => Ok(Some(e)),
+            Err(aya::maps::MapError::KeyNotFound) => Ok(None),
+            Err(e) => Err(map_err(map_names::CT)(e)),
+        }
+    }
+
+    /// Writes one entry (benchmarks fill the table as connections would).
+    pub fn insert(&mut self, key: &CtKey, entry: &CtEntry) -> Result<(), DataplaneError> {
+        self.map
+            .insert(key, entry, 0)
+            .map_err(map_err(map_names::CT))
+    }
+
+    /// Removes one entry; one that is not there is not an error.
+    pub fn remove(&mut self, key: &CtKey) -> Result<(), DataplaneError> {
+        match self.map.remove(key) {
+            Ok(()) | Err(aya::maps::MapError::KeyNotFound) => Ok(()),
+            Err(e) => Err(map_err(map_names::CT)(e)),
+        }
+    }
+
     /// Every entry of the table (dumps and tests).
     pub fn entries(&self) -> Result<Vec<(CtKey, CtEntry)>, DataplaneError> {
         self.map

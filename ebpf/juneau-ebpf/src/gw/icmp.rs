@@ -33,6 +33,13 @@ const GROW: usize = 28;
 /// The quote: the offending packet's IPv4 header (without options) and the first 8
 /// bytes of its payload (RFC 792), enough for the sender to find its socket.
 const QUOTE: usize = 28;
+/// A TCP segment's quote: its whole 20-byte header (RFC 1812 allows more than 8
+/// bytes). A segment a local socket sent carries CHECKSUM_PARTIAL, and the kernel
+/// refuses to cut such a packet short of its checksum field (16 bytes into the TCP
+/// header): with the 8-byte quote no error could be sent for TCP at all, and a
+/// connecting client waited out its time-out.
+const QUOTE_TCP: usize = 40;
+const IPPROTO_TCP: u8 = 6;
 /// Errors a CPU may save up.
 const BURST: u64 = 100;
 
@@ -199,7 +206,9 @@ pub fn error(
     let skb = ctx.skb.skb;
     // Keep the quote, then open room for the new headers behind the Ethernet header.
     // SAFETY: plain helper calls on the program's context.
-    if unsafe { bpf_skb_change_tail(skb, (ETH_HLEN + QUOTE) as u32, 0) } != 0
+    let long = ip.proto == IPPROTO_TCP && start + ETH_HLEN + QUOTE_TCP <= end;
+    let quote = if long { QUOTE_TCP } else { QUOTE };
+    if unsafe { bpf_skb_change_tail(skb, (ETH_HLEN + quote) as u32, 0) } != 0
         || unsafe { bpf_skb_adjust_room(skb, GROW as i32, BPF_ADJ_ROOM_MAC, 0) } != 0
     {
         return Err(reason);
@@ -210,10 +219,13 @@ pub fn error(
     if start + ETH_HLEN + GROW + QUOTE > end {
         return Err(reason);
     }
+    if long && start + ETH_HLEN + GROW + QUOTE_TCP > end {
+        return Err(reason);
+    }
     let gw = eth::bits(&seg.gw_mac);
-    let tot_len = (GROW + QUOTE) as u16;
+    let tot_len = (GROW + quote) as u16;
     // SAFETY (every store and the checksums): inside
-    // [start, start + ETH_HLEN + GROW + QUOTE), checked above.
+    // [start, start + ETH_HLEN + GROW + quote), checked above.
     unsafe {
         store::<u32>(start, mac_lo);
         store::<u16>(start + 4, mac_hi);
@@ -237,10 +249,12 @@ pub fn error(
         );
         store::<u16>(start + icmp_at + 2, 0);
         store::<u32>(start + icmp_at + 4, rest.to_be());
-        store::<u16>(
-            start + icmp_at + 2,
-            csum_words::<{ (8 + QUOTE) / 2 }>(start + icmp_at),
-        );
+        let sum = if long {
+            csum_words::<{ (8 + QUOTE_TCP) / 2 }>(start + icmp_at)
+        } else {
+            csum_words::<{ (8 + QUOTE) / 2 }>(start + icmp_at)
+        };
+        store::<u16>(start + icmp_at + 2, sum);
     }
     super::count(GwStat::IcmpErrors);
     // The packet itself went no further: counted under its reason all the same.

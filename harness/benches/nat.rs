@@ -1,0 +1,321 @@
+//! NATGateway (NAT-01, NAT-02) on one Node, live frames side by side in one run (median
+//! of rotated rounds; the generator and the counting are `bench::LiveFrames`'s, as in
+//! `eip_pps`):
+//!
+//! 1. `pps_natgw_vs_masquerade`: 64-byte IPv4/UDP frames of one connection from a
+//!    Subnet Pod to 198.51.100.10, routed by its Vpc's `0.0.0.0/0 via natGateway`:
+//!    `port_ingress` -> `gw_route` -> `gw_forward` -> `nat_out` (FIB, the connection's
+//!    mapping, source rewritten to the Node's address 10.99.0.100, `bpf_redirect` out of
+//!    the uplink) to the upstream router's namespace. Baseline: the same shape without
+//!    Juneau, a plain veth Pod whose Node namespace's kernel forwards and masquerades
+//!    (`ip_forward`, an nftables `masquerade` rule on the uplink, conntrack), the same
+//!    default route and permanent neighbour. Both translate once and then find the
+//!    connection: Juneau in its connection table, the kernel in conntrack.
+//! 2. `pps_natgw_vs_bare_redirect`: the ceiling of that path here, one bare
+//!    `bpf_redirect` (`floor_redirect`) from a plain Pod's veth to the same kind of
+//!    uplink, nothing looked up or rewritten.
+//! 3. `nat_port_alloc_at_90pct`: the fraction of new connections that get a port when
+//!    90% of the ports (1024-65535) of the Node's address toward one server are held:
+//!    the claims are written into the connection table first, then each new
+//!    connection's first frame goes through the datapath (a fresh client port each),
+//!    its claim removed again after it, so every try meets 90%.
+//! 4. `verifier_nat_out`: instructions the verifier processed for `nat_out`.
+use std::{collections::BTreeMap, net::Ipv4Addr};
+
+use aya::programs::{SchedClassifier, TcAttachType};
+use juneau::node::gateway::RouteSpec;
+use juneau_common::{
+    ct::{CT_F_NAT, CT_F_REPLY, CtEntry, CtKey, ZONE_HOST},
+    gw::ROUTE_NAT_GW,
+};
+use juneau_harness::{
+    Netns, Node,
+    bench::{LiveFrames, Measurement, gro_on, median, plain_pods, write_part},
+    capture::inject,
+    frames::{self, fixtures::pod_mac},
+    node::PodOptions,
+    router::{self, Seg},
+    uplink::{self, ROUTER_MAC, if_index, ip, mac_of, uplink},
+};
+
+const VNI: u32 = 6201;
+const GW_MAC: [u8; 6] = [0x02, 0x4a, 0x4e, 0, 0x18, 0x39];
+const SEG: Seg = Seg {
+    vni: VNI,
+    cidr: "10.0.1.0/24",
+    gw: [10, 0, 1, 1],
+    gw_mac: GW_MAC,
+    mtu: 1500,
+};
+const POD: [u8; 4] = [10, 0, 1, 10];
+const NAT_IP: [u8; 4] = [10, 99, 0, 100];
+const OUTSIDE: [u8; 4] = [198, 51, 100, 10];
+const SPORT: u16 = 40_000;
+const DPORT: u16 = 5201;
+const TABLE: &str = "jnbenchnat";
+
+/// A Node brought up by the daemon's own code on `ul0`, with one Subnet Pod whose
+/// table routes everything via the NATGateway at `NAT_IP`.
+fn juneau_node() -> (Node, Netns) {
+    let (mut node, upstream) = uplink::juneau_node();
+    let vtep = node.ip.expect("the Node's address");
+    let mut want = router::state(&[SEG], &[(VNI, POD, pod_mac(0), vtep)]);
+    want.tables.get_mut("t").unwrap().insert(RouteSpec {
+        dst: "0.0.0.0/0".parse().unwrap(),
+        kind: ROUTE_NAT_GW,
+        vni: 0,
+        gw_ip: Ipv4Addr::UNSPECIFIED,
+        gw_mac: [0; 6],
+        mtu: 0,
+        nh_ip: NAT_IP.into(),
+    });
+    node.dataplane.sync_router(&want).unwrap();
+    node.add_pod_with(0, PodOptions::vni(VNI));
+    gro_on(&node.ns, "jp0");
+    (node, upstream)
+}
+
+/// The same shape without Juneau: a plain veth Pod (`h0`, gateway 10.0.1.1 on the
+/// Node), the Node namespace's kernel forwarding and masquerading out of `ul0`
+/// (nftables, conntrack). Returns (Node, Pod, upstream, h0's MAC).
+fn masquerade_bed() -> (Netns, Netns, Netns, [u8; 6]) {
+    let (node, mut pods) = plain_pods(1);
+    let upstream = uplink(&node);
+    ip(&node, "addr add 10.0.1.1/24 dev h0");
+    let rules = format!(
+        "table ip {TABLE} {{\n  chain postrouting {{\n    type nat hook postrouting priority srcnat; policy accept;\n    oifname \"ul0\" counter masquerade\n  }}\n}}\n"
+    );
+    let file = std::env::temp_dir().join(format!("juneau-bench-nat-{}.nft", std::process::id()));
+    std::fs::write(&file, rules).expect("write the ruleset");
+    let loaded = node.try_exec(&["nft", "-f", file.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&file);
+    loaded.expect("nft -f (is nftables installed? cargo xtask bootstrap installs it)");
+    gro_on(&node, "h0");
+    let h0 = mac_of(&node, "h0");
+    (node, pods.pop().unwrap(), upstream, h0)
+}
+
+/// A plain Pod whose veth forwards by one bare `bpf_redirect` to its uplink.
+fn ceiling_bed() -> (Netns, Netns, Netns) {
+    let (node, mut pods) = plain_pods(1);
+    let upstream = uplink(&node);
+    gro_on(&node, "h0");
+    (node, pods.pop().unwrap(), upstream)
+}
+
+/// Packets the masquerade rule translated (one per new connection).
+fn masqueraded(node: &Netns) -> u64 {
+    let chain = node.exec(&["nft", "list", "chain", "ip", TABLE, "postrouting"]);
+    let words: Vec<&str> = chain.split_whitespace().collect();
+    let at = words
+        .iter()
+        .position(|w| *w == "packets")
+        .expect("a counter");
+    words[at + 1].parse().expect("a count")
+}
+
+/// NAT-02's exhaustion: the share of `tries` new connections that got a port with 90% of
+/// the range toward the server held. Each try is one UDP frame from a fresh client
+/// port; its mapping (both entries) is removed after it, so the occupancy stays put.
+fn alloc_at_90pct(node: &mut Node, tries: u32) -> f64 {
+    let be = |a: [u8; 4]| u32::from_ne_bytes(a);
+    let ct = &mut node.dataplane.conntrack;
+    let (lo, hi) = (1024u32, 65535u32);
+    let span = hi - lo + 1;
+    let held = span * 9 / 10;
+    // Every 10th port stays free: 90% held, spread over the range.
+    let mut filled = 0;
+    for p in lo..=hi {
+        if filled == held {
+            break;
+        }
+        if (p - lo) % 10 == 9 {
+            continue;
+        }
+        let key = CtKey::new(
+            ZONE_HOST,
+            be(OUTSIDE),
+            be(NAT_IP),
+            DPORT.to_be(),
+            (p as u16).to_be(),
+            17,
+        );
+        let claim = CtEntry {
+            flags: CT_F_REPLY | CT_F_NAT,
+            last_seen_ns: juneau::node::dataplane::monotonic_coarse_ns(),
+            ..Default::default()
+        };
+        ct.insert(&key, &claim).expect("a claim");
+        filled += 1;
+    }
+    // Each try's own port is one of the held ones: every try goes to the random draws.
+    let pod = &node.pods[0].ns;
+    let drops_before = node.dataplane.drops().unwrap()["NAT_PORT_EXHAUSTED"];
+    let mut got = 0u32;
+    for i in 0..tries {
+        let k = i % (held / 9 * 9 / 10);
+        let sport = (lo + (k / 9) * 10 + k % 9) as u16;
+        let frame = frames::udp_ports((pod_mac(0), POD, sport), (GW_MAC, OUTSIDE, DPORT), &[0; 22]);
+        let refused_before = node.dataplane.drops().unwrap()["NAT_PORT_EXHAUSTED"];
+        inject(pod, "eth0", &frame);
+        let original = CtKey::new(VNI, be(POD), be(OUTSIDE), sport.to_be(), DPORT.to_be(), 17);
+        // The frame is taken in by the veth's backlog: wait until it is judged.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
+        loop {
+            let ct = &mut node.dataplane.conntrack;
+            if let Ok(Some(e)) = ct.get(&original) {
+                got += 1;
+                ct.remove(&original).unwrap();
+                let claim = CtKey::new(
+                    ZONE_HOST,
+                    be(OUTSIDE),
+                    e.nat_ip,
+                    DPORT.to_be(),
+                    e.nat_port,
+                    17,
+                );
+                ct.remove(&claim).unwrap();
+                break;
+            }
+            let refused = node.dataplane.drops().unwrap()["NAT_PORT_EXHAUSTED"];
+            if refused > refused_before || std::time::Instant::now() > deadline {
+                break;
+            }
+            std::thread::yield_now();
+        }
+    }
+    let refused = node.dataplane.drops().unwrap()["NAT_PORT_EXHAUSTED"] - drops_before;
+    assert_eq!(
+        u64::from(tries - got),
+        refused,
+        "every try either got a port or was counted as refused"
+    );
+    f64::from(got) / f64::from(tries)
+}
+
+fn main() {
+    let quick = std::env::var_os("JUNEAU_BENCH_QUICK").is_some();
+    let (count, rounds): (u32, usize) = if quick { (200_000, 3) } else { (1_000_000, 7) };
+    let mut generator = LiveFrames::load();
+    let (mut node, upstream) = juneau_node();
+    let (k_node, k_pod, k_upstream, h0) = masquerade_bed();
+    let (c_node, c_pod, c_upstream) = ceiling_bed();
+    let mut floor = aya::EbpfLoader::new()
+        .load(juneau::baseline::FLOOR_OBJECT)
+        .expect("load the floor object");
+    let fwd = c_node.run(|| (if_index("h0"), if_index("ul0")));
+    aya::maps::HashMap::<_, u32, u32>::try_from(floor.map_mut("jn_floor_fwd").unwrap())
+        .unwrap()
+        .insert(fwd.0, fwd.1, 0)
+        .unwrap();
+    for (name, at, dev) in [
+        (
+            "floor_drop",
+            vec![&upstream, &k_upstream, &c_upstream],
+            "eth0",
+        ),
+        ("floor_redirect", vec![&c_node], "h0"),
+    ] {
+        let prog: &mut SchedClassifier = floor.program_mut(name).unwrap().try_into().unwrap();
+        prog.load().unwrap_or_else(|e| panic!("load {name}: {e}"));
+        for ns in at {
+            ns.run(|| prog.attach(dev, TcAttachType::Ingress))
+                .unwrap_or_else(|e| panic!("attach {name}: {e}"));
+        }
+    }
+    let pad = [0u8; 22];
+    let src = (pod_mac(0), POD, SPORT);
+    let out_j = frames::udp_ports(src, (GW_MAC, OUTSIDE, DPORT), &pad);
+    let out_k = frames::udp_ports(src, (h0, OUTSIDE, DPORT), &pad);
+    let out_c = frames::udp_ports(src, (ROUTER_MAC, OUTSIDE, DPORT), &pad);
+    // The connection is opened (translated once) on both beds before the rounds.
+    inject(&node.pods[0].ns, "eth0", &out_j);
+    inject(&k_pod, "eth0", &out_k);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let masq_before = masqueraded(&k_node);
+    let paths: [(&str, &Netns, &Netns, &[u8]); 3] = [
+        ("juneau natGateway", &node.pods[0].ns, &upstream, &out_j),
+        ("nftables masquerade", &k_pod, &k_upstream, &out_k),
+        ("bare bpf_redirect", &c_pod, &c_upstream, &out_c),
+    ];
+    let mut r: [Vec<f64>; 3] = Default::default();
+    for round in 0..rounds {
+        for i in (0..paths.len()).map(|j| (j + round) % paths.len()) {
+            let (_, tx, rx, frame) = paths[i];
+            r[i].push(generator.blast_fresh(tx, "eth0", rx, frame, count));
+        }
+    }
+    let m = r.map(|mut v| median(&mut v));
+    // Each bed translated once: the masquerade rule saw no measured frame (conntrack
+    // took them), Juneau's datapath dropped none.
+    assert_eq!(
+        masqueraded(&k_node),
+        masq_before,
+        "the masquerade rule ran again during the rounds"
+    );
+    let drops: BTreeMap<_, _> = node
+        .dataplane
+        .drops()
+        .unwrap()
+        .into_iter()
+        .filter(|d| d.1 > 0)
+        .collect();
+    assert!(drops.is_empty(), "the datapath dropped frames: {drops:?}");
+    let tries = if quick { 2_000 } else { 10_000 };
+    let alloc = alloc_at_90pct(&mut node, tries);
+    let insns = node
+        .dataplane
+        .program("nat_out")
+        .info()
+        .ok()
+        .and_then(|i| i.verified_instruction_count())
+        .unwrap_or(0) as f64;
+    println!(
+        "nat pps, median of {rounds} rotated rounds of {count}: juneau {:.2} Mpps, masquerade {:.2}, bare redirect {:.2}; port alloc at 90%: {alloc:.5} of {tries}",
+        m[0], m[1], m[2]
+    );
+    let how = format!(
+        "64-byte IPv4/UDP frames of one connection written afresh by an XDP live-frames generator in the sender Pod (one CPU), counted at the upstream router's eth0 rx and dropped there; median of {rounds} rounds of {count}, the paths interleaved"
+    );
+    write_part(
+        "nat",
+        &[
+            Measurement::new(
+                "pps_natgw_vs_masquerade",
+                "Mpps",
+                m[0],
+                ("nftables_masquerade_conntrack", m[1]),
+                &format!(
+                    "goal >= 1.5x; a Subnet Pod to 198.51.100.10 through its Vpc's 0.0.0.0/0 via natGateway: port_ingress -> gw_route -> gw_forward -> nat_out (FIB, the connection's mapping in the connection table, source rewritten to the Node's 10.99.0.100, bpf_redirect out of the uplink); baseline: a plain veth Pod, the Node namespace's kernel forwarding and masquerading (ip_forward, nftables masquerade on the uplink, conntrack; the rule ran for the first frame only, checked) out of the same kind of uplink; {how}"
+                ),
+            ),
+            Measurement::new(
+                "pps_natgw_vs_bare_redirect",
+                "Mpps",
+                m[0],
+                ("bare_bpf_redirect", m[2]),
+                &format!(
+                    "the ceiling of the same path here: one bpf_redirect by ingress ifindex from a plain Pod's veth to the uplink (floor_redirect), nothing looked up or rewritten; that ceiling is {:.2}x the masquerade baseline; {how}",
+                    m[2] / m[1]
+                ),
+            ),
+            Measurement::new(
+                "nat_port_alloc_at_90pct",
+                "fraction",
+                alloc,
+                ("goal", 0.9999),
+                &format!(
+                    "goal >= 0.9999; {tries} new UDP connections from one Pod to one server port, each through the datapath (the client's own port held, then up to 128 random tries under bpf_loop), with 90% of the Node address's ports 1024-65535 toward that server held by claims in the connection table (every tenth free); each try's mapping is removed after it, so every try meets 90%; analytically 1 - 0.9^128 = 0.9999986"
+                ),
+            ),
+            Measurement::new(
+                "verifier_nat_out",
+                "insns",
+                insns,
+                ("kernel_limit_goal", 150_000.0),
+                "goal < 150,000; the NATGateway's way out entered by tail call from gw_forward (FIB, the claim loop under bpf_loop verified once, translation, ICMP refusal)",
+            ),
+        ],
+    );
+    drop(floor);
+}

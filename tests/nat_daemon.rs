@@ -1,0 +1,193 @@
+//! A NATGateway across a daemon's death (NAT-01): a 32 MB TCP stream from a Pod to an
+//! outside server, translated to its Node's address, while that Node's daemon is killed
+//! with SIGKILL and started again by its supervisor. The mapping is an entry of the
+//! pinned connection table (and its claim), so not one byte is lost, the connection
+//! keeps its address and port, and the restarted daemon translates new connections.
+use std::{
+    io::{Read, Write},
+    net::{SocketAddr, TcpListener, TcpStream},
+    path::PathBuf,
+    time::{Duration, Instant},
+};
+
+mod common;
+
+use juneau::{
+    cli::{Filter, node_dir},
+    scenario::{Layer, steps::Bed},
+    standalone::{Options, PodDef, Run, Scenario},
+};
+
+const STREAM_BYTES: usize = 32 << 20;
+const SERVER: &str = "198.51.100.10";
+const PORT: u16 = 5002;
+const NODE: &str = "nk-a";
+
+fn scenario() -> Scenario {
+    let obj = |v: serde_json::Value| v;
+    Scenario {
+        description: "a NATGateway across a daemon restart".into(),
+        layer: Layer::Stack,
+        proves: vec!["NAT-01".into()],
+        segments: Default::default(),
+        steps: Vec::new(),
+        nodes: vec![NODE.into(), "nk-b".into()],
+        objects: vec![
+            obj(
+                serde_json::json!({"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "AddressPool",
+                "metadata": {"name": "lan"},
+                "spec": {"advertiseMode": "arp", "addresses": ["10.99.0.100-10.99.0.120"]}}),
+            ),
+            obj(
+                serde_json::json!({"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "ExternalNetwork",
+                "metadata": {"name": "ext"}, "spec": {"type": "arp", "addressPools": ["lan"]}}),
+            ),
+            obj(
+                serde_json::json!({"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "Vpc",
+                "metadata": {"name": "tenant"}, "spec": {}}),
+            ),
+            obj(
+                serde_json::json!({"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "NATGateway",
+                "metadata": {"name": "out"}, "spec": {"vpc": "tenant", "externalNetwork": "ext"}}),
+            ),
+            obj(
+                serde_json::json!({"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "RouteTable",
+                "metadata": {"name": "tenant"}, "spec": {"vpc": "tenant", "routes": [
+                    {"dst": "0.0.0.0/0", "via": {"type": "natGateway", "natGateway": "out"}}]}}),
+            ),
+            obj(
+                serde_json::json!({"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "Subnet",
+                "metadata": {"name": "web"}, "spec": {"vpc": "tenant", "cidr": "10.52.0.0/24"}}),
+            ),
+        ],
+        pods: Vec::new(),
+        outside: true,
+    }
+}
+
+fn client_pod() -> PodDef {
+    PodDef {
+        name: "nk-client".into(),
+        namespace: "default".into(),
+        node: NODE.into(),
+        annotations: [("juneau.loutres.me/subnet".to_owned(), "web".to_owned())]
+            .into_iter()
+            .collect(),
+        labels: Default::default(),
+        ports: Default::default(),
+        segment: None,
+        addresses: Vec::new(),
+        bridge_hosts: Vec::new(),
+    }
+}
+
+/// The translated source of the one NAT connection to the server `NODE` holds.
+fn mapping() -> Option<String> {
+    let filter = Filter {
+        addr: Some(SERVER.parse().unwrap()),
+        ..Default::default()
+    };
+    let d = juneau::cli::nat::dump_nat(&node_dir(NODE), &filter).ok()?;
+    let tcp: Vec<_> = d
+        .mappings
+        .iter()
+        .filter(|m| m.protocol == "tcp" && m.server.ends_with(&format!(":{PORT}")))
+        .collect();
+    assert!(tcp.len() <= 1, "{tcp:?}");
+    tcp.first().map(|m| m.translated.clone())
+}
+
+#[test]
+fn nat_01_a_daemon_killed_mid_stream_loses_no_byte_and_the_connection_keeps_its_mapping() {
+    let mut run = Run::start(&scenario(), &Options::default(), &mut |_| {}).expect("start");
+    run.add_pod(&client_pod()).unwrap();
+    let server_ns = PathBuf::from("/run/netns").join(run.netns_name("client").unwrap());
+    let listener =
+        juneau::netns::run_in(&server_ns, || TcpListener::bind((SERVER, PORT)).unwrap()).unwrap();
+    let data = std::sync::Arc::new(common::stream(STREAM_BYTES));
+    let expected = data.clone();
+    let receiver = std::thread::spawn(move || {
+        let (mut conn, peer) = listener.accept().unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut got = Vec::with_capacity(STREAM_BYTES);
+        conn.read_to_end(&mut got).unwrap();
+        if let Some(at) = got.iter().zip(expected.iter()).position(|(a, b)| a != b) {
+            panic!("byte {at} of the stream differs");
+        }
+        (got.len(), peer)
+    });
+    let client_ns = run.pod("nk-client").unwrap().ns.path().to_owned();
+    let dst: SocketAddr = format!("{SERVER}:{PORT}").parse().unwrap();
+    let sender = std::thread::spawn(move || {
+        // The first SYN may meet a router that has not taken the route in yet.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut conn = loop {
+            let c = juneau::netns::run_in(&client_ns, || {
+                TcpStream::connect_timeout(&dst, Duration::from_secs(2))
+            })
+            .unwrap();
+            match c {
+                Ok(c) => break c,
+                Err(e) if Instant::now() < deadline => {
+                    eprintln!("connect: {e}; again");
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                Err(e) => panic!("no connection to the outside: {e}"),
+            }
+        };
+        conn.set_write_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let start = Instant::now();
+        // 512 chunks of 64 KiB, one every 6 ms: about three seconds in all.
+        for (i, chunk) in data.chunks(1 << 16).enumerate() {
+            conn.write_all(chunk).unwrap();
+            let due = Duration::from_micros(6_000 * i as u64);
+            if let Some(wait) = due.checked_sub(start.elapsed()) {
+                std::thread::sleep(wait);
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(12);
+    let before = loop {
+        if let Some(m) = mapping() {
+            break m;
+        }
+        assert!(Instant::now() < deadline, "no NAT mapping on {NODE}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(before.starts_with("10.99.0.100:"), "{before}");
+
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!sender.is_finished(), "the stream ended before the kill");
+    let old = common::sigkill_daemon(&run, NODE);
+    common::wait_restarted(&run, NODE, old);
+    assert_eq!(
+        mapping().as_deref(),
+        Some(before.as_str()),
+        "the same address and port after the restart"
+    );
+    sender.join().unwrap();
+    let (got, peer) = receiver.join().unwrap();
+    assert_eq!(got, STREAM_BYTES, "the whole stream arrived");
+    assert_eq!(
+        peer.to_string(),
+        before,
+        "the server saw the Node's address and port"
+    );
+    // The restarted daemon translates a new connection.
+    let listener = juneau::netns::run_in(&server_ns, || {
+        TcpListener::bind((SERVER, PORT + 1)).unwrap()
+    })
+    .unwrap();
+    let ns = run.pod("nk-client").unwrap().ns.path().to_owned();
+    let again: SocketAddr = format!("{SERVER}:{}", PORT + 1).parse().unwrap();
+    let conn = juneau::netns::run_in(&ns, || {
+        TcpStream::connect_timeout(&again, Duration::from_secs(3))
+    })
+    .unwrap();
+    assert!(conn.is_ok(), "a new connection after the restart: {conn:?}");
+    let (_, peer) = listener.accept().unwrap();
+    assert_eq!(peer.ip().to_string(), "10.99.0.100");
+    run.teardown(&mut |_| {}).unwrap();
+}
