@@ -122,8 +122,8 @@ fn nat_01_nat_02_l2_15_pods_of_two_overlapping_vpcs_reach_the_outside_from_their
         "scenarios/stack/nat-gateway.yaml",
         "the NATGateway scenario failed",
     );
-    assert!(stdout.contains("step 22:"), "{stdout}");
-    assert!(!stdout.contains("step 23:"), "{stdout}");
+    assert!(stdout.contains("step 26:"), "{stdout}");
+    assert!(!stdout.contains("step 27:"), "{stdout}");
     // One address per Node, from the pool's start, both Ready; both gateways Ready
     // on both Nodes.
     for want in [
@@ -131,6 +131,7 @@ fn nat_01_nat_02_l2_15_pods_of_two_overlapping_vpcs_reach_the_outside_from_their
         "ext-net-arp--node-b          node-b   10.99.0.101      True Assigned",
         "a-out            tenant-a   ext-net-arp        2/2 True Reconciled",
         "b-out            tenant-b   ext-net-arp        2/2 True Reconciled",
+        "default          default    ext-net-arp        2/2 True Reconciled",
     ] {
         assert!(stdout.contains(want), "{want:?} in {stdout}");
     }

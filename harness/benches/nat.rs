@@ -19,7 +19,13 @@
 //!    the claims are written into the connection table first, then each new
 //!    connection's first frame goes through the datapath (a fresh client port each),
 //!    its claim removed again after it, so every try meets 90%.
-//! 4. `verifier_nat_out`: instructions the verifier processed for `nat_out`.
+//! 4. `tcp_crr_natgw_vs_masquerade`: new TCP connections a second from the Pod to a
+//!    server on the upstream router (198.51.100.10), each connected and reset (linger 0,
+//!    so no TIME_WAIT limits the client), one client thread; the same two beds, before
+//!    the packet-rate rounds, median of rotated rounds. Each connection is a new mapping
+//!    (Juneau: a claim in the connection table; the kernel: conntrack and the masquerade
+//!    rule).
+//! 5. `verifier_nat_out`: instructions the verifier processed for `nat_out`.
 use std::{collections::BTreeMap, net::Ipv4Addr};
 
 use aya::programs::{SchedClassifier, TcAttachType};
@@ -193,6 +199,69 @@ fn alloc_at_90pct(node: &mut Node, tries: u32) -> f64 {
     f64::from(got) / f64::from(tries)
 }
 
+/// The Pod's address and default route via the segment's gateway (the Pod namespaces
+/// of both beds are bare).
+fn address_pod(pod: &Netns) {
+    ip(pod, "addr add 10.0.1.10/24 dev eth0");
+    ip(pod, "route add default via 10.0.1.1");
+}
+
+/// The server of the connection-rate rounds: 198.51.100.10 on the upstream's loopback,
+/// accepting and dropping every connection until `stop`.
+fn crr_server(
+    up: &Netns,
+    port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    ip(up, "link set lo up");
+    ip(up, "addr add 198.51.100.10/32 dev lo");
+    let path = up.path().to_owned();
+    std::thread::spawn(move || {
+        juneau::netns::run_in(&path, || {
+            let l = std::net::TcpListener::bind(("198.51.100.10", port)).unwrap();
+            l.set_nonblocking(true).unwrap();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                match l.accept() {
+                    Ok((c, _)) => drop(c),
+                    Err(_) => std::thread::sleep(std::time::Duration::from_micros(50)),
+                }
+            }
+        })
+        .unwrap();
+    })
+}
+
+/// Connections a second from `pod` to the server for `secs`: connect, then reset.
+fn crr(pod: &Netns, port: u16, secs: f64) -> f64 {
+    use std::os::fd::AsRawFd;
+    let to: std::net::SocketAddr = format!("198.51.100.10:{port}").parse().unwrap();
+    pod.run(|| {
+        let start = std::time::Instant::now();
+        let mut n = 0u64;
+        while start.elapsed().as_secs_f64() < secs {
+            let c = std::net::TcpStream::connect_timeout(&to, std::time::Duration::from_secs(1))
+                .expect("a connection to the outside");
+            let linger = libc::linger {
+                l_onoff: 1,
+                l_linger: 0,
+            };
+            // SAFETY: a valid socket and a linger value of the right size.
+            unsafe {
+                libc::setsockopt(
+                    c.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_LINGER,
+                    (&linger as *const libc::linger).cast(),
+                    std::mem::size_of::<libc::linger>() as u32,
+                );
+            }
+            drop(c);
+            n += 1;
+        }
+        n as f64 / start.elapsed().as_secs_f64()
+    })
+}
+
 fn main() {
     let quick = std::env::var_os("JUNEAU_BENCH_QUICK").is_some();
     let (count, rounds): (u32, usize) = if quick { (200_000, 3) } else { (1_000_000, 7) };
@@ -200,6 +269,45 @@ fn main() {
     let (mut node, upstream) = juneau_node();
     let (k_node, k_pod, k_upstream, h0) = masquerade_bed();
     let (c_node, c_pod, c_upstream) = ceiling_bed();
+    // New connections first, before the sinks drop what reaches the upstreams.
+    node.dataplane
+        .set_arp_answers(&BTreeMap::from([(
+            Ipv4Addr::from(NAT_IP),
+            uplink::UPLINK_MAC,
+        )]))
+        .unwrap();
+    address_pod(&node.pods[0].ns);
+    address_pod(&k_pod);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    const CRR_PORT: u16 = 7000;
+    let servers = [
+        crr_server(&upstream, CRR_PORT, stop.clone()),
+        crr_server(&k_upstream, CRR_PORT, stop.clone()),
+    ];
+    let secs = if quick { 1.0 } else { 2.0 };
+    let (mut cj, mut ck) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        if round % 2 == 0 {
+            cj.push(crr(&node.pods[0].ns, CRR_PORT, secs));
+            ck.push(crr(&k_pod, CRR_PORT, secs));
+        } else {
+            ck.push(crr(&k_pod, CRR_PORT, secs));
+            cj.push(crr(&node.pods[0].ns, CRR_PORT, secs));
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for s in servers {
+        s.join().unwrap();
+    }
+    let (crr_j, crr_k) = (median(&mut cj), median(&mut ck));
+    let crr_drops: BTreeMap<_, _> = node
+        .dataplane
+        .drops()
+        .unwrap()
+        .into_iter()
+        .filter(|d| d.1 > 0)
+        .collect();
+    assert!(crr_drops.is_empty(), "the datapath dropped: {crr_drops:?}");
     let mut floor = aya::EbpfLoader::new()
         .load(juneau::baseline::FLOOR_OBJECT)
         .expect("load the floor object");
@@ -271,7 +379,7 @@ fn main() {
         .and_then(|i| i.verified_instruction_count())
         .unwrap_or(0) as f64;
     println!(
-        "nat pps, median of {rounds} rotated rounds of {count}: juneau {:.2} Mpps, masquerade {:.2}, bare redirect {:.2}; port alloc at 90%: {alloc:.5} of {tries}",
+        "nat pps, median of {rounds} rotated rounds of {count}: juneau {:.2} Mpps, masquerade {:.2}, bare redirect {:.2}; port alloc at 90%: {alloc:.5} of {tries}; crr juneau {crr_j:.0}/s, masquerade {crr_k:.0}/s",
         m[0], m[1], m[2]
     );
     let how = format!(
@@ -306,6 +414,15 @@ fn main() {
                 ("goal", 0.9999),
                 &format!(
                     "goal >= 0.9999; {tries} new UDP connections from one Pod to one server port, each through the datapath (the client's own port held, then up to 128 random tries under bpf_loop), with 90% of the Node address's ports 1024-65535 toward that server held by claims in the connection table (every tenth free); each try's mapping is removed after it, so every try meets 90%; analytically 1 - 0.9^128 = 0.9999986"
+                ),
+            ),
+            Measurement::new(
+                "tcp_crr_natgw_vs_masquerade",
+                "conn/s",
+                crr_j,
+                ("nftables_masquerade_conntrack", crr_k),
+                &format!(
+                    "goal >= 1.5x; new TCP connections a second from the Pod to 198.51.100.10:{CRR_PORT} (a listener on the upstream router's loopback that accepts and drops), each connected then reset (SO_LINGER 0: no TIME_WAIT), one client thread; Juneau: each connection a new mapping through nat_out, its replies back through eip_uplink; baseline: the same Pod shape behind the Node kernel's forwarding and nftables masquerade with conntrack; median of {rounds} rounds of {secs} s, alternating which bed goes first"
                 ),
             ),
             Measurement::new(

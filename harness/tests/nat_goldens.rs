@@ -359,3 +359,139 @@ fn nat_01_an_icmp_error_from_outside_reaches_the_pod_quoting_what_it_sent() {
     assert!(s.frames(&seen, "node0-pod1").is_empty());
     s.assert_goldens("nat_01_icmp_error_quotes_the_pod");
 }
+
+const VNI_B: u32 = 6202;
+const GW_B: [u8; 6] = [0x02, 0x4a, 0x4e, 0, 0x18, 0x3a];
+/// Another Vpc's segment with segment A's very CIDR and gateway address.
+const SEG_B: Seg = Seg {
+    vni: VNI_B,
+    cidr: "10.0.1.0/24",
+    gw: [10, 0, 1, 1],
+    gw_mac: GW_B,
+    mtu: 1450,
+};
+
+/// node0 with segment A (Pod 0, 10.0.1.10) and segment B of another Vpc, whose table
+/// also routes 0.0.0.0/0 via a NATGateway on the same ExternalNetwork, with Pod 3 at
+/// the same 10.0.1.10.
+fn overlapping_scene() -> Scene {
+    let mut c = Cluster::new(2);
+    for (n, node) in c.nodes.iter_mut().enumerate() {
+        let mut want = router_state(nat(n as u8));
+        let b = router::state(&[SEG_B], &[(VNI_B, pod_ip(0), pod_mac(3), node_ip(0))]);
+        let mut seg = b.segments[&VNI_B].clone();
+        seg.table = "tb".into();
+        want.segments.insert(VNI_B, seg);
+        let mut routes = b.tables["t"].clone();
+        routes.insert(
+            want.tables["t"]
+                .iter()
+                .find(|r| r.kind == ROUTE_NAT_GW)
+                .cloned()
+                .unwrap(),
+        );
+        want.tables.insert("tb".into(), routes);
+        want.neighbours.extend(b.neighbours);
+        node.dataplane.sync_router(&want).unwrap();
+        let answers = BTreeMap::from([(Ipv4Addr::from(nat(n as u8)), mac(n))]);
+        node.dataplane.set_arp_answers(&answers).unwrap();
+        let router = Ipv4Addr::from(ROUTER.1).to_string();
+        let lladdr = juneau::format_mac(&ROUTER.0);
+        node.ns.ip(&[
+            "route",
+            "replace",
+            "default",
+            "via",
+            &router,
+            "dev",
+            UNDERLAY_DEV,
+        ]);
+        node.ns.ip(&[
+            "neigh",
+            "replace",
+            &router,
+            "lladdr",
+            &lladdr,
+            "dev",
+            UNDERLAY_DEV,
+            "nud",
+            "permanent",
+        ]);
+    }
+    c.add_pod(0, 0, ON_A);
+    c.add_pod(0, 3, PodOptions::vni(VNI_B).mtu(1450));
+    Scene::new(c)
+}
+
+#[test]
+fn nat_01_two_vpcs_with_one_cidr_go_out_through_one_node_address_and_each_pod_gets_its_own_replies()
+{
+    let mut s = overlapping_scene();
+    // The same address and port in two Vpcs, to the same server.
+    let a = frames::udp_ports(
+        (pod_mac(0), pod_ip(0), 40000),
+        (GW_A, CLIENT, 53),
+        b"from-a",
+    );
+    let b = frames::udp_ports(
+        (pod_mac(3), pod_ip(0), 40000),
+        (GW_B, CLIENT, 53),
+        b"from-b",
+    );
+    let mut ports = Vec::new();
+    for (p, frame) in [(0usize, &a), (1, &b)] {
+        let seen = s.send(0, p, frame);
+        let wire = s.frames(&seen, "underlay-node0");
+        assert_eq!(wire.len(), 1, "pod {p}'s datagram leaves once");
+        assert_eq!(&wire[0][26..30], &nat(0), "from node0's one address");
+        ports.push(port_of(&wire[0], 34));
+    }
+    assert_eq!(ports[0], 40000, "the first keeps its port");
+    assert_ne!(ports[1], 40000, "the other Vpc's gets another");
+    for (p, gw, port, data) in [
+        (1usize, GW_B, ports[1], b"to-b"),
+        (0, GW_A, ports[0], b"to-a"),
+    ] {
+        let answer = frames::udp_ports((ROUTER.0, CLIENT, 53), (mac(0), nat(0), port), data);
+        let seen = from_router(&mut s, 0, &answer);
+        assert_eq!(
+            s.frames(&seen, &format!("node0-pod{p}")),
+            &vec![hopped(frames::udp_ports(
+                (gw, CLIENT, 53),
+                (pod_mac(if p == 0 { 0 } else { 3 }), pod_ip(0), 40000),
+                data
+            ))],
+            "its own Vpc's Pod, from its own segment's gateway"
+        );
+        assert!(s.frames(&seen, &format!("node0-pod{}", 1 - p)).is_empty());
+    }
+}
+
+#[test]
+fn nat_01_a_first_fragment_opens_the_mapping_and_the_later_one_follows_it() {
+    let mut s = scene();
+    let big = frames::udp_ports(
+        (pod_mac(0), pod_ip(0), 40010),
+        (GW_A, CLIENT, 53),
+        &[0x5a; 400],
+    );
+    let (first, later) = frames::fragments(&big, 304, 0x7777);
+    // A later fragment before any first opens nothing: refused, not sent.
+    let seen = s.send(0, 0, &later);
+    assert!(s.frames(&seen, "underlay-node0").is_empty());
+    let seen = s.send(0, 0, &first);
+    let out = s.frames(&seen, "underlay-node0");
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        (&out[0][26..30], port_of(&out[0], 34)),
+        (&nat(0)[..], 40010)
+    );
+    assert_eq!(ones_complement(&out[0][14..34]), 0);
+    let seen = s.send(0, 0, &later);
+    let out = s.frames(&seen, "underlay-node0");
+    assert_eq!(out.len(), 1, "the later fragment follows its first");
+    assert_eq!(&out[0][26..30], &nat(0), "its source translated too");
+    assert_eq!(u16::from_be_bytes([out[0][18], out[0][19]]), 0x7777);
+    assert_eq!(ones_complement(&out[0][14..34]), 0);
+    assert_eq!(&out[0][34..], &later[34..], "its payload untouched");
+}

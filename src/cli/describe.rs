@@ -34,6 +34,10 @@ pub struct NicRow {
     pub network: String,
     /// Why the NIC is not Ready, from its first condition that is not True.
     pub waiting: Option<String>,
+    /// How the NIC reaches the outside, when its Vpc's table routes via a NATGateway:
+    /// `NATGateway out (0.0.0.0/0, from 10.99.0.100, ExternalNetwork ext on node-a)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outside: Option<String>,
 }
 
 fn name_of<K: kube::Resource>(o: &K) -> &str {
@@ -56,7 +60,7 @@ pub fn describe_pod(world: &World, namespace: &str, pod: &str) -> Result<PodDesc
         .interfaces
         .iter()
         .filter(|n| ns_of(*n) == namespace && n.spec.pod_ref.name == pod)
-        .map(|nic| nic_row(world, nic))
+        .map(|nic| nic_row(world, nic, &record.node))
         .collect();
     nics.sort_by(|a, b| a.interface.cmp(&b.interface));
     Ok(PodDescription {
@@ -68,7 +72,7 @@ pub fn describe_pod(world: &World, namespace: &str, pod: &str) -> Result<PodDesc
     })
 }
 
-fn nic_row(world: &World, nic: &NetworkInterface) -> NicRow {
+fn nic_row(world: &World, nic: &NetworkInterface, node: &str) -> NicRow {
     let status = nic.status.clone().unwrap_or_default();
     let endpoint = world
         .endpoints
@@ -89,7 +93,88 @@ fn nic_row(world: &World, nic: &NetworkInterface) -> NicRow {
             .unwrap_or_default(),
         network: network_of(&world.objects, nic, status.vni),
         waiting,
+        outside: nat_of(world, nic, node),
     }
+}
+
+/// A NIC's way to the outside through a NATGateway (NAT-01), as its Node holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NatRoute {
+    /// The route's destination (`0.0.0.0/0`).
+    pub dst: String,
+    pub gateway: String,
+    pub external_network: String,
+    /// The address the NIC's Node translates to, once its attachment has one.
+    pub address: Option<std::net::Ipv4Addr>,
+}
+
+/// The NATGateway route of the table a NIC's segment routes by (an L2Network's own
+/// `gateway.routeTable`, else the RouteTable named as its Vpc), or the default Vpc's
+/// implicit route to a Ready `default` gateway; `None` without one.
+pub fn nat_route_of(world: &World, nic: &NetworkInterface, node: &str) -> Option<NatRoute> {
+    use crate::api::natgateway::DEFAULT_NAT_GATEWAY;
+    let objects = &world.objects;
+    let (vpc, own) = match (&nic.spec.subnet, &nic.spec.l2_network) {
+        (Some(s), _) => (objects.subnet(s)?.spec.vpc.clone(), None),
+        (None, Some(l)) => {
+            let l = objects.l2network(l)?;
+            let own = l.spec.gateway.as_ref()?.route_table.clone();
+            (l.spec.vpc.clone(), own)
+        }
+        _ => return None,
+    };
+    let table = own
+        .as_deref()
+        .or(Some(vpc.as_str()))
+        .and_then(|t| objects.route_table(t))
+        .filter(|t| t.spec.vpc == vpc);
+    let ready = |g: &crate::api::NATGateway| {
+        g.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+        })
+    };
+    let (dst, name) = match table {
+        Some(t) => t
+            .spec
+            .routes
+            .iter()
+            .find(|r| r.via.type_ == "natGateway")
+            .map(|r| (r.dst.clone(), r.via.nat_gateway.clone().unwrap_or_default()))?,
+        None if vpc == crate::api::DEFAULT_VPC
+            && objects.nat_gateway(DEFAULT_NAT_GATEWAY).is_some_and(ready) =>
+        {
+            ("0.0.0.0/0".to_owned(), DEFAULT_NAT_GATEWAY.to_owned())
+        }
+        None => return None,
+    };
+    let external_network = objects
+        .nat_gateway(&name)
+        .map(|g| g.spec.external_network.clone())
+        .unwrap_or_default();
+    let address = crate::node::gateway::nat_address_of(world, &external_network, node);
+    Some(NatRoute {
+        dst,
+        gateway: name,
+        external_network,
+        address,
+    })
+}
+
+fn nat_of(world: &World, nic: &NetworkInterface, node: &str) -> Option<String> {
+    let r = nat_route_of(world, nic, node)?;
+    if r.external_network.is_empty() {
+        return Some(format!("NATGateway {} ({}): not found", r.gateway, r.dst));
+    }
+    let from = r.address.map_or_else(
+        || "no address on this Node yet".to_owned(),
+        |a| format!("from {a}"),
+    );
+    Some(format!(
+        "NATGateway {} ({}, {from}, ExternalNetwork {} on {node})",
+        r.gateway, r.dst, r.external_network
+    ))
 }
 
 /// What a NIC is attached to, in the words of EIP-25 for a direct ElasticIP.
@@ -187,6 +272,9 @@ pub fn render(d: &PodDescription) -> String {
         out.push('\n');
         if let Some(why) = i.checked_sub(1).and_then(|n| d.nics[n].waiting.as_ref()) {
             out.push_str(&format!("  {:<w$}  waiting: {why}\n", "", w = widths[0]));
+        }
+        if let Some(nat) = i.checked_sub(1).and_then(|n| d.nics[n].outside.as_ref()) {
+            out.push_str(&format!("  {:<w$}  outside: {nat}\n", "", w = widths[0]));
         }
     }
     out

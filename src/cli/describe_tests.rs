@@ -162,3 +162,126 @@ fn l2_30_trace_refuses_an_address_two_nics_share_and_names_them() {
     // By name it is unambiguous.
     assert!(trace::trace(&w, "default", "a", "b", &none).is_ok());
 }
+
+#[test]
+fn nat_01_describe_pod_says_which_nat_gateway_a_nic_goes_out_by_and_from_which_address() {
+    use crate::api::{
+        ExternalNetworkAttachment, NATGateway, NetworkInterface, PodRecord, RouteTable, Subnet,
+        externalnetworkattachment::{
+            ExternalNetworkAttachmentSpec, ExternalNetworkAttachmentStatus,
+        },
+        natgateway::NATGatewaySpec,
+        routetable::{Route, RouteTableSpec, Via},
+        subnet::SubnetSpec,
+    };
+    let mut w = world();
+    w.objects.subnets.push(Subnet::new(
+        "web-s",
+        SubnetSpec {
+            vpc: "prod".into(),
+            cidr: "10.5.0.0/24".into(),
+            network_acl: None,
+        },
+    ));
+    w.objects.nat_gateways.push(NATGateway::new(
+        "out",
+        NATGatewaySpec {
+            vpc: "prod".into(),
+            external_network: "ext".into(),
+        },
+    ));
+    w.objects.route_tables.push(RouteTable::new(
+        "prod",
+        RouteTableSpec {
+            vpc: "prod".into(),
+            routes: vec![Route {
+                dst: "0.0.0.0/0".into(),
+                via: Via {
+                    type_: "natGateway".into(),
+                    nat_gateway: Some("out".into()),
+                    ..Default::default()
+                },
+            }],
+        },
+    ));
+    let mut ena = ExternalNetworkAttachment::new(
+        "ext--n1",
+        ExternalNetworkAttachmentSpec {
+            external_network: "ext".into(),
+            node_name: "n1".into(),
+        },
+    );
+    ena.status = Some(ExternalNetworkAttachmentStatus {
+        assigned_ip: "192.0.2.50".into(),
+        conditions: vec![],
+    });
+    w.objects.external_network_attachments.push(ena);
+    let on_n1: NetworkInterface = serde_json::from_value(nic(
+        "c.eth0",
+        "c",
+        json!({"subnet": "web-s"}),
+        json!({"address": "10.5.0.2/24", "vni": 9, "phase": "Ready"}),
+    ))
+    .unwrap();
+    w.objects.interfaces.push(on_n1);
+    for (pod, node) in [("c", "n1"), ("d", "n2")] {
+        w.pods.push(PodRecord {
+            namespace: "default".into(),
+            name: pod.into(),
+            node: node.into(),
+            ..Default::default()
+        });
+    }
+    let mut on_n2: NetworkInterface = serde_json::from_value(nic(
+        "d.eth0",
+        "d",
+        json!({"subnet": "web-s"}),
+        json!({"address": "10.5.0.3/24", "vni": 9, "phase": "Ready"}),
+    ))
+    .unwrap();
+    on_n2.spec.node_name = "n2".into();
+    w.objects.interfaces.push(on_n2);
+    let c = describe::describe_pod(&w, "default", "c").unwrap();
+    assert_eq!(
+        c.nics[0].outside.as_deref(),
+        Some("NATGateway out (0.0.0.0/0, from 192.0.2.50, ExternalNetwork ext on n1)")
+    );
+    assert!(describe::render(&c).contains("outside: NATGateway out"));
+    let d = describe::describe_pod(&w, "default", "d").unwrap();
+    assert_eq!(
+        d.nics[0].outside.as_deref(),
+        Some("NATGateway out (0.0.0.0/0, no address on this Node yet, ExternalNetwork ext on n2)")
+    );
+    // An L2Network without a gateway goes out by nothing of a Vpc.
+    let a = describe::describe_pod(&w, "default", "a").unwrap();
+    assert_eq!(a.nics[0].outside, None);
+    // trace to an outside address: the translation on the source's own Node.
+    w.endpoints.push(
+        serde_json::from_value(json!({"apiVersion": "juneau.loutres.me/v1alpha1",
+            "kind": "NetworkEndpoint", "metadata": meta("c.eth0"),
+            "spec": {"kind": "Pod", "subnet": "web-s", "address": "10.5.0.2/24",
+            "macAddress": "02:00:00:00:00:0c", "nodeName": "n1", "nodeIp": "172.18.0.1"}}))
+        .unwrap(),
+    );
+    w.objects.service_cidrs = vec!["10.96.0.0/12".into()];
+    let none = |_: &str, _: u32, _: &str| None;
+    let hops = trace::trace(&w, "default", "c", "198.51.100.10", &none).unwrap();
+    let what: Vec<&str> = hops.iter().map(|h| h.what.as_str()).collect();
+    assert!(what[1].contains("0.0.0.0/0 via NATGateway out"), "{what:?}");
+    assert!(
+        what[2].starts_with("nat_out: source 10.5.0.2:<port> becomes 192.0.2.50:<port>"),
+        "{what:?}"
+    );
+    assert!(
+        hops.iter().all(|h| h.node == "n1"),
+        "all on the source's Node"
+    );
+    // The cluster's own ranges are never translated.
+    let hops = trace::trace(&w, "default", "c", "10.96.0.10", &none).unwrap();
+    assert!(
+        hops[1]
+            .what
+            .contains("cluster's own range 10.96.0.0/12: never translated"),
+        "{hops:?}"
+    );
+}

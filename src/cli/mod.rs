@@ -16,6 +16,7 @@ pub mod policy;
 mod source;
 mod svc;
 pub mod trace;
+mod trace_nat;
 pub mod trace_policy;
 pub mod trace_svc;
 mod views;

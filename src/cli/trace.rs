@@ -168,6 +168,31 @@ pub fn trace(
     let (to, flow) = super::trace_policy::split_target(to)?;
     let src = resolve(world, namespace, from)?;
     refuse_direct(src)?;
+    // An address no NIC has: outside the cluster, through a NATGateway if the source's
+    // table routes it so (`trace_nat.rs`).
+    if let Ok(ip) = to.parse::<Ipv4Addr>()
+        && !world
+            .objects
+            .interfaces
+            .iter()
+            .any(|n| ip_of(n) == Some(ip))
+        && let Some(ep) = endpoint_of(world, src)
+    {
+        let first = Hop {
+            node: ep.spec.node_name.clone(),
+            what: format!(
+                "port_ingress on the host veth of {} ({}, {})",
+                name_of(src),
+                ep.spec.address,
+                ep.spec.mac_address
+            ),
+        };
+        if let Some(hops) =
+            super::trace_nat::outside_hops(world, src, &ep.spec.node_name, first, ip)?
+        {
+            return Ok(hops);
+        }
+    }
     let dst = resolve(world, namespace, to)?;
     refuse_direct(dst)?;
     let attached = |nic: &NetworkInterface| {

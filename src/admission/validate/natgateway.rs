@@ -1,5 +1,6 @@
-//! NATGateway admission (NAT-01): a Vpc that exists and an ExternalNetwork named (one
-//! that does not exist yet is waited on: the gateway's Ready says so), both immutable;
+//! NATGateway admission (NAT-01): a Vpc that exists (or the default one, which the
+//! controller makes) and an ExternalNetwork named (one that does not exist yet is
+//! waited on: the gateway's Ready says so), both immutable;
 //! deleted only when no RouteTable routes to it. A `natGateway` route names a
 //! NATGateway of its own table's Vpc. An ExternalNetwork goes only when no NATGateway
 //! uses it.
@@ -13,7 +14,9 @@ pub fn validate_nat_gateway_create(g: &NATGateway, snap: &Snapshot) -> Verdict {
             "required: the Vpc whose RouteTables route to this NATGateway",
         ));
     }
-    if snap.vpc(&g.spec.vpc).is_none() {
+    // The default Vpc is the controller's to make (at its start, maybe after this
+    // request): a gateway of it waits for it, as its Ready says.
+    if snap.vpc(&g.spec.vpc).is_none() && g.spec.vpc != crate::api::DEFAULT_VPC {
         return Err(reject(
             "spec.vpc",
             format!("Vpc {:?} does not exist; create it first", g.spec.vpc),

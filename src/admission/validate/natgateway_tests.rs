@@ -54,6 +54,8 @@ fn nat(name: Option<&str>) -> Route {
 fn nat_01_a_nat_gateway_names_an_existing_vpc_and_an_external_network_both_immutable() {
     let s = snap();
     assert!(validate_nat_gateway_create(&gateway("g", "a", "later"), &s).is_ok());
+    // The default Vpc is the controller's to make: its gateway may come first.
+    assert!(validate_nat_gateway_create(&gateway("default", "default", "ext"), &s).is_ok());
     assert_eq!(
         msg(validate_nat_gateway_create(&gateway("g", "c", "ext"), &s)),
         "spec.vpc: Vpc \"c\" does not exist; create it first"

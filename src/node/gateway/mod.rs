@@ -19,7 +19,7 @@ use crate::{
 
 mod nat;
 
-pub use nat::address_of as nat_address_of;
+pub use nat::{address_of as nat_address_of, cluster_ranges as nat_cluster_ranges};
 
 /// One gateway segment.
 #[derive(Clone, Debug, PartialEq, Eq)]
