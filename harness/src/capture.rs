@@ -74,6 +74,28 @@ pub fn try_inject(ns: &Netns, ifname: &str, frame: &[u8]) -> std::io::Result<()>
     Ok(())
 }
 
+/// A packet socket bound to one interface, kept open for many frames: opening and
+/// closing one per frame costs the kernel a grace period each (milliseconds), which a
+/// loop of thousands of frames cannot afford.
+pub struct Injector(OwnedFd);
+
+impl Injector {
+    pub fn open(ns: &Netns, ifname: &str) -> Self {
+        Self(packet_socket(ns, ifname).0)
+    }
+
+    pub fn send(&self, frame: &[u8]) {
+        // SAFETY: sending a buffer we own on a bound packet socket.
+        let n = unsafe { libc::send(self.0.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
+        assert_eq!(
+            n,
+            frame.len() as isize,
+            "send: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
 /// Everything an interface receives from the moment it is opened.
 pub struct Capture {
     pub name: String,

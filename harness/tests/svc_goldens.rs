@@ -46,6 +46,7 @@ fn services() -> ServiceState {
                 },
             ),
             (key(EMPTY, 80, PROTO_TCP), Frontend::default()),
+            (key(EMPTY, 80, PROTO_UDP), Frontend::default()),
             (
                 key(STICKY, 80, PROTO_TCP),
                 Frontend {
@@ -171,20 +172,58 @@ fn svc_01_an_icmp_error_from_the_backend_reaches_the_client_quoting_the_cluster_
 }
 
 #[test]
-fn svc_03_a_service_without_endpoints_is_answered_with_port_unreachable_from_its_cluster_ip() {
+fn svc_03_a_service_without_endpoints_resets_tcp_and_answers_udp_with_port_unreachable() {
     let mut s = scene();
+    // TCP: a reset from the ClusterIP acknowledging the SYN (the socket takes it at
+    // once; an ICMP error met while connect holds the socket waits for the
+    // retransmission).
     let syn = frames::tcp((pod_mac(0), pod_ip(0), 50000), (GW_A, EMPTY, 80), true, b"");
     let seen = s.send(0, 0, &syn);
     let got = s.frames(&seen, "node0-pod0");
-    assert_eq!(got.len(), 1, "the reject, back to the client");
+    assert_eq!(got.len(), 1, "the reset, back to the client");
+    let f = &got[0];
+    assert_eq!(f.len(), 54, "headers only");
+    assert_eq!((&f[0..6], &f[6..12]), (&pod_mac(0)[..], &GW_A[..]));
+    assert_eq!(f[23], 6, "TCP");
+    assert_eq!(
+        (&f[26..30], &f[30..34]),
+        (&EMPTY[..], &pod_ip(0)[..]),
+        "from the ClusterIP"
+    );
+    assert_eq!(ones_complement(&f[14..34]), 0, "IPv4 checksum");
+    assert_eq!(
+        (
+            u16::from_be_bytes([f[34], f[35]]),
+            u16::from_be_bytes([f[36], f[37]])
+        ),
+        (80, 50000)
+    );
+    assert_eq!(&f[38..42], &[0; 4], "SEQ 0: the SYN carried no ACK");
+    assert_eq!(
+        u32::from_be_bytes([f[42], f[43], f[44], f[45]]),
+        1001,
+        "acknowledges the SYN"
+    );
+    assert_eq!(f[47], 0x14, "RST|ACK");
+    let mut pseudo = f[26..34].to_vec();
+    pseudo.extend_from_slice(&[0, 6, 0, 20]);
+    pseudo.extend_from_slice(&f[34..54]);
+    assert_eq!(ones_complement(&pseudo), 0, "TCP checksum");
+    // UDP: ICMP port unreachable from the ClusterIP.
+    let query = frames::udp_ports((pod_mac(0), pod_ip(0), 50001), (GW_A, EMPTY, 80), b"query");
+    let seen2 = s.send(0, 0, &query);
+    let got = s.frames(&seen2, "node0-pod0");
+    assert_eq!(got.len(), 1);
     let f = &got[0];
     assert_eq!((f[23], f[34], f[35]), (1, 3, 3), "ICMP port unreachable");
     assert_eq!(&f[26..30], &EMPTY, "from the ClusterIP");
-    for n in 0..2 {
-        assert!(
-            s.frames(&seen, &format!("underlay-node{n}")).is_empty(),
-            "nothing crosses the underlay"
-        );
+    for seen in [&seen, &seen2] {
+        for n in 0..2 {
+            assert!(
+                s.frames(seen, &format!("underlay-node{n}")).is_empty(),
+                "nothing crosses the underlay"
+            );
+        }
     }
     s.assert_goldens("svc_03_reject_without_endpoints");
 }

@@ -150,5 +150,9 @@ crate::slots! {
         /// connection it translated nor an ElasticIP held here: unsolicited from
         /// outside, dropped as a NAT does (the Node's stack would route it back out).
         NatNoMapping = 50 => "NAT_NO_MAPPING",
+        /// A new TCP connection whose reply would be taken for a live Service
+        /// connection's (a client reusing its port toward a backend it reaches through
+        /// a ClusterIP at the same time): refused rather than given the ClusterIP back.
+        SvcTupleInUse = 51 => "SVC_TUPLE_IN_USE",
     }
 }

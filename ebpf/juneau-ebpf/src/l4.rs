@@ -19,7 +19,9 @@ pub const TCP_CSUM: usize = L4 + 16;
 pub const UDP_CSUM: usize = L4 + 6;
 
 pub const TCP_FIN: u8 = 0x01;
+pub const TCP_SYN: u8 = 0x02;
 pub const TCP_RST: u8 = 0x04;
+pub const TCP_ACK: u8 = 0x10;
 
 const ICMP_ECHO: u8 = 8;
 const ICMP_ECHO_REPLY: u8 = 0;

@@ -7,7 +7,7 @@ use juneau_common::{
 };
 
 use crate::{
-    l4::{TCP_FIN, TCP_RST},
+    l4::{TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN},
     maps,
 };
 
@@ -86,6 +86,29 @@ pub fn answered(entry: *mut CtEntry, fwd_key: &CtKey, proto: u8, tcp_flags: u8) 
     if first && let Some(fwd) = lookup(fwd_key) {
         seen(fwd, proto, 0, true);
     }
+}
+
+/// A TCP SYN (without ACK) on an entry whose connection closed or is closing: a new
+/// connection that reuses the tuple (a client's port used again), not a packet of the
+/// old one. netfilter does the same for a SYN that meets TIME_WAIT or CLOSE.
+#[inline(always)]
+pub fn reopens(entry: *const CtEntry, proto: u8, tcp_flags: u8) -> bool {
+    // SAFETY: a map value pointer, read at once.
+    let state = unsafe { (*entry).state };
+    proto == PROTO_TCP
+        && tcp_flags & (TCP_SYN | TCP_ACK) == TCP_SYN
+        && (state == CT_CLOSED || state == CT_CLOSING)
+}
+
+/// The connection of `entry` is over for a new one to take its tuple: closed, closing,
+/// or quiet past its lifetime (an expired UDP flow the sweep has not collected yet).
+#[inline(always)]
+pub fn over(entry: *const CtEntry, proto: u8) -> bool {
+    // SAFETY: as above.
+    let e = unsafe { &*entry };
+    e.state == CT_CLOSED
+        || e.state == CT_CLOSING
+        || now().saturating_sub(e.last_seen_ns) > e.lifetime(proto)
 }
 
 /// One packet of the entry's direction: its last sight, its TCP flags, and the state

@@ -133,9 +133,10 @@ pub fn echo_reply(
     to_port(ctx, ifindex, port.flags)
 }
 
-/// One error from this CPU's budget (RFC 1812 4.3.2.8: rate limited).
+/// One error from this CPU's budget (RFC 1812 4.3.2.8: rate limited); resets
+/// (`reset.rs`) share it.
 #[inline(always)]
-fn take_token() -> bool {
+pub(super) fn take_token() -> bool {
     let Some(bucket) = maps::jn_gw_icmp.get_ptr_mut(0) else {
         return false;
     };
@@ -178,6 +179,13 @@ pub fn error(
         IcmpError::PortUnreachable(_) => (DropReason::SvcNoEndpoints, ICMP_DEST_UNREACH, 3u8, 0u32),
         IcmpError::Refused(reason) => (reason, ICMP_DEST_UNREACH, 13u8, 0u32),
     };
+    // A refused TCP connection is told by a reset, which its socket takes at once
+    // (`reset.rs` says why an ICMP error waits for the SYN's retransmission).
+    if matches!(kind, IcmpError::PortUnreachable(_) | IcmpError::Refused(_))
+        && super::reset::answers(ctx, ip)
+    {
+        return super::reset::send(ctx, ifindex, port, seg, ip, reason);
+    }
     let from = match kind {
         IcmpError::PortUnreachable(service) => service,
         _ => seg.gw_ip,

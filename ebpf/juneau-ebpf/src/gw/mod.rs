@@ -11,6 +11,7 @@
 pub mod arp;
 pub mod icmp;
 pub mod listen;
+pub mod reset;
 pub mod route;
 pub mod snoop;
 

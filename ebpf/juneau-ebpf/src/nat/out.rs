@@ -103,6 +103,12 @@ fn mapping(key: &CtKey, nat_ip: u32, tcp_flags: u8, later: bool) -> Result<(u32,
         // SAFETY: a map value pointer, read at once.
         let (flags, ip, port) = unsafe { ((*e).flags, (*e).nat_ip, (*e).nat_port) };
         if flags & CT_F_NAT != 0 {
+            if conntrack::reopens(e, key.proto, tcp_flags) {
+                // A new connection on a closed one's port: the mapping (and its
+                // claim) carries on, both directions start again, so the sweep
+                // judges the new connection, not the old one's close.
+                reopen(e, key, ip, port);
+            }
             conntrack::seen(e, key.proto, tcp_flags, false);
             return Ok((ip, port));
         }
@@ -159,6 +165,24 @@ fn mapping(key: &CtKey, nat_ip: u32, tcp_flags: u8, later: bool) -> Result<(u32,
             Ok(unsafe { ((*e).nat_ip, (*e).nat_port) })
         }
         _ => Err(DropReason::CtFull),
+    }
+}
+
+/// Both directions of a NAT connection whose tuple a new connection takes: back to new.
+#[inline(never)]
+fn reopen(e: *mut CtEntry, key: &CtKey, nat_ip: u32, nat_port: u16) {
+    // SAFETY: a map value pointer, valid for the program's run.
+    unsafe {
+        (*e).state = CT_NEW;
+        (*e).tcp_flags = 0;
+    }
+    let claim = CtKey::new(ZONE_HOST, key.daddr, nat_ip, key.dport, nat_port, key.proto);
+    if let Some(r) = conntrack::lookup(&claim) {
+        // SAFETY: as above.
+        unsafe {
+            (*r).state = CT_NEW;
+            (*r).tcp_flags = 0;
+        }
     }
 }
 

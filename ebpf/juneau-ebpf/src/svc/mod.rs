@@ -32,7 +32,12 @@ use juneau_common::{
     },
 };
 
-use crate::{conntrack, ipv4::Ipv4, l4, maps, xlate};
+use crate::{
+    conntrack,
+    ipv4::Ipv4,
+    l4::{self, TCP_ACK, TCP_SYN},
+    maps, xlate,
+};
 
 /// What the Service stage made of a packet.
 pub enum Egress {
@@ -64,7 +69,11 @@ pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReaso
         // SAFETY: a map value pointer, read at once.
         let (flags, backend_ip, backend_port) =
             unsafe { ((*entry).flags, (*entry).backend_ip, (*entry).backend_port) };
-        if flags & CT_F_SERVICE != 0 && flags & CT_F_REPLY == 0 {
+        let service = flags & CT_F_SERVICE != 0 && flags & CT_F_REPLY == 0;
+        if service && conntrack::reopens(entry, ip.proto, ports.tcp_flags) {
+            // A new connection on a closed one's port: a fresh backend choice (below).
+            forget_service(&key, entry);
+        } else if service {
             conntrack::seen(entry, ip.proto, ports.tcp_flags, false);
             xlate::destination(ctx, ip, &ports, backend_ip, backend_port)?;
             if flags & CT_F_SNAT != 0 {
@@ -77,26 +86,97 @@ pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReaso
                 xlate::source(ctx, ip, &ports, HAIRPIN_IP, ports.sport)?;
             }
             return Ok(Egress::Translated);
-        }
-        const HAIRPIN_REPLY: u8 = CT_F_SERVICE | CT_F_REPLY | CT_F_HAIRPIN;
-        if flags & HAIRPIN_REPLY == HAIRPIN_REPLY {
-            // Not for a later fragment: the hairpin's reply is small (left to later).
-            if crate::frag::later(ip) {
-                return Ok(Egress::Pass);
+        } else {
+            const HAIRPIN_REPLY: u8 = CT_F_SERVICE | CT_F_REPLY | CT_F_HAIRPIN;
+            if flags & HAIRPIN_REPLY == HAIRPIN_REPLY {
+                // Not for a later fragment: the hairpin's reply is small (left to later).
+                if crate::frag::later(ip) {
+                    return Ok(Egress::Pass);
+                }
+                return hairpin_reply(ctx, zone, ip, &ports, entry);
             }
-            return hairpin_reply(ctx, zone, ip, &ports, entry);
+            // Not a Service's: policy's entry, found once for both stages.
+            if crate::policy::egress_settled(entry, &key, ip, ports.tcp_flags) {
+                return Ok(Egress::Settled);
+            }
+            return Ok(Egress::Pass);
         }
-        // Not a Service's: policy's entry, found once for both stages.
-        if crate::policy::egress_settled(entry, &key, ip, ports.tcp_flags) {
-            return Ok(Egress::Settled);
-        }
-        return Ok(Egress::Pass);
     }
     // Only a datagram's first fragment opens a connection.
     if crate::frag::later(ip) {
         return Ok(Egress::Pass);
     }
+    if ip.proto == PROTO_TCP && ports.tcp_flags & (TCP_SYN | TCP_ACK) == TCP_SYN {
+        untangle(&key)?;
+    }
     open(ctx, ip, &key, ports.tcp_flags)
+}
+
+/// A new TCP connection straight to an address whose reply tuple is a Service
+/// connection's reply entry (the client used this port toward the ClusterIP, and the
+/// backend behind it is this very address and port): that connection's replies would be
+/// given the ClusterIP back. One that is over (closed, closing, quiet past its
+/// lifetime) goes, both directions, so that this connection starts clean; one still
+/// live refuses this one by name.
+#[inline(never)]
+fn untangle(key: &CtKey) -> Result<(), DropReason> {
+    let reply = key.reversed();
+    let Some(entry) = conntrack::lookup(&reply) else {
+        return Ok(());
+    };
+    // SAFETY: a map value pointer, read at once.
+    let flags = unsafe { (*entry).flags };
+    const SERVICE_REPLY: u8 = CT_F_SERVICE | CT_F_REPLY;
+    if flags & (SERVICE_REPLY | CT_F_HAIRPIN) != SERVICE_REPLY {
+        return Ok(());
+    }
+    // SAFETY: as above.
+    let (service_ip, service_port) = unsafe { ((*entry).service_ip, (*entry).service_port) };
+    let original = CtKey::new(
+        key.zone,
+        key.saddr,
+        service_ip,
+        key.sport,
+        service_port,
+        key.proto,
+    );
+    // Over when either direction says so (a RST the client sent closes only its own).
+    let over = conntrack::over(entry, key.proto)
+        || conntrack::lookup(&original).is_none_or(|e| conntrack::over(e, key.proto));
+    if !over {
+        return Err(DropReason::SvcTupleInUse);
+    }
+    conntrack::forget(&original);
+    conntrack::forget(&reply);
+    Ok(())
+}
+
+/// Removes a Service connection's entries, from its original direction's: the reply's
+/// (the backend's, or the hairpin's) and, through the Node's stack, the host's.
+#[inline(never)]
+fn forget_service(key: &CtKey, entry: *const CtEntry) {
+    // SAFETY: a map value pointer, read at once.
+    let e = unsafe { *entry };
+    let hairpin = e.flags & CT_F_HAIRPIN != 0;
+    conntrack::forget(&CtKey::new(
+        key.zone,
+        e.backend_ip,
+        if hairpin { HAIRPIN_IP } else { key.saddr },
+        e.backend_port,
+        key.sport,
+        key.proto,
+    ));
+    if e.flags & CT_F_SNAT != 0 {
+        conntrack::forget(&CtKey::new(
+            ZONE_HOST,
+            e.backend_ip,
+            e.nat_ip,
+            e.backend_port,
+            e.nat_port,
+            key.proto,
+        ));
+    }
+    conntrack::forget(key);
 }
 
 /// A connection's first packet to a frontend: its backend picked, its entries written,
@@ -349,6 +429,11 @@ pub fn reverse(ctx: &TcContext, zone: u32) -> Result<(), DropReason> {
     let (flags, service_ip, service_port) =
         unsafe { ((*entry).flags, (*entry).service_ip, (*entry).service_port) };
     if flags & (CT_F_SERVICE | CT_F_REPLY) != CT_F_SERVICE | CT_F_REPLY {
+        return Ok(());
+    }
+    // A Service connection quiet past its lifetime (an expired UDP flow not yet swept)
+    // gives nothing back: what comes now is not its reply.
+    if conntrack::over(entry, ip.proto) && ip.proto != PROTO_TCP {
         return Ok(());
     }
     let fwd_key = CtKey::new(
