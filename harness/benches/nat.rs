@@ -214,12 +214,62 @@ fn crr_server(
     let path = up.path().to_owned();
     std::thread::spawn(move || {
         juneau::netns::run_in(&path, || {
-            let l = std::net::TcpListener::bind(("198.51.100.10", port)).unwrap();
-            l.set_nonblocking(true).unwrap();
+            use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+            // A deep accept queue and a blocking accept: a queue that overflows drops
+            // SYNs, which the client sends again only a second later.
+            // SAFETY: plain socket calls on a descriptor we own.
+            let fd = unsafe {
+                let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+                assert!(fd >= 0);
+                OwnedFd::from_raw_fd(fd)
+            };
+            let one: libc::c_int = 1;
+            let wait = libc::timeval {
+                tv_sec: 0,
+                tv_usec: 100_000,
+            };
+            let addr = libc::sockaddr_in {
+                sin_family: libc::AF_INET as u16,
+                sin_port: port.to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes([198, 51, 100, 10]),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: valid option values and address of the right sizes.
+            unsafe {
+                libc::setsockopt(
+                    fd.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_REUSEADDR,
+                    (&one as *const libc::c_int).cast(),
+                    4,
+                );
+                libc::setsockopt(
+                    fd.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_RCVTIMEO,
+                    (&wait as *const libc::timeval).cast(),
+                    std::mem::size_of::<libc::timeval>() as u32,
+                );
+                assert_eq!(
+                    libc::bind(
+                        fd.as_raw_fd(),
+                        (&addr as *const libc::sockaddr_in).cast(),
+                        std::mem::size_of::<libc::sockaddr_in>() as u32
+                    ),
+                    0
+                );
+                assert_eq!(libc::listen(fd.as_raw_fd(), 4096), 0);
+            }
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                match l.accept() {
-                    Ok((c, _)) => drop(c),
-                    Err(_) => std::thread::sleep(std::time::Duration::from_micros(50)),
+                // SAFETY: accept on our listening socket; the result is closed at once.
+                let c = unsafe {
+                    libc::accept(fd.as_raw_fd(), std::ptr::null_mut(), std::ptr::null_mut())
+                };
+                if c >= 0 {
+                    // SAFETY: a descriptor accept just gave us.
+                    unsafe { libc::close(c) };
                 }
             }
         })

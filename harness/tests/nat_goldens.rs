@@ -185,6 +185,29 @@ fn nat_01_a_pods_udp_leaves_its_own_node_from_that_nodes_address_and_the_reply_c
         );
     }
     s.assert_goldens("nat_01_udp_out_and_back");
+    // The connection established, its next datagram leaves from the router's first
+    // program (nat/fast.rs), byte for byte as the first did.
+    let fast = |s: &Scene| {
+        s.cluster.nodes[0]
+            .dataplane
+            .gw_stats()
+            .unwrap()
+            .into_iter()
+            .find(|(n, _)| *n == "NAT_FAST")
+            .map_or(0, |(_, v)| v)
+    };
+    let before = fast(&s);
+    let again = frames::udp_ports((pod_mac(0), pod_ip(0), 40000), (GW_A, CLIENT, 53), b"again");
+    let seen = s.send(0, 0, &again);
+    assert_eq!(
+        s.frames(&seen, "underlay-node0"),
+        &vec![hopped(frames::udp_ports(
+            (mac(0), nat(0), 40000),
+            (ROUTER.0, CLIENT, 53),
+            b"again"
+        ))]
+    );
+    assert_eq!(fast(&s), before + 1, "sent by the fast path");
 }
 
 #[test]

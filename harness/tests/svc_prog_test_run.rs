@@ -534,24 +534,28 @@ fn svc_01_a_vpc_that_does_not_consume_services_routes_a_cluster_ip_as_any_addres
 }
 
 #[test]
-fn svc_03_a_service_without_endpoints_rejects_with_port_unreachable_counted() {
+fn svc_03_a_service_without_endpoints_rejects_tcp_with_a_reset_counted() {
     let b = bed();
     let syn = frames::tcp(client(50000), (GW_S, EMPTY, 80), true, b"");
     let run = b.send(0, &syn);
     assert_eq!(run.verdict, TC_ACT_REDIRECT, "sent back to the client");
     let f = &run.data;
     assert_eq!(&f[..6], &pod_mac(0), "to the client");
-    assert_eq!(f[23], 1, "ICMP");
+    assert_eq!(f[23], 6, "TCP");
     assert_eq!(&f[26..30], &EMPTY, "from the ClusterIP");
     assert_eq!(&f[30..34], &s_ip(0));
     assert_eq!(
-        (f[34], f[35]),
-        (3, 3),
-        "destination unreachable, port unreachable"
+        (&f[34..36], &f[36..38]),
+        (&syn[36..38], &syn[34..36]),
+        "ports swapped"
     );
-    assert_eq!(&f[42..62], &syn[14..34], "quoting the SYN's header");
+    assert_eq!(f[47], 0x14, "RST|ACK");
+    assert_eq!(
+        u32::from_be_bytes([f[42], f[43], f[44], f[45]]),
+        u32::from_be_bytes([syn[38], syn[39], syn[40], syn[41]]) + 1,
+        "acknowledging the SYN"
+    );
     assert_checksums(f);
-    assert_eq!(ones_complement(&f[34..]), 0, "ICMP checksum");
     assert_eq!(b.drops()["SVC_NO_ENDPOINTS"], 1);
     assert!(
         b.dp.conntrack.entries().unwrap().is_empty(),

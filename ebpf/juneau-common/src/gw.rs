@@ -156,6 +156,9 @@ crate::slots! {
         IcmpSuppressed = 4 => "ICMP_SUPPRESSED",
         /// Neighbours learned (or moved) from ARP.
         Snooped = 5 => "SNOOPED",
+        /// Packets of established NATGateway connections sent from the router's first
+        /// program (`nat/fast.rs`), not through `gw_forward` and `nat_out`.
+        NatFast = 6 => "NAT_FAST",
     }
 }
 

@@ -52,9 +52,25 @@ pub fn ipv4(
     } else {
         svc::Egress::Pass
     };
-    policy::mark_settled(ctx, matches!(services, svc::Egress::Settled));
+    // An established NATGateway connection leaves from here when it can (`nat::fast`).
+    let (services, settled) = match services {
+        svc::Egress::Nat { entry, ports } => {
+            match crate::nat::fast::try_send(ctx, ifindex, port, seg, &ip, &ports, entry)? {
+                crate::nat::fast::Fast::Done(verdict) => return Ok(verdict),
+                crate::nat::fast::Fast::Slow { settled } => (svc::Egress::Pass, settled),
+            }
+        }
+        other => {
+            let settled = matches!(other, svc::Egress::Settled);
+            (other, settled)
+        }
+    };
+    policy::mark_settled(ctx, settled);
     let host = match services {
-        svc::Egress::Pass | svc::Egress::Settled | svc::Egress::Translated => false,
+        svc::Egress::Pass
+        | svc::Egress::Settled
+        | svc::Egress::Translated
+        | svc::Egress::Nat { .. } => false,
         svc::Egress::Host => true,
         svc::Egress::Reject => {
             let from = ip.daddr;

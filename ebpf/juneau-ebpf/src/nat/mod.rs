@@ -16,6 +16,7 @@
 //! reply an entry in `ZONE_HOST` keyed `(server, nat address, server port, nat port)`.
 //! That entry, inserted with `BPF_NOEXIST`, is the port's claim: no lock.
 mod error;
+pub mod fast;
 pub mod out;
 pub mod reply;
 

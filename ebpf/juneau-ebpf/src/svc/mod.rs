@@ -23,8 +23,8 @@ use aya_ebpf::programs::TcContext;
 use juneau_common::{
     DropReason,
     ct::{
-        CT_F_AFFINITY, CT_F_HAIRPIN, CT_F_REPLY, CT_F_SERVICE, CT_F_SNAT, CT_NEW, CtEntry, CtKey,
-        HAIRPIN_IP, PROTO_SCTP, PROTO_TCP, PROTO_UDP, ZONE_HOST,
+        CT_F_AFFINITY, CT_F_HAIRPIN, CT_F_NAT, CT_F_REPLY, CT_F_SERVICE, CT_F_SNAT, CT_NEW,
+        CtEntry, CtKey, HAIRPIN_IP, PROTO_SCTP, PROTO_TCP, PROTO_UDP, ZONE_HOST,
     },
     svc::{
         Affinity, AffinityKey, BACKEND_HOST, Backend, MAGLEV_SLOTS, SVC_AFFINITY, SvcEntry,
@@ -54,6 +54,12 @@ pub enum Egress {
     /// Translated both ways to a backend outside every Subnet (SVC-02): it leaves
     /// through the Node's stack ([`to_host`]).
     Host,
+    /// Not to a Service: a NATGateway connection's packet, its entry found here, which
+    /// the router may send on at once (`nat::fast`).
+    Nat {
+        entry: *mut CtEntry,
+        ports: l4::Ports,
+    },
 }
 
 /// The connection's backend, its entries made for a new one ([`open`]). `zone`: the
@@ -94,6 +100,9 @@ pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReaso
                     return Ok(Egress::Pass);
                 }
                 return hairpin_reply(ctx, zone, ip, &ports, entry);
+            }
+            if flags & (CT_F_NAT | CT_F_REPLY) == CT_F_NAT {
+                return Ok(Egress::Nat { entry, ports });
             }
             // Not a Service's: policy's entry, found once for both stages.
             if crate::policy::egress_settled(entry, &key, ip, ports.tcp_flags) {
