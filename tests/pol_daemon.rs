@@ -8,6 +8,7 @@ use std::{
     collections::BTreeMap,
     io::{Read, Write},
     net::{SocketAddr, TcpListener, TcpStream},
+    sync::atomic::{AtomicUsize, Ordering},
     time::{Duration, Instant},
 };
 
@@ -128,6 +129,9 @@ fn pol_03_a_killed_daemon_and_a_layout_change_lose_no_byte_and_let_no_denied_pac
     // Before anything: the denied port is denied (so the probes below can fail).
     probe(&client_ns, denied_dst);
     let ns = client_ns.clone();
+    // Bytes the receiver has so far: the kill waits for the stream, not for a time.
+    let progress = std::sync::Arc::new(AtomicUsize::new(0));
+    let received = progress.clone();
     let receiver = std::thread::spawn(move || {
         // The first SYN may meet ports the router has not taken in yet: try again.
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -148,13 +152,32 @@ fn pol_03_a_killed_daemon_and_a_layout_change_lose_no_byte_and_let_no_denied_pac
         conn.set_read_timeout(Some(Duration::from_secs(20)))
             .unwrap();
         let mut got = Vec::with_capacity(STREAM_BYTES);
-        conn.read_to_end(&mut got).unwrap();
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = conn.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+            received.store(got.len(), Ordering::Relaxed);
+        }
         if let Some(at) = got.iter().zip(expected.iter()).position(|(a, b)| a != b) {
             panic!("byte {at} of the stream differs");
         }
         got.len()
     });
-    std::thread::sleep(Duration::from_millis(800));
+    // Mid-stream: the connection is up and its first MiB has arrived. Waited for, not
+    // slept for: a first SYN retried past a fixed sleep put the kill before the
+    // connection, and the carry-over of a live connection went untested.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while progress.load(Ordering::Relaxed) < 1 << 20 {
+        assert!(
+            !receiver.is_finished(),
+            "the receiver ended before the first MiB"
+        );
+        assert!(Instant::now() < deadline, "the first MiB never arrived");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert!(!sender.is_finished(), "the stream ended before the kill");
     // SIGKILL of the receiver's daemon (its Node judges the ingress rules), and a
     // denied probe while it is gone.

@@ -15,7 +15,9 @@ use juneau::node::{
 };
 use juneau_common::{
     FdbKey,
-    ct::{CT_ESTABLISHED, CT_F_REPLY, CT_F_SERVICE, PROTO_TCP, PROTO_UDP, ZONE_HOST},
+    ct::{
+        CT_ESTABLISHED, CT_F_AFFINITY, CT_F_REPLY, CT_F_SERVICE, PROTO_TCP, PROTO_UDP, ZONE_HOST,
+    },
     svc::SvcHost,
 };
 use juneau_harness::{
@@ -497,18 +499,84 @@ fn svc_01_a_pod_reaches_itself_through_its_service_and_its_reply_comes_back_tran
 }
 
 #[test]
-fn svc_03_affinity_keeps_a_client_on_its_backend() {
-    let b = bed();
-    let first = backend_of(
-        &b.send(0, &frames::tcp(client(1000), (GW_S, STICKY, 80), true, b""))
-            .data,
-    );
-    for sport in 1001..1040u16 {
-        let run = b.send(
-            0,
-            &frames::tcp(client(sport), (GW_S, STICKY, 80), true, b""),
+fn svc_03_affinity_keeps_a_client_on_its_backend_where_maglev_would_not() {
+    let mut b = bed();
+    // A new connection to STICKY from the Pod on `port`: the backend it went to.
+    let connect = |b: &RouterBed, port: u8, sport: u16| {
+        let syn = frames::tcp(
+            (pod_mac(port), s_ip(port), sport),
+            (GW_S, STICKY, 80),
+            true,
+            b"",
         );
-        assert_eq!(backend_of(&run.data), first, "source port {sport}");
+        let run = b.send(port as usize, &syn);
+        assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+        backend_of(&run.data)
+    };
+    // What Maglev alone does with these connections, the Service without affinity
+    // (same backends, so the same table; the flow hash is the kernel's, fixed for a
+    // boot), for the client on port 0 and another on port 1.
+    let sticky = FrontendKey {
+        ip: STICKY.into(),
+        port: 80,
+        proto: PROTO_TCP,
+    };
+    let mut plain = services();
+    plain.frontends.get_mut(&sticky).unwrap().affinity_s = None;
+    b.dp.sync_services(&plain).unwrap();
+    let ports: Vec<u16> = (1000..1040).collect();
+    let maglev: Vec<[u8; 2]> = ports
+        .iter()
+        .map(|p| [connect(&b, 0, *p), connect(&b, 1, *p)])
+        .collect();
+    // Those connections go (a day later), so the same ports open anew.
+    let now = juneau::node::dataplane::monotonic_coarse_ns();
+    b.dp.conntrack
+        .sweep(Some(now + 86_400_000_000_000))
+        .unwrap();
+    assert!(b.dp.conntrack.entries().unwrap().is_empty());
+    b.dp.sync_services(&services()).unwrap();
+    let first = connect(&b, 0, ports[0]);
+    assert_eq!(first, maglev[0][0], "the first connection by Maglev");
+    // Without ports Maglev sends elsewhere this test could not tell affinity from
+    // Maglev (one backend, or a hash that ignores the source port).
+    let elsewhere = maglev[1..].iter().filter(|m| m[0] != first).count();
+    assert!(elsewhere > 0, "Maglev: {maglev:?}");
+    for sport in &ports[1..] {
+        assert_eq!(connect(&b, 0, *sport), first, "source port {sport}");
+    }
+    // Counted as chosen by affinity (trace and dumps say so): all but the first.
+    let by_affinity =
+        b.dp.conntrack
+            .entries()
+            .unwrap()
+            .iter()
+            .filter(|(k, e)| {
+                k.daddr == u32::from_ne_bytes(STICKY)
+                    && e.flags & CT_F_REPLY == 0
+                    && e.flags & CT_F_AFFINITY != 0
+            })
+            .count();
+    assert_eq!(by_affinity, ports.len() - 1);
+    // Affinity is per client: another one's first connection goes where Maglev sends
+    // it, also to the backend that is not the first client's, and its next ones stay
+    // there, also where Maglev would send them to the first client's.
+    let (i, theirs) = maglev
+        .iter()
+        .enumerate()
+        .find(|(_, m)| m[1] != first)
+        .map(|(i, m)| (i, m[1]))
+        .unwrap_or_else(|| panic!("no port Maglev sends elsewhere: {maglev:?}"));
+    assert_eq!(connect(&b, 1, ports[i]), theirs, "not the first client's");
+    let toward_first: Vec<u16> = ports
+        .iter()
+        .zip(&maglev)
+        .filter(|(_, m)| m[1] == first)
+        .map(|(p, _)| *p)
+        .collect();
+    assert!(!toward_first.is_empty(), "Maglev: {maglev:?}");
+    for sport in toward_first {
+        assert_eq!(connect(&b, 1, sport), theirs, "second client, port {sport}");
     }
 }
 
@@ -609,14 +677,36 @@ fn svc_03_the_sweep_collects_finished_connections_and_keeps_live_ones() {
         "a minute of silence ends a UDP connection, both directions"
     );
     assert!(b.dp.conntrack.entries().unwrap().is_empty());
-    let reply_only =
+    // A reply entry whose original direction is gone (removed here by hand) is judged
+    // by itself, the sweep's second pass: kept while it is live, collected after its
+    // own lifetime, never left for ever.
+    b.send(0, &frames::udp_ports(client(40001), (GW_S, DNS, 53), b"q"));
+    let now = juneau::node::dataplane::monotonic_coarse_ns();
+    let original =
         b.dp.conntrack
             .entries()
             .unwrap()
             .iter()
-            .filter(|(_, e)| e.flags & CT_F_REPLY != 0)
-            .count();
-    assert_eq!(reply_only, 0);
+            .find(|(_, e)| e.flags & CT_F_REPLY == 0)
+            .map(|(k, _)| *k)
+            .expect("the original direction");
+    b.dp.conntrack.remove(&original).unwrap();
+    assert_eq!(
+        b.dp.conntrack.sweep(Some(now)).unwrap(),
+        0,
+        "a live reply stays"
+    );
+    assert_eq!(
+        b.dp.conntrack.entries().unwrap().len(),
+        1,
+        "the reply alone"
+    );
+    assert_eq!(
+        b.dp.conntrack.sweep(Some(now + 61_000_000_000)).unwrap(),
+        1,
+        "a minute of silence ends the reply left alone"
+    );
+    assert!(b.dp.conntrack.entries().unwrap().is_empty());
 }
 
 #[test]

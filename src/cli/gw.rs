@@ -7,7 +7,7 @@ use juneau_common::{
     GwSegment, NbrEntry, NbrKey, RouteEntry,
     gw::{
         GwStat, NBR_SEEDED, ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_NAT_GW, ROUTE_NO_NEXT_HOP,
-        ROUTE_UNREACHABLE,
+        ROUTE_NO_SERVICES, ROUTE_UNREACHABLE,
     },
     map_names,
 };
@@ -112,6 +112,7 @@ pub fn dump_gw_routes(dir: &Path) -> Result<Vec<RouteRow>, CliError> {
                     ROUTE_NO_NEXT_HOP => "no-next-hop",
                     ROUTE_NAT_GW => "natGateway",
                     ROUTE_UNREACHABLE => "unreachable",
+                    ROUTE_NO_SERVICES => "no-services",
                     _ => "unsupported",
                 }
                 .into(),

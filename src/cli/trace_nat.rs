@@ -45,8 +45,9 @@ pub fn outside_hops(
         .find(|r| r.contains(&to))
     {
         hops.push(hop(format!(
-            "{to} is in the cluster's own range {range}: never translated out; answered \
-             as no route (ICMP net unreachable, NO_ROUTE)"
+            "{to} is in the cluster's own range {range}: never translated out; refused \
+             at once (a Service CIDR of a Vpc that does not consume Services: \
+             SVC_NOT_CONSUMED, a TCP reset; else as no route, NO_ROUTE)"
         )));
         return Ok(Some(hops));
     }

@@ -154,5 +154,8 @@ crate::slots! {
         /// connection's (a client reusing its port toward a backend it reaches through
         /// a ClusterIP at the same time): refused rather than given the ClusterIP back.
         SvcTupleInUse = 51 => "SVC_TUPLE_IN_USE",
+        /// To a ClusterIP from a Vpc that does not consume Services (no
+        /// `spec.service.consume`): refused, the client told at once.
+        SvcNotConsumed = 52 => "SVC_NOT_CONSUMED",
     }
 }

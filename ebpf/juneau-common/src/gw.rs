@@ -78,6 +78,10 @@ pub const ROUTE_NAT_GW: u32 = 5;
 /// Pod network) in a table that routes to a NATGateway: never translated out, answered
 /// as no route (ICMP net unreachable, counted as `NO_ROUTE`) as if the table had none.
 pub const ROUTE_UNREACHABLE: u32 = 6;
+/// The cluster's Service CIDRs in a table of a Vpc that does not consume Services
+/// (SVC-01): refused at once (a TCP reset, else ICMP administratively prohibited),
+/// counted as `SVC_NOT_CONSUMED`, never routed elsewhere.
+pub const ROUTE_NO_SERVICES: u32 = 7;
 
 /// Value of a RouteTable's trie.
 #[repr(C)]

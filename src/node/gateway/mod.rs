@@ -10,7 +10,9 @@ use std::{
 };
 
 use ipnet::Ipv4Net;
-use juneau_common::gw::{ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_NO_NEXT_HOP, ROUTE_UNSUPPORTED};
+use juneau_common::gw::{
+    ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_NO_NEXT_HOP, ROUTE_NO_SERVICES, ROUTE_UNSUPPORTED,
+};
 
 use crate::{
     api::{L2Network, NetworkEndpoint, RouteTable, Subnet, routetable::Route},
@@ -418,6 +420,9 @@ pub fn desired(world: &World, node: &str) -> (RouterState, Vec<String>) {
             BTreeSet::new()
         };
         let vpc = table_vpc(world, &table);
+        if !consumes_services(world, &vpc) {
+            hold_services(world, &mut routes);
+        }
         nat::hold_cluster_ranges(world, &vpc, &mut routes);
         state.tables.insert(table, routes);
     }
@@ -431,6 +436,22 @@ pub fn desired(world: &World, node: &str) -> (RouterState, Vec<String>) {
         }
     }
     (state, skipped)
+}
+
+/// The Service CIDRs in a table of a Vpc that does not consume Services: refused by
+/// name at once (SVC-01), unless the table routes the very prefix itself.
+fn hold_services(world: &World, routes: &mut BTreeSet<RouteSpec>) {
+    for dst in world
+        .objects
+        .service_cidrs
+        .iter()
+        .filter_map(|c| c.parse::<Ipv4Net>().ok())
+        .map(|n| n.trunc())
+    {
+        if !routes.iter().any(|r| r.dst == dst) {
+            routes.insert(dropping(dst, ROUTE_NO_SERVICES));
+        }
+    }
 }
 
 /// The Vpc a table (a RouteTable's name, or `vpc:<name>`) belongs to.

@@ -357,7 +357,7 @@ fn nat_01_a_route_via_a_nat_gateway_carries_each_nodes_own_address_and_holds_the
         },
         natgateway::NATGatewaySpec,
     };
-    use juneau_common::gw::{ROUTE_NAT_GW, ROUTE_UNREACHABLE};
+    use juneau_common::gw::{ROUTE_NAT_GW, ROUTE_NO_SERVICES, ROUTE_UNREACHABLE};
     let out = Route {
         dst: "0.0.0.0/0".into(),
         via: Via {
@@ -415,9 +415,10 @@ fn nat_01_a_route_via_a_nat_gateway_carries_each_nodes_own_address_and_holds_the
         vec![
             ("0.0.0.0/0".to_owned(), ROUTE_NAT_GW, node_a.to_owned()),
             ("10.1.0.0/24".into(), ROUTE_CONNECTED, "0.0.0.0".into()),
-            // The cluster's own: the Pod network, the Services, the Nodes.
+            // The cluster's own: the Pod network, the Services (refused by name: this
+            // Vpc does not consume them), the Nodes.
             ("10.16.0.0/16".into(), ROUTE_UNREACHABLE, "0.0.0.0".into()),
-            ("10.96.0.0/12".into(), ROUTE_UNREACHABLE, "0.0.0.0".into()),
+            ("10.96.0.0/12".into(), ROUTE_NO_SERVICES, "0.0.0.0".into()),
             ("192.168.0.1/32".into(), ROUTE_UNREACHABLE, "0.0.0.0".into()),
             ("192.168.0.2/32".into(), ROUTE_UNREACHABLE, "0.0.0.0".into()),
         ]
@@ -426,11 +427,35 @@ fn nat_01_a_route_via_a_nat_gateway_carries_each_nodes_own_address_and_holds_the
     // node-b has no address yet: the route still matches (NAT_NO_ADDRESS), never a
     // shorter one.
     assert_eq!(routes("node-b"), held("0.0.0.0"));
-    // A table without a NAT route holds nothing more.
+    // A table without a NAT route holds nothing more than its segments and the
+    // Services its Vpc does not consume.
     w.objects.route_tables[0]
         .spec
         .routes
         .retain(|r| r.via.type_ != "natGateway");
+    let (state, _) = desired(&w, "node-a");
+    let kinds: Vec<(String, u32)> = state.tables["a"]
+        .iter()
+        .map(|r| (r.dst.to_string(), r.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ("10.1.0.0/24".into(), ROUTE_CONNECTED),
+            ("10.96.0.0/12".into(), ROUTE_NO_SERVICES),
+        ]
+    );
+    // A Vpc that consumes Services has no such route: its Service stage translates.
+    w.objects.vpcs.push(crate::api::Vpc::new(
+        "a",
+        crate::api::vpc::VpcSpec {
+            service: Some(crate::api::vpc::VpcService {
+                consume: true,
+                provider: None,
+            }),
+            ..Default::default()
+        },
+    ));
     let (state, _) = desired(&w, "node-a");
     assert!(state.tables["a"].iter().all(|r| r.kind == ROUTE_CONNECTED));
 }

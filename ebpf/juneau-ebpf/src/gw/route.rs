@@ -8,7 +8,7 @@ use juneau_common::{
     DropReason, FdbEntry, GwSegment, NbrEntry, NbrKey, PortConfig, RouteEntry,
     gw::{
         GwStat, ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_NAT_GW, ROUTE_NO_NEXT_HOP,
-        ROUTE_UNREACHABLE, SEG_SERVICES,
+        ROUTE_NO_SERVICES, ROUTE_UNREACHABLE, SEG_SERVICES,
     },
     port::PORT_ROUTED,
     tail::TAIL_GW_FORWARD,
@@ -149,6 +149,10 @@ pub fn forward_ipv4(ctx: &TcContext) -> Result<i32, DropReason> {
         ROUTE_NO_NEXT_HOP => return Err(DropReason::NoNextHop),
         ROUTE_UNREACHABLE => {
             return icmp::error(ctx, ifindex, port, seg, &ip, IcmpError::NetUnreachable);
+        }
+        ROUTE_NO_SERVICES => {
+            let refused = IcmpError::Refused(DropReason::SvcNotConsumed);
+            return icmp::error(ctx, ifindex, port, seg, &ip, refused);
         }
         ROUTE_NAT_GW => {
             if ip.ttl <= 1 {
