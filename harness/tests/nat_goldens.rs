@@ -518,3 +518,52 @@ fn nat_01_a_first_fragment_opens_the_mapping_and_the_later_one_follows_it() {
     assert_eq!(ones_complement(&out[0][14..34]), 0);
     assert_eq!(&out[0][34..], &later[34..], "its payload untouched");
 }
+
+#[test]
+fn nat_01_too_big_for_the_way_out_with_df_is_answered_with_its_mtu() {
+    let mut s = scene();
+    // node0's way out takes 1,400 bytes; the Pod's segment, 1,450.
+    s.cluster.nodes[0]
+        .ns
+        .ip(&["link", "set", UNDERLAY_DEV, "mtu", "1400"]);
+    let mut big = frames::udp_ports(
+        (pod_mac(0), pod_ip(0), 40020),
+        (GW_A, CLIENT, 53),
+        &[0x33; 1392],
+    );
+    // Don't Fragment, the header's checksum again.
+    big[20] |= 0x40;
+    big[24..26].fill(0);
+    let sum = ones_complement(&big[14..34]);
+    big[24..26].copy_from_slice(&sum.to_be_bytes());
+    let before = s.cluster.nodes[0].dataplane.drops().unwrap()["FRAG_NEEDED"];
+    let seen = s.send(0, 0, &big);
+    assert!(
+        s.frames(&seen, "underlay-node0").is_empty(),
+        "nothing leaves: it does not fit"
+    );
+    let told = s.frames(&seen, "node0-pod0");
+    assert_eq!(told.len(), 1, "fragmentation needed, back to the sender");
+    let f = &told[0];
+    assert_eq!((f[23], f[34], f[35]), (1, 3, 4));
+    assert_eq!(
+        u16::from_be_bytes([f[40], f[41]]),
+        1400,
+        "the way out's MTU"
+    );
+    assert_eq!(&f[26..30], &SEG_A.gw, "from the segment's gateway");
+    assert_eq!(
+        (&f[54..58], &f[58..62]),
+        (&pod_ip(0)[..], &CLIENT[..]),
+        "quoting the Pod's own packet, untranslated"
+    );
+    let after = s.cluster.nodes[0].dataplane.drops().unwrap()["FRAG_NEEDED"];
+    assert_eq!(after, before + 1);
+    // Without DF nothing can cut it here, and nothing is translated out: dropped.
+    big[20] &= !0x40;
+    big[24..26].fill(0);
+    let sum = ones_complement(&big[14..34]);
+    big[24..26].copy_from_slice(&sum.to_be_bytes());
+    let seen = s.send(0, 0, &big);
+    assert!(s.frames(&seen, "underlay-node0").is_empty());
+}

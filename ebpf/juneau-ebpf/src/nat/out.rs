@@ -11,7 +11,7 @@
 use core::ffi::c_void;
 
 use aya_ebpf::{
-    bindings::{BPF_FIB_LKUP_RET_NO_NEIGH, BPF_FIB_LKUP_RET_SUCCESS},
+    bindings::{BPF_FIB_LKUP_RET_FRAG_NEEDED, BPF_FIB_LKUP_RET_NO_NEIGH, BPF_FIB_LKUP_RET_SUCCESS},
     helpers::{bpf_get_prandom_u32, bpf_loop, bpf_redirect},
     programs::TcContext,
 };
@@ -28,26 +28,40 @@ use crate::{
     ipv4, maps, xlate,
 };
 
+/// The DF bit of the fragment word, as loaded raw (network order in memory).
+const DF_RAW: u16 = 0x0040;
+
 /// Tries of a port (an ICMP identifier) for a new connection, the client's own first.
 pub const TRIES: u32 = 128;
 
 /// The program: a connection refused here (no way out, no port free, nothing NAPT
-/// can map) is told so at once by an ICMP error from the segment's gateway, counted
-/// under its reason, rather than left to time out (NAT-02).
+/// can map) is told so at once by an ICMP error from the segment's gateway (a TCP
+/// reset for TCP), counted under its reason, rather than left to time out (NAT-02); a
+/// packet too big for the way out with DF set gets fragmentation needed with that
+/// MTU (path MTU discovery through the gateway).
 #[inline(always)]
 pub fn run(ctx: &TcContext) -> Result<i32, DropReason> {
-    match translate(ctx) {
+    let kind = match translate(ctx) {
         Err(
             reason @ (DropReason::NatPortExhausted
             | DropReason::NatNoRoute
             | DropReason::NatUnmappable),
-        ) => refuse(ctx, reason),
-        done => done,
-    }
+        ) => IcmpError::Refused(reason),
+        // SAFETY: the context pointer is valid for the program's run; `translate`
+        // left the way out's MTU in the control block.
+        Err(DropReason::FragNeeded) => IcmpError::FragNeeded(unsafe { (*ctx.skb.skb).cb[2] }),
+        done => return done,
+    };
+    answer(ctx, kind)
 }
 
+/// The ICMP error (or reset) for the packet as it came, back to its sender's port.
 #[inline(always)]
-fn refuse(ctx: &TcContext, reason: DropReason) -> Result<i32, DropReason> {
+fn answer(ctx: &TcContext, kind: IcmpError) -> Result<i32, DropReason> {
+    let reason = match kind {
+        IcmpError::Refused(reason) => reason,
+        _ => DropReason::FragNeeded,
+    };
     // SAFETY: the context pointer is valid for the program's run.
     let ifindex = unsafe { (*ctx.skb.skb).cb[0] };
     // SAFETY: array and hash values, copied at once.
@@ -56,7 +70,7 @@ fn refuse(ctx: &TcContext, reason: DropReason) -> Result<i32, DropReason> {
         .copied()
         .ok_or(reason)?;
     let ip = ipv4::read(ctx).map_err(|_| reason)?;
-    gw::icmp::error(ctx, ifindex, &port, &seg, &ip, IcmpError::Refused(reason))
+    gw::icmp::error(ctx, ifindex, &port, &seg, &ip, kind)
 }
 
 #[inline(always)]
@@ -77,6 +91,14 @@ fn translate(ctx: &TcContext) -> Result<i32, DropReason> {
     let ports = frag::ports(ctx, &ip, zone).ok_or(DropReason::NatUnmappable)?;
     let found = fib::lookup(ctx, ifindex, nat_ip, ip.daddr, ip.proto, 0);
     let neigh = found.rc == BPF_FIB_LKUP_RET_NO_NEIGH as i64;
+    if found.rc == BPF_FIB_LKUP_RET_FRAG_NEEDED as i64 && ip.frag & DF_RAW != 0 {
+        // SAFETY: the union's member the kernel wrote on FRAG_NEEDED; cb is scratch
+        // space the program owns.
+        unsafe {
+            (*ctx.skb.skb).cb[2] = found.req.__bindgen_anon_1.mtu_result as u32;
+        }
+        return Err(DropReason::FragNeeded);
+    }
     if found.rc != BPF_FIB_LKUP_RET_SUCCESS as i64 && !neigh {
         return Err(DropReason::NatNoRoute);
     }
