@@ -130,8 +130,8 @@ fn nat_01_nat_02_l2_15_pods_of_two_overlapping_vpcs_reach_the_outside_from_their
         "scenarios/stack/nat-gateway.yaml",
         "the NATGateway scenario failed",
     );
-    assert!(stdout.contains("step 26:"), "{stdout}");
-    assert!(!stdout.contains("step 27:"), "{stdout}");
+    assert!(stdout.contains("step 29:"), "{stdout}");
+    assert!(!stdout.contains("step 30:"), "{stdout}");
     // One address per Node, from the pool's start, both Ready; both gateways Ready
     // on both Nodes.
     for want in [

@@ -145,8 +145,17 @@ fn mapping(key: &CtKey, nat_ip: u32, tcp_flags: u8, later: bool) -> Result<(u32,
     }
     let nat_port = claim(key, nat_ip)?;
     if let Some(e) = entry {
-        // SAFETY: as above; a racing CPU's packet of the same connection writes its own
-        // claim (both replies find their way back; the later mapping stays).
+        // SAFETY: as above. Another CPU's packet of the same connection may have
+        // mapped it meanwhile: its mapping stays and this claim goes, so no claim is
+        // left without its connection (the window between this read and the write
+        // below remains: two claims then, the later mapping kept, the other claim
+        // collected by the sweep once quiet).
+        if unsafe { (*e).flags } & CT_F_NAT != 0 {
+            forget_claim();
+            // SAFETY: as above.
+            return Ok(unsafe { ((*e).nat_ip, (*e).nat_port) });
+        }
+        // SAFETY: as above.
         unsafe {
             (*e).nat_ip = nat_ip;
             (*e).nat_port = nat_port;
@@ -187,6 +196,15 @@ fn mapping(key: &CtKey, nat_ip: u32, tcp_flags: u8, later: bool) -> Result<(u32,
             Ok(unsafe { ((*e).nat_ip, (*e).nat_port) })
         }
         _ => Err(DropReason::CtFull),
+    }
+}
+
+/// Removes the claim [`claim`] just wrote (the scratch's second key).
+#[inline(always)]
+fn forget_claim() {
+    if let Some(scratch) = maps::jn_ct_scratch.get_ptr(0) {
+        // SAFETY: this CPU's scratch value, for this program run alone.
+        conntrack::forget(unsafe { &(*scratch).keys[1] });
     }
 }
 
