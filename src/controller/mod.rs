@@ -87,10 +87,8 @@ pub fn reconcile(world: &World, cfg: &Config) -> Desired {
     }
     // The groups' members are the NICs as this pass makes them.
     let policy = policy::reconcile_all(&objects, &policy_ids, &interfaces);
-    let route_tables = routetable::reconcile_all(
-        &objects,
-        natgateway::is_ready(&nat, crate::api::natgateway::DEFAULT_NAT_GATEWAY),
-    );
+    let route_tables =
+        routetable::reconcile_all(&objects, natgateway::is_default_ready(&objects, &nat));
     let (default_vpc, default_subnet) = bootstrap::missing(&world.objects, cfg.default_subnet_cidr);
     let endpoint_slices = cfg.endpoint_slices.then(|| {
         // The slices read the NICs as this pass makes them.

@@ -69,12 +69,7 @@ pub fn reconcile(
         .values()
         .filter_map(|a| a.as_ref().ok().copied())
         .collect();
-    // Asked for by name: no attachment's first fit, as for the ElasticIPs themselves.
-    held.extend(
-        snap.elastic_ips
-            .iter()
-            .filter_map(|e| e.spec.requested_ip.as_deref()?.parse::<Ipv4Addr>().ok()),
-    );
+
     let mut nodes: Vec<&NodeRecord> = nodes
         .iter()
         .filter(|n| !n.terminating && !n.name.is_empty())
@@ -109,6 +104,14 @@ pub fn reconcile(
         }
     }
     held.extend(kept.values().copied());
+    // Asked for by an ElasticIP: no attachment's first fit, as for the ElasticIPs
+    // themselves (a kept attachment keeps its address: the ElasticIP is told it is in
+    // use, `RequestedIPInUse`).
+    held.extend(
+        snap.elastic_ips
+            .iter()
+            .filter_map(|e| e.spec.requested_ip.as_deref()?.parse::<Ipv4Addr>().ok()),
+    );
     let mut out = Outcome::default();
     for (net, node) in &wanted {
         let name = name_for(net, &node.name);
@@ -268,6 +271,15 @@ fn gateway_status(
     };
     status.conditions.push(condition);
     status
+}
+
+/// Whether the NATGateway `default` of the default Vpc is Ready in this pass (one of
+/// that name in another Vpc gives the default Vpc nothing).
+pub fn is_default_ready(snap: &Snapshot, out: &Outcome) -> bool {
+    use crate::api::{DEFAULT_VPC, natgateway::DEFAULT_NAT_GATEWAY};
+    snap.nat_gateway(DEFAULT_NAT_GATEWAY)
+        .is_some_and(|g| g.spec.vpc == DEFAULT_VPC)
+        && is_ready(out, DEFAULT_NAT_GATEWAY)
 }
 
 /// Whether the NATGateway `name` is Ready in this pass's statuses.

@@ -328,3 +328,38 @@ fn nat_01_the_default_nat_gateway_gives_the_default_vpcs_main_table_a_default_ro
     let w = settle(&store);
     assert_eq!(nat_routes(&w), vec![]);
 }
+
+#[test]
+fn nat_02_an_elastic_ip_asking_for_a_nodes_address_gets_it_refused_and_the_node_keeps_it() {
+    let store = cluster("10.99.0.100-10.99.0.110", &["node-a"]);
+    let w = settle(&store);
+    assert_eq!(
+        attachments(&w),
+        vec![row("ext--node-a", "10.99.0.101", "True", "Assigned")]
+    );
+    let mut late = ElasticIP::new(
+        "wants-101",
+        ElasticIPSpec {
+            external_network: "ext".into(),
+            requested_ip: Some("10.99.0.101".into()),
+        },
+    );
+    late.metadata.namespace = Some("default".into());
+    store.create(Object::ElasticIP(late)).unwrap();
+    let w = settle(&store);
+    assert_eq!(
+        attachments(&w),
+        vec![row("ext--node-a", "10.99.0.101", "True", "Assigned")],
+        "the Node keeps its address"
+    );
+    let st = w
+        .objects
+        .elastic_ip("default", "wants-101")
+        .and_then(|e| e.status.clone())
+        .unwrap();
+    assert!(st.address.is_empty(), "{st:?}");
+    assert!(
+        st.conditions.iter().any(|c| c.reason == "RequestedIPInUse"),
+        "{st:?}"
+    );
+}

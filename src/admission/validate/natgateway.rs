@@ -5,7 +5,10 @@
 //! NATGateway of its own table's Vpc. An ExternalNetwork goes only when no NATGateway
 //! uses it.
 use super::{Snapshot, Verdict, reject};
-use crate::api::{NATGateway, routetable::Route};
+use crate::{
+    api::{DEFAULT_VPC, NATGateway, natgateway::DEFAULT_NAT_GATEWAY, routetable::Route},
+    controller::routetable::default_nat_route,
+};
 
 pub fn validate_nat_gateway_create(g: &NATGateway, snap: &Snapshot) -> Verdict {
     if g.spec.vpc.is_empty() {
@@ -16,10 +19,19 @@ pub fn validate_nat_gateway_create(g: &NATGateway, snap: &Snapshot) -> Verdict {
     }
     // The default Vpc is the controller's to make (at its start, maybe after this
     // request): a gateway of it waits for it, as its Ready says.
-    if snap.vpc(&g.spec.vpc).is_none() && g.spec.vpc != crate::api::DEFAULT_VPC {
+    if snap.vpc(&g.spec.vpc).is_none() && g.spec.vpc != DEFAULT_VPC {
         return Err(reject(
             "spec.vpc",
             format!("Vpc {:?} does not exist; create it first", g.spec.vpc),
+        ));
+    }
+    if g.metadata.name.as_deref() == Some(DEFAULT_NAT_GATEWAY) && g.spec.vpc != DEFAULT_VPC {
+        return Err(reject(
+            "metadata.name",
+            format!(
+                "the NATGateway named {DEFAULT_NAT_GATEWAY:?} gives the default Vpc its default route and belongs to it; name this one of Vpc {:?} otherwise",
+                g.spec.vpc
+            ),
         ));
     }
     if g.spec.external_network.is_empty() {
@@ -49,16 +61,22 @@ pub fn validate_nat_gateway_update(old: &NATGateway, new: &NATGateway, snap: &Sn
 
 /// A NATGateway goes only when no RouteTable routes to it.
 pub fn validate_delete_nat_gateway(name: &str, snap: &Snapshot) -> Verdict {
-    let tables: Vec<String> =
-        snap.route_tables
-            .iter()
-            .filter(|t| {
-                t.spec.routes.iter().any(|r| {
-                    r.via.type_ == "natGateway" && r.via.nat_gateway.as_deref() == Some(name)
-                })
+    let tables: Vec<String> = snap
+        .route_tables
+        .iter()
+        .filter(|t| {
+            t.spec.routes.iter().any(|r| {
+                r.via.type_ == "natGateway"
+                        && r.via.nat_gateway.as_deref() == Some(name)
+                        // The default gateway's own route, which the controller writes
+                        // and takes away again with the gateway.
+                        && !(name == DEFAULT_NAT_GATEWAY
+                            && t.metadata.name.as_deref() == Some(DEFAULT_VPC)
+                            && *r == default_nat_route())
             })
-            .filter_map(|t| t.metadata.name.as_deref().map(|n| format!("{n:?}")))
-            .collect();
+        })
+        .filter_map(|t| t.metadata.name.as_deref().map(|n| format!("{n:?}")))
+        .collect();
     if tables.is_empty() {
         return Ok(());
     }

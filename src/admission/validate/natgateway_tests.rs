@@ -56,6 +56,14 @@ fn nat_01_a_nat_gateway_names_an_existing_vpc_and_an_external_network_both_immut
     assert!(validate_nat_gateway_create(&gateway("g", "a", "later"), &s).is_ok());
     // The default Vpc is the controller's to make: its gateway may come first.
     assert!(validate_nat_gateway_create(&gateway("default", "default", "ext"), &s).is_ok());
+    // The name `default` is the default Vpc's gateway's.
+    assert!(
+        msg(validate_nat_gateway_create(
+            &gateway("default", "a", "ext"),
+            &s
+        ))
+        .starts_with("metadata.name: the NATGateway named \"default\"")
+    );
     assert_eq!(
         msg(validate_nat_gateway_create(&gateway("g", "c", "ext"), &s)),
         "spec.vpc: Vpc \"c\" does not exist; create it first"
@@ -126,4 +134,14 @@ fn nat_01_a_routed_nat_gateway_and_a_used_external_network_are_not_deleted() {
         "metadata.name: ExternalNetwork \"ext\" gives the Nodes' addresses of NATGateways \"out-a\", \"out-b\": delete them first"
     );
     assert!(validate_delete_external_network("other", &s).is_ok());
+    // The default gateway's own route (the controller's) does not hold it.
+    s.nat_gateways.push(gateway("default", "default", "ext"));
+    s.route_tables.push(RouteTable::new(
+        "default",
+        RouteTableSpec {
+            vpc: "default".into(),
+            routes: vec![crate::controller::routetable::default_nat_route()],
+        },
+    ));
+    assert!(validate_delete_nat_gateway("default", &s).is_ok());
 }

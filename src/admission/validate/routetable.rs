@@ -29,10 +29,13 @@ pub const NOT_BUILT: [&str; 4] = ["internetGateway", "vpcPeering", "transitGatew
 /// Whether `old` (the table before an update) held the same route already.
 fn held(r: &Route, old: Option<&RouteTable>) -> bool {
     old.is_some_and(|o| {
-        o.spec
-            .routes
-            .iter()
-            .any(|p| p.dst == r.dst && p.via.type_ == r.via.type_)
+        o.spec.routes.iter().any(|p| {
+            p.dst == r.dst
+                && p.via.type_ == r.via.type_
+                // A natGateway route is held only as it was: one renamed to another
+                // gateway is new, and checked.
+                && (r.via.type_ != "natGateway" || p == r)
+        })
     })
 }
 

@@ -440,11 +440,6 @@ pub fn reverse(ctx: &TcContext, zone: u32) -> Result<(), DropReason> {
     if flags & (CT_F_SERVICE | CT_F_REPLY) != CT_F_SERVICE | CT_F_REPLY {
         return Ok(());
     }
-    // A Service connection quiet past its lifetime (an expired UDP flow not yet swept)
-    // gives nothing back: what comes now is not its reply.
-    if conntrack::over(entry, ip.proto) && ip.proto != PROTO_TCP {
-        return Ok(());
-    }
     let fwd_key = CtKey::new(
         zone,
         ip.daddr,
@@ -453,6 +448,15 @@ pub fn reverse(ctx: &TcContext, zone: u32) -> Result<(), DropReason> {
         service_port,
         ip.proto,
     );
+    // A Service flow quiet past its lifetime both ways (an expired UDP flow not yet
+    // swept) gives nothing back: what comes now is not its reply. One whose client
+    // still sends lives on, however long its server was quiet.
+    if ip.proto != PROTO_TCP
+        && conntrack::over(entry, ip.proto)
+        && conntrack::lookup(&fwd_key).is_none_or(|f| conntrack::over(f, ip.proto))
+    {
+        return Ok(());
+    }
     conntrack::answered(entry, &fwd_key, ip.proto, ports.tcp_flags);
     xlate::source(ctx, &ip, &ports, service_ip, service_port)
 }
