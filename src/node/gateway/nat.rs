@@ -6,8 +6,9 @@
 //! shorter route.
 //!
 //! A table with such a route also gets the cluster's own ranges (Service CIDRs, the
-//! Nodes' addresses, the default Vpc's Pod network) as unreachable, unless it routes
-//! the same prefix itself: what is meant for the cluster is never translated out.
+//! Nodes' addresses, the default Vpc's Pod network) as unreachable, unless a route of
+//! its own (not the NATGateway's) covers the range: what is meant for the cluster is
+//! never translated out, and a tenant's own addresses stay its own.
 use std::{collections::BTreeSet, net::Ipv4Addr};
 
 use ipnet::Ipv4Net;
@@ -89,7 +90,13 @@ pub fn hold_cluster_ranges(world: &World, vpc: &str, routes: &mut BTreeSet<Route
         return;
     }
     for dst in cluster_ranges(world, vpc) {
-        if !routes.iter().any(|r| r.dst == dst) {
+        // The table's own routes win: the same prefix, or one of its segments (or
+        // routes) whose space holds the range (a tenant may use any addresses, a
+        // Node's among them).
+        let own = routes
+            .iter()
+            .any(|r| r.kind != ROUTE_NAT_GW && r.dst.contains(&dst));
+        if !own {
             routes.insert(dropping(dst, ROUTE_UNREACHABLE));
         }
     }

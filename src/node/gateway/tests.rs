@@ -427,6 +427,26 @@ fn nat_01_a_route_via_a_nat_gateway_carries_each_nodes_own_address_and_holds_the
     // node-b has no address yet: the route still matches (NAT_NO_ADDRESS), never a
     // shorter one.
     assert_eq!(routes("node-b"), held("0.0.0.0"));
+    // A tenant whose own segment holds the Nodes' addresses keeps them: its route
+    // wins, no unreachable /32 inside it.
+    let mut own = w.clone();
+    own.objects.route_tables[0].spec.routes.push(Route {
+        dst: "192.168.0.0/24".into(),
+        via: Via {
+            type_: "endpoint".into(),
+            endpoint: Some("default/router.eth0".into()),
+            ..Default::default()
+        },
+    });
+    let (state, _) = desired(&own, "node-a");
+    assert!(
+        state.tables["a"]
+            .iter()
+            .all(|r| !r.dst.to_string().starts_with("192.168.0.1/32")
+                && !r.dst.to_string().starts_with("192.168.0.2/32")),
+        "{:?}",
+        state.tables["a"]
+    );
     // A table without a NAT route holds nothing more than its segments and the
     // Services its Vpc does not consume.
     w.objects.route_tables[0]
