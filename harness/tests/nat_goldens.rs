@@ -567,3 +567,41 @@ fn nat_01_too_big_for_the_way_out_with_df_is_answered_with_its_mtu() {
     let seen = s.send(0, 0, &big);
     assert!(s.frames(&seen, "underlay-node0").is_empty());
 }
+
+#[test]
+fn nat_01_a_node_whose_address_changes_maps_its_live_connections_anew_and_frees_the_old_claim() {
+    let mut s = scene();
+    let first = frames::udp_ports((pod_mac(0), pod_ip(0), 40030), (GW_A, CLIENT, 53), b"one");
+    let seen = s.send(0, 0, &first);
+    assert_eq!(&s.frames(&seen, "underlay-node0")[0][26..30], &nat(0));
+    // node0's attachment now has another address.
+    let moved = [10, 99, 0, 120];
+    s.cluster.nodes[0]
+        .dataplane
+        .sync_router(&router_state(moved))
+        .unwrap();
+    let answers = BTreeMap::from([(Ipv4Addr::from(moved), mac(0))]);
+    s.cluster.nodes[0]
+        .dataplane
+        .set_arp_answers(&answers)
+        .unwrap();
+    let again = frames::udp_ports((pod_mac(0), pod_ip(0), 40030), (GW_A, CLIENT, 53), b"two");
+    let seen = s.send(0, 0, &again);
+    let out = s.frames(&seen, "underlay-node0");
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        &out[0][26..30],
+        &moved,
+        "from the address the Node answers for now"
+    );
+    let claims: Vec<[u8; 4]> = s.cluster.nodes[0]
+        .dataplane
+        .conntrack
+        .entries()
+        .unwrap()
+        .into_iter()
+        .filter(|(k, e)| k.zone == ZONE_HOST && e.flags & CT_F_NAT != 0)
+        .map(|(k, _)| k.daddr.to_ne_bytes())
+        .collect();
+    assert_eq!(claims, vec![moved], "the old address's claim is gone");
+}

@@ -124,7 +124,16 @@ fn mapping(key: &CtKey, nat_ip: u32, tcp_flags: u8, later: bool) -> Result<(u32,
     if let Some(e) = entry {
         // SAFETY: a map value pointer, read at once.
         let (flags, ip, port) = unsafe { ((*e).flags, (*e).nat_ip, (*e).nat_port) };
-        if flags & CT_F_NAT != 0 {
+        if flags & CT_F_NAT != 0 && ip != nat_ip {
+            // The Node's address on the network changed (its attachment moved): the
+            // old claim goes and the connection is mapped anew from the address the
+            // Node answers for now.
+            conntrack::forget(&CtKey::new(
+                ZONE_HOST, key.daddr, ip, key.dport, port, key.proto,
+            ));
+            // SAFETY: as above.
+            unsafe { (*e).flags &= !CT_F_NAT };
+        } else if flags & CT_F_NAT != 0 {
             if conntrack::reopens(e, key.proto, tcp_flags) {
                 // A new connection on a closed one's port: the mapping (and its
                 // claim) carries on, both directions start again, so the sweep
