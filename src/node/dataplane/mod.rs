@@ -124,6 +124,33 @@ fn chain(e: &dyn std::error::Error) -> String {
     out
 }
 
+/// Loads of one program before an interrupted verification is a failure: the kernel
+/// answers EAGAIN when a signal reaches the loading thread during a long verification
+/// (the router's programs take milliseconds), which a retry gets past.
+const LOAD_TRIES: u32 = 3;
+
+impl Dataplane {
+    fn load_program(&mut self, name: &'static str) -> Result<(), DataplaneError> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.program_mut(name)?.load() {
+                Ok(()) => return Ok(()),
+                Err(ProgramError::LoadError { io_error, .. })
+                    if io_error.raw_os_error() == Some(libc::EAGAIN) && tries < LOAD_TRIES =>
+                {
+                    tracing::warn!(
+                        program = name,
+                        tries,
+                        "verification interrupted; loading again"
+                    );
+                }
+                Err(e) => return Err(prog_err(name)(e)),
+            }
+        }
+    }
+}
+
 fn prog_err(name: &'static str) -> impl FnOnce(ProgramError) -> DataplaneError {
     move |source| DataplaneError::Program { name, source }
 }
@@ -217,7 +244,7 @@ impl Dataplane {
             listen_nodes: Default::default(),
         };
         for name in PROGRAMS {
-            dp.program_mut(name)?.load().map_err(prog_err(name))?;
+            dp.load_program(name)?;
         }
         dp.install_tail_programs()?;
         if dp.adopted {
