@@ -66,6 +66,36 @@ fn router_state(nat_ip: [u8; 4]) -> juneau::node::gateway::RouterState {
     want
 }
 
+/// Node `n`'s address answered by ARP (NAT-02's ARPAdvertisement, written as the
+/// daemon writes it), and its own way out: a default route via the router, its
+/// neighbour known.
+fn way_out(node: &mut juneau_harness::Node, n: usize) {
+    let answers = BTreeMap::from([(Ipv4Addr::from(nat(n as u8)), mac(n))]);
+    node.dataplane.set_arp_answers(&answers).unwrap();
+    let router = Ipv4Addr::from(ROUTER.1).to_string();
+    let lladdr = juneau::format_mac(&ROUTER.0);
+    node.ns.ip(&[
+        "route",
+        "replace",
+        "default",
+        "via",
+        &router,
+        "dev",
+        UNDERLAY_DEV,
+    ]);
+    node.ns.ip(&[
+        "neigh",
+        "replace",
+        &router,
+        "lladdr",
+        &lladdr,
+        "dev",
+        UNDERLAY_DEV,
+        "nud",
+        "permanent",
+    ]);
+}
+
 /// node0 at .110; node1 at .111, or without an address (`node1_addressed` false).
 fn scene_with(node1_addressed: bool) -> Scene {
     let mut c = Cluster::new(2);
@@ -76,33 +106,7 @@ fn scene_with(node1_addressed: bool) -> Scene {
             nat(n as u8)
         };
         node.dataplane.sync_router(&router_state(addr)).unwrap();
-        // The upstream router's ARP for this Node's address is answered (NAT-02's
-        // ARPAdvertisement, written as the daemon writes it).
-        let answers = BTreeMap::from([(Ipv4Addr::from(nat(n as u8)), mac(n))]);
-        node.dataplane.set_arp_answers(&answers).unwrap();
-        // The Node's own way out: a default route via the router, its neighbour known.
-        let router = Ipv4Addr::from(ROUTER.1).to_string();
-        let lladdr = juneau::format_mac(&ROUTER.0);
-        node.ns.ip(&[
-            "route",
-            "replace",
-            "default",
-            "via",
-            &router,
-            "dev",
-            UNDERLAY_DEV,
-        ]);
-        node.ns.ip(&[
-            "neigh",
-            "replace",
-            &router,
-            "lladdr",
-            &lladdr,
-            "dev",
-            UNDERLAY_DEV,
-            "nud",
-            "permanent",
-        ]);
+        way_out(node, n);
     }
     c.add_pod(0, 0, ON_A);
     c.add_pod(1, 1, ON_A);
@@ -416,30 +420,7 @@ fn overlapping_scene() -> Scene {
         want.tables.insert("tb".into(), routes);
         want.neighbours.extend(b.neighbours);
         node.dataplane.sync_router(&want).unwrap();
-        let answers = BTreeMap::from([(Ipv4Addr::from(nat(n as u8)), mac(n))]);
-        node.dataplane.set_arp_answers(&answers).unwrap();
-        let router = Ipv4Addr::from(ROUTER.1).to_string();
-        let lladdr = juneau::format_mac(&ROUTER.0);
-        node.ns.ip(&[
-            "route",
-            "replace",
-            "default",
-            "via",
-            &router,
-            "dev",
-            UNDERLAY_DEV,
-        ]);
-        node.ns.ip(&[
-            "neigh",
-            "replace",
-            &router,
-            "lladdr",
-            &lladdr,
-            "dev",
-            UNDERLAY_DEV,
-            "nud",
-            "permanent",
-        ]);
+        way_out(node, n);
     }
     c.add_pod(0, 0, ON_A);
     c.add_pod(0, 3, PodOptions::vni(VNI_B).mtu(1450));
