@@ -28,6 +28,8 @@ const PACKAGES: &[&str] = &[
     "udhcpc",
     "busybox-static",
     "curl",
+    // The NAT scenario's outside server (http.server, a UDP echo).
+    "python3",
     // The router's clients (issue 12): traceroute, tracepath, nc.
     "traceroute",
     "iputils-tracepath",
