@@ -25,6 +25,8 @@
 //!    the packet-rate rounds, median of rotated rounds. Each connection is a new mapping
 //!    (Juneau: a claim in the connection table; the kernel: conntrack and the masquerade
 //!    rule).
+//!    Its ceiling, `tcp_crr_natgw_vs_bare_redirect`: the same rounds through a plain
+//!    Pod whose veth and uplink forward to each other by one bare `bpf_redirect`.
 //! 5. `verifier_nat_out`: instructions the verifier processed for `nat_out`.
 use std::{collections::BTreeMap, net::Ipv4Addr};
 
@@ -101,12 +103,39 @@ fn masquerade_bed() -> (Netns, Netns, Netns, [u8; 6]) {
     (node, pods.pop().unwrap(), upstream, h0)
 }
 
-/// A plain Pod whose veth forwards by one bare `bpf_redirect` to its uplink.
+/// A plain Pod whose veth forwards by one bare `bpf_redirect` to its uplink, and the
+/// uplink back to the veth (`floor_redirect` both ways, attached by `main`): nothing
+/// looked up or rewritten, so the MACs are made to fit instead. The Pod sends to the
+/// router's MAC (its gateway's neighbour entry); the upstream routes the Pod's
+/// segment via the Node's 10.99.0.1, whose neighbour entry is the Pod's own MAC.
 fn ceiling_bed() -> (Netns, Netns, Netns) {
     let (node, mut pods) = plain_pods(1);
     let upstream = uplink(&node);
     gro_on(&node, "h0");
-    (node, pods.pop().unwrap(), upstream)
+    let pod = pods.pop().unwrap();
+    let pod_mac = juneau::format_mac(&mac_of(&pod, "eth0"));
+    let router = juneau::format_mac(&ROUTER_MAC);
+    address_pod(&pod);
+    ip(
+        &pod,
+        &format!("neigh replace 10.0.1.1 lladdr {router} dev eth0 nud permanent"),
+    );
+    ip(&upstream, "route add 10.0.1.0/24 via 10.99.0.1");
+    ip(
+        &upstream,
+        &format!("neigh replace 10.99.0.1 lladdr {pod_mac} dev eth0 nud permanent"),
+    );
+    (node, pod, upstream)
+}
+
+/// Loads `name` of the floor object (once) and attaches it to `dev`'s ingress in `ns`.
+fn attach(floor: &mut aya::Ebpf, name: &str, ns: &Netns, dev: &str) {
+    let prog: &mut SchedClassifier = floor.program_mut(name).unwrap().try_into().unwrap();
+    if prog.fd().is_err() {
+        prog.load().unwrap_or_else(|e| panic!("load {name}: {e}"));
+    }
+    ns.run(|| prog.attach(dev, TcAttachType::Ingress))
+        .unwrap_or_else(|e| panic!("attach {name}: {e}"));
 }
 
 /// Packets the masquerade rule translated (one per new connection).
@@ -339,35 +368,40 @@ fn main() {
         .unwrap();
     address_pod(&node.pods[0].ns);
     address_pod(&k_pod);
+    // The ceiling bed's bare redirects, both ways, for the rounds of both kinds.
+    let mut floor = aya::EbpfLoader::new()
+        .load(juneau::baseline::FLOOR_OBJECT)
+        .expect("load the floor object");
+    let (pod_side, up_side) = c_node.run(|| (if_index("h0"), if_index("ul0")));
+    let mut fwd =
+        aya::maps::HashMap::<_, u32, u32>::try_from(floor.map_mut("jn_floor_fwd").unwrap())
+            .unwrap();
+    fwd.insert(pod_side, up_side, 0).unwrap();
+    fwd.insert(up_side, pod_side, 0).unwrap();
+    for dev in ["h0", "ul0"] {
+        attach(&mut floor, "floor_redirect", &c_node, dev);
+    }
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     const CRR_PORT: u16 = 7000;
     let servers = [
         crr_server(&upstream, CRR_PORT, stop.clone()),
         crr_server(&k_upstream, CRR_PORT, stop.clone()),
+        crr_server(&c_upstream, CRR_PORT, stop.clone()),
     ];
     let secs = if quick { 1.0 } else { 2.0 };
-    let (mut cj, mut ck) = (Vec::new(), Vec::new());
-    let (mut fj, mut fk) = (0, 0);
+    let crr_beds = [&node.pods[0].ns, &k_pod, &c_pod];
+    let mut crr_rates: [Vec<f64>; 3] = Default::default();
+    let mut crr_failed = [0u64; 3];
     for round in 0..rounds {
-        let mut j = || {
-            let (r, f) = crr(&node.pods[0].ns, CRR_PORT, secs);
-            cj.push(r);
-            fj += f;
-        };
-        let mut k = || {
-            let (r, f) = crr(&k_pod, CRR_PORT, secs);
-            ck.push(r);
-            fk += f;
-        };
-        if round % 2 == 0 {
-            j();
-            k();
-        } else {
-            k();
-            j();
+        for i in (0..crr_beds.len()).map(|j| (j + round) % crr_beds.len()) {
+            let (r, f) = crr(crr_beds[i], CRR_PORT, secs);
+            crr_rates[i].push(r);
+            crr_failed[i] += f;
         }
     }
-    println!("crr: failed connections juneau {fj}, masquerade {fk}");
+    let [(mut cj, fj), (mut ck, fk), (mut cc, fc)] =
+        [0, 1, 2].map(|i| (std::mem::take(&mut crr_rates[i]), crr_failed[i]));
+    println!("crr: failed connections juneau {fj}, masquerade {fk}, bare redirect {fc}");
     if std::env::var_os("JN_NAT_CRR_ONLY").is_some() {
         let d: BTreeMap<_, _> = node
             .dataplane
@@ -376,14 +410,14 @@ fn main() {
             .into_iter()
             .filter(|d| d.1 > 0)
             .collect();
-        println!("crr: {cj:?} {ck:?} drops {d:?}");
+        println!("crr: {cj:?} {ck:?} {cc:?} drops {d:?}");
         return;
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for s in servers {
         s.join().unwrap();
     }
-    let (crr_j, crr_k) = (median(&mut cj), median(&mut ck));
+    let (crr_j, crr_k, crr_c) = (median(&mut cj), median(&mut ck), median(&mut cc));
     let crr_drops: BTreeMap<_, _> = node
         .dataplane
         .drops()
@@ -392,28 +426,8 @@ fn main() {
         .filter(|d| d.1 > 0)
         .collect();
     assert!(crr_drops.is_empty(), "the datapath dropped: {crr_drops:?}");
-    let mut floor = aya::EbpfLoader::new()
-        .load(juneau::baseline::FLOOR_OBJECT)
-        .expect("load the floor object");
-    let fwd = c_node.run(|| (if_index("h0"), if_index("ul0")));
-    aya::maps::HashMap::<_, u32, u32>::try_from(floor.map_mut("jn_floor_fwd").unwrap())
-        .unwrap()
-        .insert(fwd.0, fwd.1, 0)
-        .unwrap();
-    for (name, at, dev) in [
-        (
-            "floor_drop",
-            vec![&upstream, &k_upstream, &c_upstream],
-            "eth0",
-        ),
-        ("floor_redirect", vec![&c_node], "h0"),
-    ] {
-        let prog: &mut SchedClassifier = floor.program_mut(name).unwrap().try_into().unwrap();
-        prog.load().unwrap_or_else(|e| panic!("load {name}: {e}"));
-        for ns in at {
-            ns.run(|| prog.attach(dev, TcAttachType::Ingress))
-                .unwrap_or_else(|e| panic!("attach {name}: {e}"));
-        }
+    for ns in [&upstream, &k_upstream, &c_upstream] {
+        attach(&mut floor, "floor_drop", ns, "eth0");
     }
     let pad = [0u8; 22];
     let src = (pod_mac(0), POD, SPORT);
@@ -463,7 +477,7 @@ fn main() {
         .and_then(|i| i.verified_instruction_count())
         .unwrap_or(0) as f64;
     println!(
-        "nat pps, median of {rounds} rotated rounds of {count}: juneau {:.2} Mpps, masquerade {:.2}, bare redirect {:.2}; port alloc at 90%: {alloc:.5} of {tries}; crr juneau {crr_j:.0}/s, masquerade {crr_k:.0}/s",
+        "nat pps, median of {rounds} rotated rounds of {count}: juneau {:.2} Mpps, masquerade {:.2}, bare redirect {:.2}; port alloc at 90%: {alloc:.5} of {tries}; crr juneau {crr_j:.0}/s, masquerade {crr_k:.0}/s, bare redirect {crr_c:.0}/s",
         m[0], m[1], m[2]
     );
     let how = format!(
@@ -507,6 +521,16 @@ fn main() {
                 ("nftables_masquerade_conntrack", crr_k),
                 &format!(
                     "goal >= 1.5x; new TCP connections a second from the Pod to 198.51.100.10:{CRR_PORT} (a listener on the upstream router's loopback that accepts and drops), each connected then reset (SO_LINGER 0: no TIME_WAIT), one client thread; Juneau: each connection a new mapping through nat_out, its replies back through eip_uplink; baseline: the same Pod shape behind the Node kernel's forwarding and nftables masquerade with conntrack; median of {rounds} rounds of {secs} s, alternating which bed goes first; connections that timed out (1 s, the bed's listen queue; counted, not in the rate): Juneau {fj}, masquerade {fk}"
+                ),
+            ),
+            Measurement::new(
+                "tcp_crr_natgw_vs_bare_redirect",
+                "conn/s",
+                crr_j,
+                ("bare_bpf_redirect", crr_c),
+                &format!(
+                    "the ceiling of the connection rate here: the same client, server and rounds through a plain Pod whose veth and uplink forward to each other by one bare bpf_redirect (floor_redirect both ways, no translation, the server routing back to the Pod); that ceiling is {:.2}x the masquerade baseline; connections that timed out: {fc}",
+                    crr_c / crr_k
                 ),
             ),
             Measurement::new(

@@ -170,8 +170,16 @@ pub fn dump_conntrack(dir: &Path, filter: &Filter) -> Result<Vec<ConnectionRow>,
         } else {
             format!("{}:{}", ip(e.backend_ip), u16::from_be(e.backend_port))
         };
+        // A NATGateway entry keeps its cached hop in the Service fields
+        // (`ct::NatHop`): they are a Service's only under `CT_F_SERVICE`.
+        let service = e.flags & CT_F_SERVICE != 0;
+        let (backend_ip, service_ip) = if service {
+            (e.backend_ip, e.service_ip)
+        } else {
+            (0, 0)
+        };
         let touches = |a: Ipv4Addr| {
-            [k.saddr, k.daddr, e.backend_ip, e.service_ip]
+            [k.saddr, k.daddr, backend_ip, service_ip]
                 .iter()
                 .any(|r| *r != 0 && ip(*r) == a)
         };
@@ -198,7 +206,7 @@ pub fn dump_conntrack(dir: &Path, filter: &Filter) -> Result<Vec<ConnectionRow>,
                 } else {
                     translated
                 },
-                service: e.service,
+                service: if service { e.service } else { 0 },
                 age_seconds: now.saturating_sub(e.last_seen_ns) / 1_000_000_000,
                 policy: policy_bits(&e),
             },

@@ -105,6 +105,7 @@ pub struct CtEntry {
     /// or the destination given back (a reply in [`ZONE_HOST`]: the client's).
     pub nat_ip: u32,
     pub nat_port: u16,
+    /// NAT, original direction: the second of its cached hop ([`NatHop`]).
     pub pad1: u16,
     /// NAT: a reply in [`ZONE_HOST`]: the zone it is delivered in (the client's VNI).
     pub nat_zone: u32,
@@ -165,7 +166,76 @@ impl CtKey {
     }
 }
 
+/// A NATGateway connection's way out of the Node, cached by the fast path in its
+/// original direction's entry (`nat::fast`), so that an established connection's
+/// packets skip the route table's LPM and `bpf_fib_lookup`. It is kept in the Service
+/// fields, which that entry never uses (`CT_F_NAT` is never a Service's original
+/// direction, and the Service stages test `CT_F_SERVICE`), so the layout stays:
+/// `service` the route epoch (low half) and the device's MTU (high half),
+/// `backend_ip`/`backend_port` the next hop's MAC, `service_ip`/`service_port` the
+/// device's own, `nat_zone` the device, `pad1` the second.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NatHop {
+    /// `jn_gw_epoch` (its low 16 bits) when it was cached: any route or segment change
+    /// makes it stale. 16 bits suffice: a hop also serves one second only, and no
+    /// daemon makes 65,536 route changes in one.
+    pub epoch: u16,
+    /// The device's MTU: a longer packet (a GSO one) is looked up in full, which checks
+    /// it segment by segment.
+    pub mtu: u16,
+    /// The monotonic second (`ns >> 30`, truncated) it was cached in: it serves that
+    /// second only, so a change of the Node's own routes or neighbours (which the
+    /// daemon does not watch) is seen within about one, as a FIB lookup would see it.
+    pub second: u16,
+    /// The device to redirect to; 0: nothing cached.
+    pub ifindex: u32,
+    /// The MACs as the frame's words (bytes 0-1, 2-5), destination then source.
+    pub dmac: (u16, u32),
+    pub smac: (u16, u32),
+}
+
+/// The second a [`NatHop`] is stamped with, from `CLOCK_MONOTONIC_COARSE` ns.
+#[inline(always)]
+pub const fn hop_second(now_ns: u64) -> u16 {
+    (now_ns >> 30) as u16
+}
+
+impl NatHop {
+    /// Whether the hop still serves, at route epoch `epoch` and `now_ns`, a packet of
+    /// `len` bytes from its IP header on.
+    #[inline(always)]
+    pub const fn serves(&self, epoch: u32, now_ns: u64, len: u32) -> bool {
+        self.ifindex != 0
+            && self.epoch == epoch as u16
+            && self.second == hop_second(now_ns)
+            && len <= self.mtu as u32
+    }
+}
+
 impl CtEntry {
+    /// The cached way out of a NATGateway connection's original direction.
+    #[inline(always)]
+    pub const fn nat_hop(&self) -> NatHop {
+        NatHop {
+            epoch: self.service as u16,
+            mtu: (self.service >> 16) as u16,
+            second: self.pad1,
+            ifindex: self.nat_zone,
+            dmac: (self.backend_port, self.backend_ip),
+            smac: (self.service_port, self.service_ip),
+        }
+    }
+
+    /// Caches `hop` (see [`NatHop`]).
+    #[inline(always)]
+    pub fn set_nat_hop(&mut self, hop: &NatHop) {
+        self.service = hop.epoch as u32 | (hop.mtu as u32) << 16;
+        self.pad1 = hop.second;
+        self.nat_zone = hop.ifindex;
+        (self.backend_port, self.backend_ip) = hop.dmac;
+        (self.service_port, self.service_ip) = hop.smac;
+    }
+
     /// How long after its last packet this entry expires.
     pub const fn lifetime(&self, proto: u8) -> u64 {
         if proto != PROTO_TCP && proto != PROTO_SCTP {

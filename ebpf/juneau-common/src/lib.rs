@@ -114,10 +114,13 @@ pub mod map_names {
     /// Bumped by the daemon at every rule change: connections are re-decided.
     pub const POL_EPOCH: &str = "jn_pol_epoch";
     pub const POL_STATS: &str = "jn_pol_stats";
+    /// Bumped by the daemon at every route or segment change: a NATGateway
+    /// connection's cached hop (`ct::NatHop`) is looked up again.
+    pub const GW_EPOCH: &str = "jn_gw_epoch";
     /// A fragmented datagram's ports, for its later fragments (`ct::FragKey`).
     pub const FRAG: &str = "jn_frag";
     /// Every map the daemon pins, in the order `kubectl-juneau` lists them.
-    pub const ALL: [&str; 30] = [
+    pub const ALL: [&str; 31] = [
         NODE,
         L2_PORT,
         L2_VNI,
@@ -148,6 +151,7 @@ pub mod map_names {
         POL_EPOCH,
         POL_STATS,
         FRAG,
+        GW_EPOCH,
     ];
 }
 

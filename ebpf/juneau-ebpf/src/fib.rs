@@ -70,16 +70,56 @@ pub fn hop(ctx: &TcContext, p: &FibLookup) -> Result<(), DropReason> {
     if start + ETH_HLEN + 20 > end {
         return Err(DropReason::BadIpHeader);
     }
+    let (d, s) = macs(p);
     // SAFETY: inside [start, start + ETH_HLEN + 20), checked above.
+    unsafe { rewrite(start, d, s) };
+    Ok(())
+}
+
+/// A successful lookup's MACs as the frame's words (bytes 0-1, 2-5): destination,
+/// source.
+#[inline(always)]
+pub fn macs(p: &FibLookup) -> ((u16, u32), (u16, u32)) {
+    let (d, s) = (&p.dmac, &p.smac);
+    (
+        (
+            u16::from_ne_bytes([d[0], d[1]]),
+            u32::from_ne_bytes([d[2], d[3], d[4], d[5]]),
+        ),
+        (
+            u16::from_ne_bytes([s[0], s[1]]),
+            u32::from_ne_bytes([s[2], s[3], s[4], s[5]]),
+        ),
+    )
+}
+
+/// One hop by MACs already known (`ct::NatHop`): TTL - 1 and the MACs. The caller
+/// checked the TTL.
+#[inline(always)]
+pub fn hop_by(ctx: &TcContext, dmac: (u16, u32), smac: (u16, u32)) -> Result<(), DropReason> {
+    let (start, end) = (ctx.data(), ctx.data_end());
+    if start + ETH_HLEN + 20 > end {
+        return Err(DropReason::BadIpHeader);
+    }
+    // SAFETY: inside [start, start + ETH_HLEN + 20), checked above.
+    unsafe { rewrite(start, dmac, smac) };
+    Ok(())
+}
+
+/// TTL - 1 and the two MACs written as words.
+///
+/// # Safety
+/// `[start, start + ETH_HLEN + 20)` is inside the packet.
+#[inline(always)]
+unsafe fn rewrite(start: usize, d: (u16, u32), s: (u16, u32)) {
+    // SAFETY: the caller's bounds.
     unsafe {
         ipv4::decrement_ttl(start);
-        let (d, s) = (&p.dmac, &p.smac);
-        store::<u16>(start, u16::from_ne_bytes([d[0], d[1]]));
-        store::<u32>(start + 2, u32::from_ne_bytes([d[2], d[3], d[4], d[5]]));
-        store::<u16>(start + 6, u16::from_ne_bytes([s[0], s[1]]));
-        store::<u32>(start + 8, u32::from_ne_bytes([s[2], s[3], s[4], s[5]]));
+        store::<u16>(start, d.0);
+        store::<u32>(start + 2, d.1);
+        store::<u16>(start + 6, s.0);
+        store::<u32>(start + 8, s.1);
     }
-    Ok(())
 }
 
 /// Out of `ifindex` when the lookup found the route but not the next hop's MAC

@@ -166,6 +166,11 @@ pub static jn_pol_nic: HashMap<NbrKey, PolNic, { MAX_PORTS as usize }> = HashMap
 #[btf_map]
 pub static jn_pol_epoch: Array<u32, 1> = Array::new();
 
+/// The routes' epoch: bumped by the daemon at every route or segment change, so that
+/// a NATGateway connection's cached hop (`ct::NatHop`) is looked up again.
+#[btf_map]
+pub static jn_gw_epoch: Array<u32, 1> = Array::new();
+
 /// Verdicts by (set, direction), per CPU.
 #[btf_map]
 pub static jn_pol_stats: PerCpuArray<PolCounters, { MAX_RULE_SETS as usize * 2 }> =

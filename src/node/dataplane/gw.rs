@@ -12,7 +12,9 @@
 //! at it) until a later table reuses it.
 use std::collections::{BTreeMap, BTreeSet};
 
-use aya::maps::{ArrayOfMaps, HashMap as BpfHashMap, LpmTrie, Map, MapData, lpm_trie::Key};
+use aya::maps::{
+    Array as BpfArray, ArrayOfMaps, HashMap as BpfHashMap, LpmTrie, Map, MapData, lpm_trie::Key,
+};
 use juneau_common::{
     FdbKey, GwSegment, NbrEntry, NbrKey, RouteEntry,
     gw::{MAX_ROUTE_TABLES, NBR_SEEDED, ROUTES_PER_TABLE, SEG_SERVICES},
@@ -88,6 +90,9 @@ pub struct RouterWriter {
     nbr: BpfHashMap<MapData, NbrKey, NbrEntry>,
     snoop: BpfHashMap<MapData, NbrKey, NbrEntry>,
     rt: ArrayOfMaps<MapData, MapData>,
+    /// `jn_gw_epoch`: bumped when a table or a segment changes, so that the NAT fast
+    /// path's cached hops (`ct::NatHop`) are looked up again.
+    epoch: BpfArray<MapData, u32>,
     record: RouterRecord,
 }
 
@@ -100,6 +105,7 @@ impl Dataplane {
             nbr: self.take_map(map_names::GW_NBR)?,
             snoop: self.take_map(map_names::GW_SNOOP)?,
             rt: self.take_map(map_names::GW_RT)?,
+            epoch: self.take_map(map_names::GW_EPOCH)?,
             record: RouterRecord::default(),
         })
     }
@@ -182,6 +188,7 @@ impl RouterWriter {
             .filter(|t| !want.tables.contains_key(*t))
             .cloned()
             .collect();
+        let tables_gone = !gone.is_empty();
         for t in gone {
             if let Some((slot, _)) = self.record.tables.remove(&t) {
                 self.record.stale_slots.insert(slot);
@@ -210,6 +217,10 @@ impl RouterWriter {
                 done.segments += 1;
             }
             serving.insert(*vni);
+        }
+        // Routes or segments changed: the hops cached from the old ones are stale.
+        if done.tables > 0 || done.segments > 0 || tables_gone {
+            self.bump_epoch()?;
         }
         // 3. Ports enter the router only through a segment that is written (and their
         //    listener lists follow the gateways).
@@ -240,6 +251,20 @@ impl RouterWriter {
         // 5. Neighbours.
         done.neighbours = self.sync_neighbours(want)?;
         Ok(done)
+    }
+
+    /// The routes' epoch, one on: the NAT fast path looks its hops up again.
+    fn bump_epoch(&mut self) -> Result<(), DataplaneError> {
+        let name = map_names::GW_EPOCH;
+        let now = self.epoch.get(&0, 0).map_err(map_err(name))?;
+        self.epoch
+            .set(0, now.wrapping_add(1), 0)
+            .map_err(map_err(name))
+    }
+
+    /// The routes' epoch (tests).
+    pub fn epoch(&self) -> Result<u32, DataplaneError> {
+        self.epoch.get(&0, 0).map_err(map_err(map_names::GW_EPOCH))
     }
 
     /// Deletes learned neighbours that match.

@@ -7,15 +7,20 @@
 //! table's route for the destination still the same NATGateway at the same address,
 //! the Node's route and neighbour resolved, a whole datagram. Anything else takes the
 //! slow path, which judges it in full.
+//!
+//! The route and the Node's hop are cached in the entry (`ct::NatHop`) for the rest of
+//! the second they were looked up in, under the routes' epoch (`jn_gw_epoch`): an
+//! established connection's packet then costs the connection lookup, the translation
+//! and the redirect.
 use aya_ebpf::{bindings::BPF_FIB_LKUP_RET_SUCCESS, helpers::bpf_redirect, programs::TcContext};
 use juneau_common::{
     DropReason, GwSegment, PortConfig, RouteEntry,
-    ct::{CtEntry, CtKey, PROTO_ICMP},
+    ct::{CtEntry, CtKey, NatHop, PROTO_ICMP, hop_second},
     gw::{GwStat, ROUTE_NAT_GW},
     port::PORT_SG,
 };
 
-use crate::{conntrack, fib, ipv4::Ipv4, l4::Ports, maps, policy, xlate};
+use crate::{conntrack, eth::ETH_HLEN, fib, ipv4::Ipv4, l4::Ports, maps, policy, xlate};
 
 /// What the fast path made of a packet.
 pub enum Fast {
@@ -60,21 +65,23 @@ pub fn try_send(
         return Ok(Fast::Slow { settled });
     }
     // SAFETY: a map value pointer, read at once.
-    let (nat_ip, nat_port) = unsafe { ((*entry).nat_ip, (*entry).nat_port) };
-    let Some(table) = maps::jn_gw_rt.get(seg.table) else {
-        return Ok(Fast::Slow { settled });
+    let (nat_ip, nat_port, cached) =
+        unsafe { ((*entry).nat_ip, (*entry).nat_port, (*entry).nat_hop()) };
+    let now = conntrack::now();
+    let epoch = maps::jn_gw_epoch.get(0).copied().unwrap_or(0);
+    let len = ctx.len().saturating_sub(ETH_HLEN as u32);
+    let (out, dmac, smac) = if cached.serves(epoch, now, len) {
+        (cached.ifindex, cached.dmac, cached.smac)
+    } else {
+        let Some(hop) = look_up(ctx, ifindex, seg, ip, nat_ip, epoch, now) else {
+            return Ok(Fast::Slow { settled });
+        };
+        // SAFETY: a map value pointer. Two CPUs sending on one connection across a
+        // route change could interleave their writes; the mixed hop then serves the
+        // rest of that second at most, as a torn state does (`conntrack::seen`).
+        unsafe { (*entry).set_nat_hop(&hop) };
+        (hop.ifindex, hop.dmac, hop.smac)
     };
-    let lpm = aya_ebpf::maps::lpm_trie::Key::new(32, ip.daddr.to_ne_bytes());
-    let Some(route): Option<RouteEntry> = table.get(&lpm).copied() else {
-        return Ok(Fast::Slow { settled });
-    };
-    if route.kind != ROUTE_NAT_GW || route.nh_ip != nat_ip {
-        return Ok(Fast::Slow { settled });
-    }
-    let found = fib::lookup(ctx, ifindex, nat_ip, ip.daddr, ip.proto, 0);
-    if found.rc != BPF_FIB_LKUP_RET_SUCCESS as i64 {
-        return Ok(Fast::Slow { settled });
-    }
     if none_applies {
         conntrack::seen(entry, ip.proto, ports.tcp_flags, false);
     }
@@ -82,10 +89,45 @@ pub fn try_send(
     if ip.proto == PROTO_ICMP {
         xlate::icmp_id(ctx, ports.sport, nat_port)?;
     }
-    fib::hop(ctx, &found.req)?;
+    fib::hop_by(ctx, dmac, smac)?;
     crate::gw::count(GwStat::NatFast);
     // SAFETY: plain helper call.
-    Ok(Fast::Done(
-        unsafe { bpf_redirect(found.req.ifindex, 0) } as i32
-    ))
+    Ok(Fast::Done(unsafe { bpf_redirect(out, 0) } as i32))
+}
+
+/// The way out in full: the table's route for the destination must still be the same
+/// NATGateway at the same address, and the Node's FIB must have the route and the
+/// neighbour, the packet fitting the device (a GSO one segment by segment). `None`:
+/// the slow path judges it.
+#[inline(always)]
+fn look_up(
+    ctx: &TcContext,
+    ifindex: u32,
+    seg: &GwSegment,
+    ip: &Ipv4,
+    nat_ip: u32,
+    epoch: u32,
+    now: u64,
+) -> Option<NatHop> {
+    let table = maps::jn_gw_rt.get(seg.table)?;
+    let lpm = aya_ebpf::maps::lpm_trie::Key::new(32, ip.daddr.to_ne_bytes());
+    let route: RouteEntry = table.get(&lpm).copied()?;
+    if route.kind != ROUTE_NAT_GW || route.nh_ip != nat_ip {
+        return None;
+    }
+    let found = fib::lookup(ctx, ifindex, nat_ip, ip.daddr, ip.proto, 0);
+    if found.rc != BPF_FIB_LKUP_RET_SUCCESS as i64 {
+        return None;
+    }
+    let (dmac, smac) = fib::macs(&found.req);
+    // SAFETY: on success the kernel wrote the device's MTU into the union.
+    let mtu = unsafe { found.req.__bindgen_anon_1.mtu_result };
+    Some(NatHop {
+        epoch: epoch as u16,
+        mtu,
+        second: hop_second(now),
+        ifindex: found.req.ifindex,
+        dmac,
+        smac,
+    })
 }
