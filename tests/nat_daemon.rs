@@ -191,3 +191,130 @@ fn nat_01_a_daemon_killed_mid_stream_loses_no_byte_and_the_connection_keeps_its_
     assert_eq!(peer.ip().to_string(), "10.99.0.100");
     run.teardown(&mut |_| {}).unwrap();
 }
+
+/// Holds every source port of `nat_ip` toward `server:port` (UDP), as 64,512 live
+/// connections would: their claims written into the Node's pinned connection table.
+fn hold_every_port(node: &str, nat_ip: &str, server: &str, port: u16) {
+    use juneau_common::ct::{CT_F_NAT, CT_F_REPLY, CtEntry, CtKey, PROTO_UDP, ZONE_HOST};
+    let path = node_dir(node).join(juneau_common::map_names::CT);
+    let data = aya::maps::MapData::from_pin(&path).expect("the pinned connection table");
+    let mut ct: aya::maps::HashMap<_, CtKey, CtEntry> =
+        aya::maps::HashMap::try_from(aya::maps::Map::HashMap(data)).unwrap();
+    let be = |a: &str| u32::from_ne_bytes(a.parse::<std::net::Ipv4Addr>().unwrap().octets());
+    let claim = CtEntry {
+        flags: CT_F_REPLY | CT_F_NAT,
+        last_seen_ns: juneau::node::dataplane::monotonic_coarse_ns(),
+        ..Default::default()
+    };
+    for p in 1024u16..=65535 {
+        let key = CtKey::new(
+            ZONE_HOST,
+            be(server),
+            be(nat_ip),
+            port.to_be(),
+            p.to_be(),
+            PROTO_UDP,
+        );
+        ct.insert(key, claim, 0).expect("a claim");
+    }
+}
+
+#[test]
+fn nat_02_a_node_out_of_ports_refuses_at_once_counts_it_and_says_so_on_its_attachment() {
+    const UDP_PORT: u16 = 5003;
+    let mut run = Run::start(&scenario(), &Options::default(), &mut |_| {}).expect("start");
+    run.add_pod(&client_pod()).unwrap();
+    let attachment = format!("ext--{NODE}");
+    let status = |run: &Run| {
+        run.store
+            .read()
+            .0
+            .objects
+            .external_network_attachment(&attachment)
+            .and_then(|a| a.status.clone())
+            .unwrap_or_default()
+    };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while status(&run).assigned_ip != "10.99.0.100" {
+        assert!(Instant::now() < deadline, "no address: {:?}", status(&run));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    hold_every_port(NODE, "10.99.0.100", SERVER, UDP_PORT);
+    // The receiver: nothing may reach it.
+    let server_ns = PathBuf::from("/run/netns").join(run.netns_name("client").unwrap());
+    let server = juneau::netns::run_in(&server_ns, || {
+        let s = std::net::UdpSocket::bind((SERVER, UDP_PORT)).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(1500)))
+            .unwrap();
+        s
+    })
+    .unwrap();
+    let client_ns = run.pod("nk-client").unwrap().ns.path().to_owned();
+    let answer = juneau::netns::run_in(&client_ns, || {
+        let s = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+        s.connect((SERVER, UDP_PORT)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        // The first datagram may meet a router that has not taken the route in yet.
+        let start = Instant::now();
+        let mut last = None;
+        while start.elapsed() < Duration::from_secs(10) {
+            s.send(b"port?").unwrap();
+            let t = Instant::now();
+            let mut buf = [0u8; 16];
+            match s.recv(&mut buf) {
+                Err(e)
+                    if e.kind() != std::io::ErrorKind::WouldBlock
+                        && e.kind() != std::io::ErrorKind::TimedOut =>
+                {
+                    return (e.kind(), t.elapsed());
+                }
+                other => last = Some(format!("{other:?}")),
+            }
+        }
+        panic!("no refusal: {last:?}");
+    })
+    .unwrap();
+    assert!(
+        answer.1 < Duration::from_secs(1),
+        "refused at once (an ICMP error), not a time-out: {answer:?}"
+    );
+    let mut buf = [0u8; 16];
+    assert!(
+        server.recv_from(&mut buf).is_err(),
+        "nothing reached the server"
+    );
+    let drops = juneau::cli::dump_drops(&node_dir(NODE)).unwrap();
+    let counted = drops
+        .iter()
+        .find(|(r, _)| r == "NAT_PORT_EXHAUSTED")
+        .map_or(0, |(_, n)| *n);
+    assert!(counted >= 1, "counted under its reason: {drops:?}");
+    // The condition, within a few of the daemon's rounds.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let shown = loop {
+        let st = status(&run);
+        if let Some(c) = st
+            .conditions
+            .iter()
+            .find(|c| c.type_ == juneau::api::PORTS_EXHAUSTED)
+        {
+            break c.clone();
+        }
+        assert!(Instant::now() < deadline, "no PortsExhausted: {st:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(
+        (shown.status.as_str(), shown.reason.as_str()),
+        ("True", "NoFreePort"),
+        "{shown:?}"
+    );
+    assert!(shown.message.contains("10.99.0.100"), "{}", shown.message);
+    assert!(
+        status(&run)
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True"),
+        "Ready kept beside it"
+    );
+    run.teardown(&mut |_| {}).unwrap();
+}

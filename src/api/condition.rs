@@ -26,3 +26,19 @@ impl Condition {
         }
     }
 }
+
+/// Puts `c` in `conditions` in place of the one of its type (or adds it); true when
+/// that changed anything.
+pub fn set(conditions: &mut Vec<Condition>, c: Condition) -> bool {
+    match conditions.iter_mut().find(|o| o.type_ == c.type_) {
+        Some(o) if *o == c => false,
+        Some(o) => {
+            *o = c;
+            true
+        }
+        None => {
+            conditions.push(c);
+            true
+        }
+    }
+}

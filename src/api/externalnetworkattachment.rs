@@ -48,10 +48,16 @@ pub struct ExternalNetworkAttachmentStatus {
     #[serde(default, rename = "assignedIP")]
     pub assigned_ip: String,
     /// `Ready` (an address, announced by the Node); False says why (a pool too small
-    /// for the Nodes names the pools to grow).
+    /// for the Nodes names the pools to grow). `PortsExhausted` is the Node's own
+    /// ([`PORTS_EXHAUSTED`]).
     #[serde(default)]
     pub conditions: Vec<Condition>,
 }
+
+/// The condition the Node's daemon owns on its attachment (`node::nat_ports`): True
+/// while new connections find no free source port on its address (NAT-02). The
+/// controller, which owns `Ready`, carries it over.
+pub const PORTS_EXHAUSTED: &str = "PortsExhausted";
 
 /// `<externalNetwork>--<node>`.
 pub fn name_for(external_network: &str, node: &str) -> String {

@@ -32,7 +32,10 @@ pub use arpadvertisement::ARPAdvertisement;
 pub use elasticip::ElasticIP;
 pub use elasticipattachment::ElasticIPAttachment;
 pub use externalnetwork::ExternalNetwork;
-pub use externalnetworkattachment::ExternalNetworkAttachment;
+pub use externalnetworkattachment::{
+    ExternalNetworkAttachment, ExternalNetworkAttachmentSpec, ExternalNetworkAttachmentStatus,
+    PORTS_EXHAUSTED,
+};
 pub use l2network::L2Network;
 pub use natgateway::NATGateway;
 pub use networkacl::NetworkACL;

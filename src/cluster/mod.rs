@@ -18,7 +18,7 @@ pub(crate) use kinds::snapshot_kinds;
 pub use snapshot::Snapshot;
 pub use world::World;
 
-use crate::api::{NetworkEndpoint, NetworkInterface};
+use crate::api::{NetworkEndpoint, NetworkInterface, condition::Condition};
 
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum ClusterError {
@@ -47,6 +47,15 @@ pub trait Cluster: Send + Sync {
     /// Writes what the controller computed (statuses, NetworkInterfaces, RouteTables);
     /// true when anything changed.
     fn apply(&self, desired: &Desired) -> Result<bool, ClusterError>;
+
+    /// Puts a condition a Node's daemon owns (`PortsExhausted`) on that Node's
+    /// ExternalNetworkAttachment `name`, the controller's own conditions kept; true
+    /// when it changed. An attachment that is gone is left alone (false).
+    fn set_attachment_condition(
+        &self,
+        name: &str,
+        condition: Condition,
+    ) -> Result<bool, ClusterError>;
 
     /// The NICs of a Pod, as the controller wrote them.
     fn interfaces_of(

@@ -25,8 +25,8 @@ use crate::{
         condition::Condition,
         externalnetwork::TYPE_ARP,
         externalnetworkattachment::{
-            ExternalNetworkAttachmentSpec, ExternalNetworkAttachmentStatus, advertisement_name,
-            name_for,
+            ExternalNetworkAttachmentSpec, ExternalNetworkAttachmentStatus, PORTS_EXHAUSTED,
+            advertisement_name, name_for,
         },
         natgateway::NATGatewayStatus,
     },
@@ -168,9 +168,22 @@ pub fn reconcile(
                 node_name: node.name.clone(),
             },
         );
+        // The Node's own condition (`node::nat_ports`) is carried over.
+        let mut conditions = vec![ready];
+        if let Some(old) = snap
+            .external_network_attachment(&name)
+            .and_then(|o| o.status.as_ref())
+        {
+            conditions.extend(
+                old.conditions
+                    .iter()
+                    .filter(|c| c.type_ == PORTS_EXHAUSTED)
+                    .cloned(),
+            );
+        }
         a.status = Some(ExternalNetworkAttachmentStatus {
             assigned_ip,
-            conditions: vec![ready],
+            conditions,
         });
         out.attachments.push(a);
     }

@@ -363,3 +363,48 @@ fn nat_02_an_elastic_ip_asking_for_a_nodes_address_gets_it_refused_and_the_node_
         "{st:?}"
     );
 }
+
+#[test]
+fn nat_02_a_nodes_ports_exhausted_condition_stays_beside_ready_through_controller_passes() {
+    use crate::{api::condition::Condition, cluster::Cluster};
+    let store = cluster("10.99.0.100-10.99.0.103", &["node-a", "node-b"]);
+    settle(&store);
+    let exhausted = Condition::new(
+        crate::api::PORTS_EXHAUSTED,
+        true,
+        "NoFreePort",
+        "3 new connections found no free source port",
+    );
+    assert!(
+        store
+            .set_attachment_condition("ext--node-a", exhausted.clone())
+            .unwrap()
+    );
+    assert!(
+        !store
+            .set_attachment_condition("ext--node-a", exhausted.clone())
+            .unwrap(),
+        "the same condition again changes nothing"
+    );
+    assert!(
+        !store
+            .set_attachment_condition("ext--gone", exhausted.clone())
+            .unwrap(),
+        "an attachment that is not there is left alone"
+    );
+    // A Node joins: a controller pass rewrites every attachment's status.
+    store.put_node(node("node-c"));
+    let w = settle(&store);
+    let of = |name: &str| {
+        w.objects
+            .external_network_attachment(name)
+            .and_then(|a| a.status.clone())
+            .map(|s| s.conditions)
+            .unwrap_or_default()
+    };
+    let a = of("ext--node-a");
+    assert_eq!(a.len(), 2, "{a:?}");
+    assert_eq!(a[0].type_, "Ready");
+    assert_eq!(a[1], exhausted, "the Node's condition carried over");
+    assert_eq!(of("ext--node-b").len(), 1, "no other attachment gets it");
+}

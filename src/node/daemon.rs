@@ -440,6 +440,8 @@ fn sweep(agent: Arc<Agent>, stop: Arc<AtomicBool>, aging: Duration) -> std::thre
     std::thread::spawn(move || {
         let mut seen = 0;
         let mut last_sweep = Instant::now();
+        let mut ports = super::nat_ports::PortWatch::default();
+        let mut last_ports: Option<Instant> = None;
         while !stop.load(Ordering::Relaxed) {
             match agent.cluster.wait(seen, Duration::from_millis(500)) {
                 Ok(g) => seen = g,
@@ -460,8 +462,38 @@ fn sweep(agent: Arc<Agent>, stop: Arc<AtomicBool>, aging: Duration) -> std::thre
                 }
                 last_sweep = Instant::now();
             }
+            if last_ports.is_none_or(|t| t.elapsed() >= super::nat_ports::EVERY) {
+                report_nat_ports(&agent, &mut ports);
+                last_ports = Some(Instant::now());
+            }
         }
     })
+}
+
+/// NAT-02: the refusals for want of a port since the last round, as the condition
+/// `PortsExhausted` on this Node's attachments (`nat_ports`).
+fn report_nat_ports(agent: &Agent, watch: &mut super::nat_ports::PortWatch) {
+    let reason = juneau_common::DropReason::NatPortExhausted.name();
+    let count = match agent.dataplane.lock().expect("dataplane lock").drops() {
+        Ok(d) => d.get(reason).copied().unwrap_or(0),
+        Err(e) => {
+            tracing::warn!(error = %e, "drop counters unreadable; port exhaustion not reported");
+            return;
+        }
+    };
+    let now = Instant::now();
+    let new = watch.observe(count, now);
+    if new > 0 {
+        tracing::warn!(
+            refused = new,
+            "new connections found no free NAT source port (NAT_PORT_EXHAUSTED)"
+        );
+    }
+    match super::nat_ports::report(agent.cluster.as_ref(), watch, &agent.node, now) {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(attachments = n, "PortsExhausted condition written"),
+        Err(e) => tracing::warn!(error = %e, "PortsExhausted condition not written"),
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ pub mod gateway;
 pub mod l2network;
 pub mod metrics;
 pub mod metrics_http;
+pub mod nat_ports;
 pub mod netlink;
 pub mod nic;
 pub mod policy;

@@ -24,8 +24,8 @@ mod lease;
 mod policy;
 use crate::{
     api::{
-        DEFAULT_VPC, L2Network, NetworkEndpoint, NetworkInterface, PodRecord, RouteTable, Subnet,
-        Vpc,
+        DEFAULT_VPC, ExternalNetworkAttachment, L2Network, NetworkEndpoint, NetworkInterface,
+        PodRecord, RouteTable, Subnet, Vpc, condition::Condition,
     },
     cluster::{Cluster, ClusterError, Desired, World},
 };
@@ -517,5 +517,25 @@ impl Cluster for KubeCluster {
     fn apply(&self, desired: &Desired) -> Result<bool, ClusterError> {
         let (world, _) = self.world()?;
         self.rt.block_on(self.apply_desired(&world, desired))
+    }
+
+    fn set_attachment_condition(
+        &self,
+        name: &str,
+        condition: Condition,
+    ) -> Result<bool, ClusterError> {
+        let (world, _) = self.world()?;
+        let Some(a) = world.objects.external_network_attachment(name) else {
+            return Ok(false);
+        };
+        // The whole list, as read: the controller's conditions are kept (a status
+        // apply replaces the list), and it carries this one over in its own writes.
+        let mut status = a.status.clone().unwrap_or_default();
+        if !crate::api::condition::set(&mut status.conditions, condition) {
+            return Ok(false);
+        }
+        let api: Api<ExternalNetworkAttachment> = Api::all(self.client.clone());
+        self.rt.block_on(self.apply_status(&api, name, &status))?;
+        Ok(true)
     }
 }

@@ -275,6 +275,25 @@ impl crate::cluster::Cluster for Store {
         Ok(())
     }
 
+    fn set_attachment_condition(
+        &self,
+        name: &str,
+        condition: crate::api::condition::Condition,
+    ) -> Result<bool, crate::cluster::ClusterError> {
+        Ok(self.write_if(|w| {
+            let Some(a) = w
+                .objects
+                .external_network_attachments
+                .iter_mut()
+                .find(|a| a.metadata.name.as_deref() == Some(name))
+            else {
+                return false;
+            };
+            let status = a.status.get_or_insert_with(Default::default);
+            crate::api::condition::set(&mut status.conditions, condition)
+        }))
+    }
+
     fn apply(&self, desired: &Desired) -> Result<bool, crate::cluster::ClusterError> {
         Ok(self.write_if(|w| {
             let name = |l: &L2Network| l.metadata.name.clone().unwrap_or_default();

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Store;
 use crate::{
-    api::NetworkEndpoint,
+    api::{NetworkEndpoint, condition::Condition},
     cluster::{Cluster, ClusterError, Desired, World},
 };
 
@@ -25,6 +25,7 @@ enum Request {
     PutEndpoint { endpoint: Box<NetworkEndpoint> },
     DeleteEndpoint { namespace: String, name: String },
     Apply { desired: Box<Desired> },
+    SetAttachmentCondition { name: String, condition: Condition },
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -129,6 +130,21 @@ impl Cluster for RemoteStore {
             a => Err(Self::unexpected(a)),
         }
     }
+
+    fn set_attachment_condition(
+        &self,
+        name: &str,
+        condition: Condition,
+    ) -> Result<bool, ClusterError> {
+        let req = Request::SetAttachmentCondition {
+            name: name.to_owned(),
+            condition,
+        };
+        match self.call(&req, QUICK)? {
+            Answer::Changed { changed } => Ok(changed),
+            a => Err(Self::unexpected(a)),
+        }
+    }
 }
 
 fn answer(store: &Store, req: Request) -> Answer {
@@ -157,6 +173,14 @@ fn answer(store: &Store, req: Request) -> Answer {
                 message: e.to_string(),
             },
         },
+        Request::SetAttachmentCondition { name, condition } => {
+            match Cluster::set_attachment_condition(store, &name, condition) {
+                Ok(changed) => Answer::Changed { changed },
+                Err(e) => Answer::Error {
+                    message: e.to_string(),
+                },
+            }
+        }
     }
 }
 

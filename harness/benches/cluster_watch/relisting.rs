@@ -135,4 +135,13 @@ impl Cluster for Relisting {
         self.wrote.store(true, Ordering::Relaxed);
         self.inner.apply(desired)
     }
+
+    fn set_attachment_condition(
+        &self,
+        name: &str,
+        condition: juneau::api::condition::Condition,
+    ) -> Result<bool, ClusterError> {
+        self.wrote.store(true, Ordering::Relaxed);
+        self.inner.set_attachment_condition(name, condition)
+    }
 }
