@@ -171,6 +171,7 @@ fn l2_13_bpf_dump_shows_the_routers_segments_routes_neighbours_and_counters() {
                 prefix_len: 24,
                 table: "main".into(),
                 services: true,
+                provider: true,
                 acl: 0,
             },
         )]

@@ -89,6 +89,18 @@ fn svc_02_pods_reach_node_address_backends_on_their_own_node_and_on_another() {
 }
 
 #[test]
+fn svc_02_l2_15_l2_27_two_overlapping_tenant_vpcs_resolve_cluster_dns_and_reach_default_vpc_backends_on_three_nodes()
+ {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let stdout = once_with(
+        "scenarios/stack/services-tenants.yaml",
+        "the tenant Services scenario failed",
+    );
+    assert!(stdout.contains("step 15:"), "{stdout}");
+    assert!(!stdout.contains("step 16:"), "{stdout}");
+}
+
+#[test]
 fn pol_01_pol_02_pol_03_l2_20_real_clients_are_allowed_and_denied_as_the_rules_say_across_nodes() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let stdout = once_with("scenarios/stack/policy.yaml", "the policy scenario failed");

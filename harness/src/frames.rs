@@ -98,6 +98,37 @@ pub fn tcp(
     f
 }
 
+/// [`tcp`] with the TCP flags byte set to `flags` (RST, FIN, ...), checksum kept valid.
+pub fn tcp_with_flags(
+    src: ([u8; 6], [u8; 4], u16),
+    dst: ([u8; 6], [u8; 4], u16),
+    flags: u8,
+) -> Vec<u8> {
+    let mut f = tcp(src, dst, false, b"");
+    f[47] = flags;
+    fix_tcp(&mut f);
+    f
+}
+
+/// The TCP checksum of an IPv4 frame (no IP options) recomputed in place.
+pub fn fix_tcp(frame: &mut [u8]) {
+    frame[50..52].fill(0);
+    let sum = tcp_sum(frame);
+    frame[50..52].copy_from_slice(&sum.to_be_bytes());
+}
+
+/// The ones' complement sum over the TCP pseudo-header and segment of an IPv4 frame
+/// (no IP options): 0 when the checksum is valid.
+pub fn tcp_sum(frame: &[u8]) -> u16 {
+    let seg = &frame[34..];
+    let mut pseudo = Vec::with_capacity(12 + seg.len());
+    pseudo.extend_from_slice(&frame[26..34]);
+    pseudo.extend_from_slice(&[0, 6]);
+    pseudo.extend_from_slice(&(seg.len() as u16).to_be_bytes());
+    pseudo.extend_from_slice(seg);
+    ones_complement(&pseudo)
+}
+
 /// An ICMP echo request with `ttl` and `len` bytes of payload; `df` sets Don't
 /// Fragment (checksum kept valid).
 pub fn icmp_echo(

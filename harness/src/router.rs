@@ -59,6 +59,9 @@ pub fn state(segs: &[Seg], nbrs: &[Nbr]) -> RouterState {
                 // The beds' Vpc consumes Services (SVC-01); a bed clears it to check
                 // a Vpc that does not.
                 services: true,
+                // And is the provider, whose Pods back them; a bed clears it to
+                // check a client of another Vpc (SVC-02).
+                provider: true,
                 acl: 0,
             },
         );

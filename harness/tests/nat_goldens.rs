@@ -267,14 +267,14 @@ fn nat_01_two_pods_with_one_port_to_one_server_get_two_ports_and_each_its_own_re
     for (p, i, port) in [(1usize, 2u8, ports[1]), (0, 0, ports[0])] {
         let mut synack = frames::tcp((ROUTER.0, CLIENT, 443), (mac(0), nat(0), port), true, b"");
         synack[47] = 0x12;
-        fix_tcp(&mut synack);
+        frames::fix_tcp(&mut synack);
         let seen = from_router(&mut s, 0, &synack);
         let got = s.frames(&seen, &format!("node0-pod{p}"));
         assert_eq!(got.len(), 1, "pod {i}'s answer, to pod {i} only");
         assert_eq!(&got[0][30..34], &pod_ip(i));
         assert_eq!(port_of(&got[0], 36), 45000, "its own port back");
         assert_eq!(ones_complement(&got[0][14..34]), 0);
-        assert_eq!(tcp_sum(&got[0]), 0, "TCP checksum");
+        assert_eq!(frames::tcp_sum(&got[0]), 0, "TCP checksum");
         let other = 1 - p;
         assert!(s.frames(&seen, &format!("node0-pod{other}")).is_empty());
     }
@@ -336,24 +336,6 @@ fn nat_01_what_nobody_opened_reaches_no_pod_and_a_node_without_an_address_sends_
         (&pod_ip(1)[..], &CLIENT[..]),
         "quoting the Pod's packet"
     );
-}
-
-/// The TCP checksum of `frame` recomputed in place.
-fn fix_tcp(frame: &mut [u8]) {
-    frame[50..52].fill(0);
-    let sum = tcp_sum(frame);
-    frame[50..52].copy_from_slice(&sum.to_be_bytes());
-}
-
-/// The ones' complement sum over the TCP pseudo-header and segment (0 when valid).
-fn tcp_sum(frame: &[u8]) -> u16 {
-    let seg = &frame[34..];
-    let mut pseudo = Vec::new();
-    pseudo.extend_from_slice(&frame[26..34]);
-    pseudo.extend_from_slice(&[0, 6]);
-    pseudo.extend_from_slice(&(seg.len() as u16).to_be_bytes());
-    pseudo.extend_from_slice(seg);
-    ones_complement(&pseudo)
 }
 
 #[test]

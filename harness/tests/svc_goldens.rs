@@ -276,3 +276,62 @@ fn svc_03_an_affinity_hit_keeps_the_client_on_its_backend() {
     assert_eq!(hits, 3, "three connections chosen by affinity");
     s.assert_goldens("svc_03_affinity_hit");
 }
+
+#[test]
+fn svc_03_a_port_reused_after_a_closed_service_connection_goes_straight_to_the_backend_and_its_reply_stays_the_backends()
+ {
+    let mut s = scene();
+    // A connection through the ClusterIP from port 52000 (one backend: Pod 1).
+    let mut one = services();
+    let sticky = FrontendKey {
+        ip: STICKY.into(),
+        port: 80,
+        proto: PROTO_TCP,
+    };
+    let only = one.frontends.get_mut(&sticky).unwrap();
+    only.backends.truncate(1);
+    only.affinity_s = None;
+    for node in &mut s.cluster.nodes {
+        node.dataplane.sync_services(&one).unwrap();
+    }
+    let me = (pod_mac(0), pod_ip(0), 52000);
+    let seen = s.send(0, 0, &frames::tcp(me, (GW_A, STICKY, 80), true, b""));
+    assert_eq!(
+        s.frames(&seen, "node1-pod0").len(),
+        1,
+        "through the ClusterIP"
+    );
+    // The client resets it.
+    let seen = s.send(0, 0, &frames::tcp_with_flags(me, (GW_A, STICKY, 80), 0x14));
+    assert_eq!(
+        s.frames(&seen, "node1-pod0").len(),
+        1,
+        "the RST reaches the backend"
+    );
+    // The same port, straight to the backend's address: untranslated both ways.
+    let direct = frames::tcp(me, (GW_A, pod_ip(1), 8080), true, b"");
+    let seen = s.send(0, 0, &direct);
+    let got = s.frames(&seen, "node1-pod0");
+    assert_eq!(got.len(), 1, "the SYN reaches the backend");
+    assert_eq!(&got[0][26..30], &pod_ip(0), "from the client");
+    assert_eq!(
+        &got[0][30..34],
+        &pod_ip(1),
+        "to the backend, not another one"
+    );
+    let syn_ack = frames::tcp_with_flags(
+        (pod_mac(1), pod_ip(1), 8080),
+        (pod_mac(0), pod_ip(0), 52000),
+        0x12,
+    );
+    let seen = s.send(1, 0, &syn_ack);
+    let got = s.frames(&seen, "node0-pod0");
+    assert_eq!(got.len(), 1, "the answer reaches the client");
+    assert_eq!(
+        &got[0][26..30],
+        &pod_ip(1),
+        "from the backend's own address: the closed Service connection captured nothing"
+    );
+    assert_eq!(u16::from_be_bytes([got[0][34], got[0][35]]), 8080);
+    s.assert_goldens("svc_03_reused_port_goes_direct");
+}

@@ -385,6 +385,8 @@ fn svc_02_a_node_address_backend_is_reached_through_the_stack_from_the_source_ad
             ifindex: device,
             snat_ip: u32::from_ne_bytes(SOURCE),
             mac: FdbKey::new(DEVICE_MAC),
+            provider_vni: 0,
+            pad: 0,
         })
         .unwrap();
     let run = b.send(0, &syn);

@@ -48,8 +48,8 @@ pub struct ExternalNetworkAttachmentStatus {
     #[serde(default, rename = "assignedIP")]
     pub assigned_ip: String,
     /// `Ready` (an address, announced by the Node); False says why (a pool too small
-    /// for the Nodes names the pools to grow). `PortsExhausted` is the Node's own
-    /// ([`PORTS_EXHAUSTED`]).
+    /// for the Nodes names the pools to grow). `PortsExhausted` is the Node's daemon's:
+    /// True while new connections find no free source port on the address.
     #[serde(default)]
     pub conditions: Vec<Condition>,
 }

@@ -69,6 +69,12 @@ pub const CT_F_HAIRPIN: u8 = 16;
 /// replies, which the Service device's program takes.
 pub const CT_F_NAT: u8 = 32;
 
+/// With `CT_F_SNAT`: the backend is a Pod of the provider Vpc reached from another Vpc
+/// (SVC-02), so the translated packet is routed by the provider's table
+/// (`SvcHost::provider_vni`) instead of entering the Node's stack; its reply, routed
+/// to the Service source address, reaches `svc_host` all the same.
+pub const CT_F_PROVIDER: u8 = 64;
+
 /// The source of a hairpin connection as the Pod sees it (169.254.42.1, network order
 /// as it sits in packets): link-local, never a Pod's, reached by the Pod's default route.
 pub const HAIRPIN_IP: u32 = u32::from_ne_bytes([169, 254, 42, 1]);

@@ -54,6 +54,10 @@ impl GwSegment {
 /// routed as any other address (to no route).
 pub const SEG_SERVICES: u32 = 1;
 
+/// The segment is in the Vpc whose Pods back the Services (the provider: the default
+/// Vpc). A client elsewhere reaches them with its source translated (SVC-02).
+pub const SEG_PROVIDER: u32 = 2;
+
 /// Key of a RouteTable's LPM trie: the destination prefix, network order (the LPM key's
 /// data is matched bytewise from its first byte).
 pub type RouteAddr = [u8; 4];

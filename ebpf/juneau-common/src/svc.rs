@@ -70,7 +70,17 @@ pub struct SvcHost {
     pub snat_ip: u32,
     /// The device's MAC, padded as a learning-table key.
     pub mac: crate::FdbKey,
+    /// The VNI of the provider Vpc's `natSourceSubnet` (SVC-02): a connection from
+    /// another Vpc to a provider Pod is routed by that segment's table once its source
+    /// is `snat_ip`. 0: none (such connections are refused, `NO_SOURCE_ADDRESS`).
+    pub provider_vni: u32,
+    pub pad: u32,
 }
+
+/// The MAC every Node's Service source address has in the router's neighbour table
+/// (SVC-02): a provider Pod's reply routed to it is taken by `svc_host` where the
+/// address's Node is (locally, or after the overlay), never switched to a port.
+pub const SVC_SOURCE_MAC: [u8; 6] = [0x02, 0x4a, 0x4e, 0x53, 0x52, 0x43];
 
 /// Key of `jn_svc_affinity`: the Service and the client.
 #[repr(C)]
@@ -92,4 +102,4 @@ pub struct Affinity {
 const _: () = assert!(core::mem::size_of::<SvcKey>() == 8);
 const _: () = assert!(core::mem::size_of::<SvcEntry>() == 16);
 const _: () = assert!(core::mem::size_of::<Backend>() == 8);
-const _: () = assert!(core::mem::size_of::<SvcHost>() == 16);
+const _: () = assert!(core::mem::size_of::<SvcHost>() == 24);

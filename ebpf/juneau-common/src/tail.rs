@@ -19,17 +19,22 @@ pub const TAIL_GW_FORWARD: u32 = 4;
 /// claimed for a new connection), then out by the Node's routing table; the port in
 /// `cb[0]`, the address to translate to in `cb[1]`.
 pub const TAIL_NAT_OUT: u32 = 5;
+/// A packet routed to a Service source address of this Node (`svc_host`), from the
+/// router's delivery and the overlay's: the reply of a connection from another Vpc to
+/// a provider Pod (SVC-02), given its client back.
+pub const TAIL_SVC_HOST: u32 = 6;
 /// Slots of `jn_progs`, with room for the next stages (Services, policy, NAT).
 pub const TAIL_SLOTS: u32 = 16;
 
 /// Every slot and the program the daemon puts in it.
-pub const TAIL_PROGRAMS: [(u32, &str); 6] = [
+pub const TAIL_PROGRAMS: [(u32, &str); 7] = [
     (TAIL_ROUTER, prog_names::GW_ROUTE),
     (TAIL_EIP_PORT, prog_names::EIP_PORT),
     (TAIL_EIP_UPLINK, prog_names::EIP_UPLINK),
     (TAIL_DELIVER_SVC, prog_names::DELIVER_SVC),
     (TAIL_GW_FORWARD, prog_names::GW_FORWARD),
     (TAIL_NAT_OUT, prog_names::NAT_OUT),
+    (TAIL_SVC_HOST, prog_names::SVC_HOST),
 ];
 
 // Every slot in the table, and none given twice.

@@ -17,7 +17,7 @@ use aya::maps::{
 };
 use juneau_common::{
     FdbKey, GwSegment, NbrEntry, NbrKey, RouteEntry,
-    gw::{MAX_ROUTE_TABLES, NBR_SEEDED, ROUTES_PER_TABLE, SEG_SERVICES},
+    gw::{MAX_ROUTE_TABLES, NBR_SEEDED, ROUTES_PER_TABLE, SEG_PROVIDER, SEG_SERVICES},
     map_names,
 };
 
@@ -206,7 +206,8 @@ impl RouterWriter {
                 mtu: s.mtu,
                 prefix_len: s.prefix_len,
                 gw_mac: FdbKey::new(s.gw_mac),
-                flags: if s.services { SEG_SERVICES } else { 0 },
+                flags: if s.services { SEG_SERVICES } else { 0 }
+                    | if s.provider { SEG_PROVIDER } else { 0 },
                 acl: s.acl,
             };
             if self.record.segments.get(vni) != Some(&seg) {

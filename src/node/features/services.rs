@@ -35,7 +35,7 @@ pub struct Services {
 struct HostPath {
     device: Option<ServiceDevice>,
     routed: BTreeSet<Ipv4Addr>,
-    written: Option<services::Sources>,
+    written: Option<(services::Sources, u32)>,
 }
 
 impl Services {
@@ -51,8 +51,9 @@ impl Services {
     /// how many things changed.
     fn sync_host(&self, world: &World, node: &NodeView<'_>) -> Result<usize, FeatureError> {
         let (own, others) = services::sources(world, node.name);
+        let provider_vni = services::provider_vni(world);
         let mut host = self.host.lock().expect("service host lock");
-        if host.written.as_ref() == Some(&(own, others.clone())) {
+        if host.written.as_ref() == Some(&((own, others.clone()), provider_vni)) {
             return Ok(0);
         }
         if own.is_none() && host.device.is_none() {
@@ -92,10 +93,12 @@ impl Services {
                 ifindex: dev.ifindex,
                 snat_ip: own.map_or(0, |ip| u32::from_ne_bytes(ip.octets())),
                 mac: FdbKey::new(dev.mac),
+                provider_vni,
+                pad: 0,
             })
             .map_err(FeatureError::write("the Service device config"))?;
         tracing::info!(source = ?own, others = others.len(), "Service source addresses routed");
-        host.written = Some((own, others));
+        host.written = Some(((own, others), provider_vni));
         Ok(1)
     }
 }

@@ -10,8 +10,11 @@ use std::{
 };
 
 use ipnet::Ipv4Net;
-use juneau_common::gw::{
-    ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_NO_NEXT_HOP, ROUTE_NO_SERVICES, ROUTE_UNSUPPORTED,
+use juneau_common::{
+    gw::{
+        ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_NO_NEXT_HOP, ROUTE_NO_SERVICES, ROUTE_UNSUPPORTED,
+    },
+    svc::SVC_SOURCE_MAC,
 };
 
 use crate::{
@@ -35,6 +38,9 @@ pub struct GatewaySegment {
     pub table: String,
     /// Its Vpc consumes the cluster's Services (`spec.service.consume`, SVC-01).
     pub services: bool,
+    /// Its Vpc is the Services' provider (`spec.service.provider`: the default Vpc,
+    /// whose Pods back them); a client elsewhere gets its source translated (SVC-02).
+    pub provider: bool,
     /// Its NetworkACL's rule set (`node::policy::acl_set`), 0 for none.
     pub acl: u32,
 }
@@ -105,6 +111,7 @@ fn gateway_of(l: &L2Network) -> Option<(u32, GatewaySegment)> {
             prefix_len: cidr.prefix_len() as u32,
             table: String::new(),
             services: false,
+            provider: false,
             acl: 0,
         },
     ))
@@ -126,6 +133,7 @@ fn subnet_segment(s: &Subnet) -> Option<(u32, GatewaySegment)> {
             prefix_len: cidr.prefix_len() as u32,
             table: String::new(),
             services: false,
+            provider: false,
             acl: 0,
         },
     ))
@@ -163,6 +171,38 @@ fn consumes_services(world: &World, vpc: &str) -> bool {
         .vpc(vpc)
         .and_then(|v| v.spec.service.as_ref())
         .is_some_and(|s| s.consume)
+}
+
+/// Whether `vpc` provides the Services (its Pods back them: `spec.service.provider`).
+fn provides_services(world: &World, vpc: &str) -> bool {
+    world
+        .objects
+        .vpc(vpc)
+        .and_then(|v| v.spec.service.as_ref())
+        .is_some_and(|s| s.provider.is_some())
+}
+
+/// Every Node's Service source address as a neighbour in its Subnet's segment
+/// (SVC-02): [`SVC_SOURCE_MAC`] at that Node's VTEP, so that a provider Pod's reply to
+/// a client of another Vpc reaches `svc_host` there.
+fn service_sources(world: &World, state: &mut RouterState) {
+    for s in &world.objects.subnets {
+        let Some(st) = s.status.as_ref().filter(|st| st.vni != 0) else {
+            continue;
+        };
+        for a in &st.node_addresses {
+            let (Ok(ip), Ok(vtep)) = (a.address.parse(), a.node_ip.parse()) else {
+                continue;
+            };
+            state.neighbours.insert(
+                (st.vni, ip),
+                Neighbour {
+                    mac: SVC_SOURCE_MAC,
+                    vtep,
+                },
+            );
+        }
+    }
 }
 
 /// A connected route to a segment.
@@ -369,6 +409,7 @@ pub fn desired(world: &World, node: &str) -> (RouterState, Vec<String>) {
             let own = l.spec.gateway.as_ref().and_then(|g| g.route_table.clone());
             seg.table = table_of(world, &l.spec.vpc, own);
             seg.services = consumes_services(world, &l.spec.vpc);
+            seg.provider = provides_services(world, &l.spec.vpc);
             seg.acl = crate::node::policy::acl_set(world, l.spec.network_acl.as_deref());
             state.segments.insert(vni, seg);
         }
@@ -377,6 +418,7 @@ pub fn desired(world: &World, node: &str) -> (RouterState, Vec<String>) {
         if let Some((vni, mut seg)) = subnet_segment(s) {
             seg.table = table_of(world, &s.spec.vpc, None);
             seg.services = consumes_services(world, &s.spec.vpc);
+            seg.provider = provides_services(world, &s.spec.vpc);
             seg.acl = crate::node::policy::acl_set(world, s.spec.network_acl.as_deref());
             state.segments.insert(vni, seg);
         }
@@ -426,6 +468,7 @@ pub fn desired(world: &World, node: &str) -> (RouterState, Vec<String>) {
         nat::hold_cluster_ranges(world, &vpc, &mut routes);
         state.tables.insert(table, routes);
     }
+    service_sources(world, &mut state);
     for e in &world.endpoints {
         match neighbour(world, e) {
             Ok(Some((key, n))) => {

@@ -6,7 +6,7 @@ pub mod maglev;
 #[cfg(test)]
 mod tests;
 
-pub use desired::{Sources, desired, sources};
+pub use desired::{Sources, desired, provider_vni, sources};
 
 use std::{
     collections::{BTreeMap, BTreeSet},

@@ -8,10 +8,11 @@ use juneau_common::{
     DropReason, FdbEntry, GwSegment, NbrEntry, NbrKey, PortConfig, RouteEntry,
     gw::{
         GwStat, ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_NAT_GW, ROUTE_NO_NEXT_HOP,
-        ROUTE_NO_SERVICES, ROUTE_UNREACHABLE, SEG_SERVICES,
+        ROUTE_NO_SERVICES, ROUTE_UNREACHABLE, SEG_PROVIDER, SEG_SERVICES,
     },
     port::PORT_ROUTED,
-    tail::TAIL_GW_FORWARD,
+    svc::SVC_SOURCE_MAC,
+    tail::{TAIL_GW_FORWARD, TAIL_SVC_HOST},
 };
 
 use super::icmp::{self, IcmpError};
@@ -24,6 +25,12 @@ use crate::{
 };
 
 const IPPROTO_ICMP: u8 = 1;
+/// How `gw_forward` takes a packet (`cb[1]`): routed by its segment's table,
+/// into the Node's stack (a host backend), or routed by the provider Vpc's table (a
+/// provider Pod from another Vpc, SVC-02).
+const VIA_ROUTE: u32 = 0;
+const VIA_HOST: u32 = 1;
+const VIA_PROVIDER: u32 = 2;
 /// The DF bit of the fragment word, as loaded raw (network order in memory).
 const DF_RAW: u16 = 0x0040;
 
@@ -48,7 +55,7 @@ pub fn ipv4(
     // A ClusterIP: the packet goes on to the connection's backend (SVC-01), when the
     // segment's Vpc consumes Services.
     let services = if seg.flags & SEG_SERVICES != 0 {
-        svc::egress(ctx, port.vni, &ip)?
+        svc::egress(ctx, port.vni, &ip, seg.flags & SEG_PROVIDER == 0)?
     } else {
         svc::Egress::Pass
     };
@@ -66,12 +73,13 @@ pub fn ipv4(
         }
     };
     policy::mark_settled(ctx, settled);
-    let host = match services {
+    let via = match services {
         svc::Egress::Pass
         | svc::Egress::Settled
         | svc::Egress::Translated
-        | svc::Egress::Nat { .. } => false,
-        svc::Egress::Host => true,
+        | svc::Egress::Nat { .. } => VIA_ROUTE,
+        svc::Egress::Host => VIA_HOST,
+        svc::Egress::Provider => VIA_PROVIDER,
         svc::Egress::Reject => {
             let from = ip.daddr;
             return icmp::error(
@@ -90,7 +98,7 @@ pub fn ipv4(
     // space the program owns.
     unsafe {
         (*ctx.skb.skb).cb[0] = ifindex;
-        (*ctx.skb.skb).cb[1] = host as u32;
+        (*ctx.skb.skb).cb[1] = via;
         (*ctx.skb.skb).cb[2] = ip.saddr;
     }
     tail::call(ctx, TAIL_GW_FORWARD);
@@ -102,10 +110,11 @@ pub fn ipv4(
 #[inline(always)]
 pub fn forward_ipv4(ctx: &TcContext) -> Result<i32, DropReason> {
     // SAFETY: as above.
-    let (ifindex, host, sender) = unsafe {
+    let (ifindex, via, sender) = unsafe {
         let cb = &(*ctx.skb.skb).cb;
-        (cb[0], cb[1] != 0, cb[2])
+        (cb[0], cb[1], cb[2])
     };
+    let host = via == VIA_HOST;
     // SAFETY: array value, copied at once.
     let port: PortConfig = unsafe {
         *maps::jn_l2_port
@@ -124,13 +133,19 @@ pub fn forward_ipv4(ctx: &TcContext) -> Result<i32, DropReason> {
     // outside its own prefix or through the Node's stack), its SecurityGroups on all
     // of it. The sender's NIC is the source as it came (a Service's translation may
     // have changed it since).
-    let crossing = !routed_port || host || !seg.contains(ip.daddr);
+    let crossing = !routed_port || via != VIA_ROUTE || !seg.contains(ip.daddr);
     let acl = if crossing { seg.acl } else { 0 };
     policy::egress(ctx, port, acl, sender)?;
     if host {
         return svc::to_host(ctx);
     }
-    let table = maps::jn_gw_rt.get(seg.table).ok_or(DropReason::NoRoute)?;
+    // A provider Pod from another Vpc: the provider's table, where its Subnets are.
+    let table_slot = if via == VIA_PROVIDER {
+        provider_table()?
+    } else {
+        seg.table
+    };
+    let table = maps::jn_gw_rt.get(table_slot).ok_or(DropReason::NoRoute)?;
     let key = aya_ebpf::maps::lpm_trie::Key::new(32, ip.daddr.to_ne_bytes());
     let Some(route): Option<RouteEntry> = table.get(&key).copied() else {
         return icmp::error(ctx, ifindex, port, seg, &ip, IcmpError::NetUnreachable);
@@ -203,6 +218,21 @@ pub fn forward_ipv4(ctx: &TcContext) -> Result<i32, DropReason> {
     forward(ctx, &route, &nbr, hop)
 }
 
+/// The table slot of the provider Vpc's `natSourceSubnet` segment (SVC-02).
+#[inline(always)]
+fn provider_table() -> Result<u32, DropReason> {
+    // SAFETY: copied at once.
+    let vni = maps::jn_svc_host
+        .get(0)
+        .map(|h| h.provider_vni)
+        .filter(|v| *v != 0)
+        .ok_or(DropReason::NoSourceAddress)?;
+    // SAFETY: copied at once.
+    unsafe { maps::jn_gw_seg.get(vni) }
+        .map(|s| s.table)
+        .ok_or(DropReason::NoSourceAddress)
+}
+
 /// One hop: TTL - 1 (checksum updated), the destination segment's gateway as source,
 /// the neighbour as destination, then switched in the destination segment. Without
 /// `hop` (within a Subnet) only the destination MAC is written.
@@ -256,6 +286,12 @@ fn forward(
     let local = overlay::local_vtep();
     if nbr.vtep != 0 && nbr.vtep != local {
         return overlay::unicast(ctx, route.vni, nbr.vtep, &addrs);
+    }
+    // This Node's Service source address (SVC-02): a provider Pod's reply to a
+    // client of another Vpc, given its client back by `svc_host`.
+    if eth::bits(&dst) == eth::bits(&juneau_common::FdbKey::new(SVC_SOURCE_MAC)) {
+        crate::tail::call(ctx, TAIL_SVC_HOST);
+        return Err(DropReason::NoDeliveryProgram);
     }
     match slot {
         // Here but silent: every local port of the segment gets it (only its owner

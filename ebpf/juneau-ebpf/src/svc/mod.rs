@@ -23,8 +23,8 @@ use aya_ebpf::programs::TcContext;
 use juneau_common::{
     DropReason,
     ct::{
-        CT_F_AFFINITY, CT_F_HAIRPIN, CT_F_NAT, CT_F_REPLY, CT_F_SERVICE, CT_F_SNAT, CT_NEW,
-        CtEntry, CtKey, HAIRPIN_IP, PROTO_SCTP, PROTO_TCP, PROTO_UDP, ZONE_HOST,
+        CT_F_AFFINITY, CT_F_HAIRPIN, CT_F_NAT, CT_F_PROVIDER, CT_F_REPLY, CT_F_SERVICE, CT_F_SNAT,
+        CT_NEW, CtEntry, CtKey, HAIRPIN_IP, PROTO_SCTP, PROTO_TCP, PROTO_UDP, ZONE_HOST,
     },
     svc::{
         Affinity, AffinityKey, BACKEND_HOST, Backend, MAGLEV_SLOTS, SVC_AFFINITY, SvcEntry,
@@ -54,6 +54,9 @@ pub enum Egress {
     /// Translated both ways to a backend outside every Subnet (SVC-02): it leaves
     /// through the Node's stack ([`to_host`]).
     Host,
+    /// Translated both ways to a provider Pod from another Vpc (SVC-02): routed by the
+    /// provider's table (`SvcHost::provider_vni`).
+    Provider,
     /// Not to a Service: a NATGateway connection's packet, its entry found here, which
     /// the router may send on at once (`nat::fast`).
     Nat {
@@ -63,9 +66,15 @@ pub enum Egress {
 }
 
 /// The connection's backend, its entries made for a new one ([`open`]). `zone`: the
-/// VNI of the client's segment.
+/// VNI of the client's segment; `other_vpc`: that segment is not in the provider Vpc,
+/// whose Pods back the Services.
 #[inline(always)]
-pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReason> {
+pub fn egress(
+    ctx: &TcContext,
+    zone: u32,
+    ip: &Ipv4,
+    other_vpc: bool,
+) -> Result<Egress, DropReason> {
     // A later fragment by its datagram's ports: translated as its first was.
     let Some(ports) = crate::frag::ports(ctx, ip, zone) else {
         return Ok(Egress::Pass);
@@ -86,7 +95,11 @@ pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReaso
                 // SAFETY: as above.
                 let (nat_ip, nat_port) = unsafe { ((*entry).nat_ip, (*entry).nat_port) };
                 xlate::source(ctx, ip, &ports, nat_ip, nat_port)?;
-                return Ok(Egress::Host);
+                return Ok(if flags & CT_F_PROVIDER != 0 {
+                    Egress::Provider
+                } else {
+                    Egress::Host
+                });
             }
             if flags & CT_F_HAIRPIN != 0 {
                 xlate::source(ctx, ip, &ports, HAIRPIN_IP, ports.sport)?;
@@ -118,7 +131,7 @@ pub fn egress(ctx: &TcContext, zone: u32, ip: &Ipv4) -> Result<Egress, DropReaso
     if ip.proto == PROTO_TCP && ports.tcp_flags & (TCP_SYN | TCP_ACK) == TCP_SYN {
         untangle(&key)?;
     }
-    open(ctx, ip, &key, ports.tcp_flags)
+    open(ctx, ip, &key, ports.tcp_flags, other_vpc)
 }
 
 /// A new TCP connection straight to an address whose reply tuple is a Service
@@ -193,7 +206,13 @@ fn forget_service(key: &CtKey, entry: *const CtEntry) {
 /// (`jn_ct_scratch`), in place, not on the stack: the router's frame and the calls it
 /// makes stay within the verifier's 512 bytes.
 #[inline(always)]
-fn open(ctx: &TcContext, ip: &Ipv4, key: &CtKey, tcp_flags: u8) -> Result<Egress, DropReason> {
+fn open(
+    ctx: &TcContext,
+    ip: &Ipv4,
+    key: &CtKey,
+    tcp_flags: u8,
+    other_vpc: bool,
+) -> Result<Egress, DropReason> {
     let zone = key.zone;
     let ports = l4::Ports {
         sport: key.sport,
@@ -227,10 +246,15 @@ fn open(ctx: &TcContext, ip: &Ipv4, key: &CtKey, tcp_flags: u8) -> Result<Egress
     }
     let now = conntrack::now();
     let host = backend.flags & BACKEND_HOST != 0;
-    let hairpin = !host && backend.ip == ip.saddr;
+    // A provider Pod from another Vpc: its source translated as for a host backend,
+    // so that overlapping Vpcs get their own replies.
+    let provider = !host && other_vpc;
+    let snat = host || provider;
+    let hairpin = !snat && backend.ip == ip.saddr;
     let flags = CT_F_SERVICE
         | if by_affinity { CT_F_AFFINITY } else { 0 }
-        | if host { CT_F_SNAT } else { 0 }
+        | if snat { CT_F_SNAT } else { 0 }
+        | if provider { CT_F_PROVIDER } else { 0 }
         | if hairpin { CT_F_HAIRPIN } else { 0 };
     let scratch = maps::jn_ct_scratch
         .get_ptr_mut(0)
@@ -250,9 +274,9 @@ fn open(ctx: &TcContext, ip: &Ipv4, key: &CtKey, tcp_flags: u8) -> Result<Egress
     fwd.backend_port = backend.port;
     fwd.service_port = ports.dport;
     fwd.service_ip = ip.daddr;
-    // Through the Node's stack: the reply's entry there first, which picks the source
-    // port (the client's own when free).
-    if host {
+    // Through the Node's stack or to another Vpc: the reply's entry in `ZONE_HOST`
+    // first, which picks the source port (the client's own when free).
+    if snat {
         let (nat_ip, nat_port) =
             claim_source(zone, ip, &ports, &backend, fwd, host_entry, host_key)?;
         fwd.nat_ip = nat_ip;
@@ -275,7 +299,7 @@ fn open(ctx: &TcContext, ip: &Ipv4, key: &CtKey, tcp_flags: u8) -> Result<Egress
         rev.nat_ip = ip.saddr;
     }
     if let Err(e) = conntrack::create(key, fwd, rev_key, rev) {
-        if host {
+        if snat {
             conntrack::forget(host_key);
         }
         return Err(e);
@@ -295,9 +319,13 @@ fn open(ctx: &TcContext, ip: &Ipv4, key: &CtKey, tcp_flags: u8) -> Result<Egress
         );
     }
     xlate::destination(ctx, ip, &ports, backend.ip, backend.port)?;
-    if host {
+    if snat {
         xlate::source(ctx, ip, &ports, fwd.nat_ip, fwd.nat_port)?;
-        return Ok(Egress::Host);
+        return Ok(if provider {
+            Egress::Provider
+        } else {
+            Egress::Host
+        });
     }
     if hairpin {
         xlate::source(ctx, ip, &ports, HAIRPIN_IP, ports.sport)?;
