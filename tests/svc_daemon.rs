@@ -37,24 +37,36 @@ fn pod(name: &str, node: &str, app: Option<&str>) -> PodDef {
     }
 }
 
-fn scenario() -> Scenario {
+/// The Service on Nodes `nodes`; with `tenant`, a Vpc that consumes Services and its
+/// Subnet `tenant-web` (SVC-02: its Pods reach default-Vpc backends).
+fn scenario(nodes: [&str; 2], tenant: bool) -> Scenario {
+    let mut objects = vec![serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "sink"},
+        "spec": {
+            "clusterIP": CLUSTER_IP,
+            "selector": {"app": "sink"},
+            "ports": [{"port": PORT, "targetPort": PORT}],
+        },
+    })];
+    if tenant {
+        objects.push(serde_json::json!({
+            "apiVersion": "juneau.loutres.me/v1alpha1", "kind": "Vpc",
+            "metadata": {"name": "tenant"}, "spec": {"service": {"consume": true}}}));
+        objects.push(serde_json::json!({
+            "apiVersion": "juneau.loutres.me/v1alpha1", "kind": "Subnet",
+            "metadata": {"name": "tenant-web"},
+            "spec": {"vpc": "tenant", "cidr": "10.53.0.0/24"}}));
+    }
     Scenario {
         description: "a Service across a daemon restart".into(),
         layer: Layer::Stack,
         proves: vec!["SVC-03".into()],
         segments: Default::default(),
         steps: Vec::new(),
-        nodes: vec!["sk-a".into(), "sk-b".into()],
-        objects: vec![serde_json::json!({
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": "sink"},
-            "spec": {
-                "clusterIP": CLUSTER_IP,
-                "selector": {"app": "sink"},
-                "ports": [{"port": PORT, "targetPort": PORT}],
-            },
-        })],
+        nodes: nodes.iter().map(|n| n.to_string()).collect(),
+        objects,
         pods: Vec::new(),
         outside: false,
     }
@@ -97,31 +109,57 @@ fn backend_of_connection(node: &str) -> String {
 
 #[test]
 fn svc_03_a_daemon_killed_mid_connection_loses_no_byte_and_the_connection_keeps_its_backend() {
-    let mut run = Run::start(&scenario(), &Options::default(), &mut |_| {}).expect("start");
-    run.add_pod(&pod("sk-client", "sk-a", None)).unwrap();
-    run.add_pod(&pod("sk-sink-a", "sk-a", Some("sink")))
-        .unwrap();
-    run.add_pod(&pod("sk-sink-b", "sk-b", Some("sink")))
-        .unwrap();
+    let peer = killed_mid_stream(["sk-a", "sk-b"], false);
+    assert!(peer.starts_with("10.16.0."), "the client itself: {peer}");
+}
+
+#[test]
+fn svc_02_a_tenant_pods_connection_to_default_vpc_backends_survives_a_daemon_kill_from_its_nodes_source_address()
+ {
+    let peer = killed_mid_stream(["sv-a", "sv-b"], true);
+    assert!(
+        peer.starts_with("10.16.255."),
+        "the client Node's Service source address (the default Subnet's top), not the tenant's: {peer}"
+    );
+}
+
+/// A 32 MB stream from a client on `nodes[0]` (on `tenant-web` with `tenant`) through
+/// the ClusterIP to one of two backends, one on each Node, while the client Node's
+/// daemon is SIGKILLed; returns the peer address the backend saw.
+fn killed_mid_stream(nodes: [&str; 2], tenant: bool) -> String {
+    let [a, b] = nodes;
+    let mut run =
+        Run::start(&scenario(nodes, tenant), &Options::default(), &mut |_| {}).expect("start");
+    let mut client = pod(&format!("{a}-client"), a, None);
+    if tenant {
+        client.annotations.insert(
+            "juneau.loutres.me/subnet".to_owned(),
+            "tenant-web".to_owned(),
+        );
+    }
+    run.add_pod(&client).unwrap();
+    let sinks = [format!("{a}-sink"), format!("{b}-sink")];
+    run.add_pod(&pod(&sinks[0], a, Some("sink"))).unwrap();
+    run.add_pod(&pod(&sinks[1], b, Some("sink"))).unwrap();
     // The frontend with both backends in the Services maps of the client's Node.
     let deadline = Instant::now() + Duration::from_secs(10);
     let frontend = Filter {
         addr: Some(CLUSTER_IP.parse().unwrap()),
         ..Default::default()
     };
-    while juneau::cli::dump_services(&node_dir("sk-a"), &frontend)
+    while juneau::cli::dump_services(&node_dir(a), &frontend)
         .ok()
         .and_then(|r| r.first().map(|f| f.backends))
         != Some(2)
     {
-        assert!(Instant::now() < deadline, "the backends never reached sk-a");
+        assert!(Instant::now() < deadline, "the backends never reached {a}");
         std::thread::sleep(Duration::from_millis(50));
     }
     // A receiver in each backend: whichever Maglev picks checks every byte.
     let data = std::sync::Arc::new(common::stream(STREAM_BYTES));
     let mut receivers = Vec::new();
     let no_more = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    for sink in ["sk-sink-a", "sk-sink-b"] {
+    for sink in &sinks {
         let ns = run.pod(sink).unwrap().ns.path().to_owned();
         let listener =
             juneau::netns::run_in(&ns, || TcpListener::bind(("0.0.0.0", PORT)).unwrap()).unwrap();
@@ -130,9 +168,9 @@ fn svc_03_a_daemon_killed_mid_connection_loses_no_byte_and_the_connection_keeps_
         let no_more = no_more.clone();
         receivers.push(std::thread::spawn(move || {
             let deadline = Instant::now() + Duration::from_secs(30);
-            let mut conn = loop {
+            let (mut conn, peer) = loop {
                 match listener.accept() {
-                    Ok((c, _)) => break c,
+                    Ok(c) => break c,
                     Err(_)
                         if Instant::now() < deadline
                             && !no_more.load(std::sync::atomic::Ordering::Relaxed) =>
@@ -150,10 +188,10 @@ fn svc_03_a_daemon_killed_mid_connection_loses_no_byte_and_the_connection_keeps_
             if let Some(at) = got.iter().zip(expected.iter()).position(|(a, b)| a != b) {
                 panic!("byte {at} of the stream differs");
             }
-            Some(got.len())
+            Some((got.len(), peer.ip().to_string()))
         }));
     }
-    let client_ns = run.pod("sk-client").unwrap().ns.path().to_owned();
+    let client_ns = run.pod(&client.name).unwrap().ns.path().to_owned();
     let dst: SocketAddr = format!("{CLUSTER_IP}:{PORT}").parse().unwrap();
     let sender = std::thread::spawn(move || {
         let mut conn =
@@ -170,30 +208,31 @@ fn svc_03_a_daemon_killed_mid_connection_loses_no_byte_and_the_connection_keeps_
             }
         }
     });
-    let before = wait_for_connection("sk-a");
+    let before = wait_for_connection(a);
 
     // Into the stream (about three seconds long), then the kill.
     std::thread::sleep(Duration::from_millis(500));
     assert!(!sender.is_finished(), "the stream ended before the kill");
-    let old = common::sigkill_daemon(&run, "sk-a");
-    common::wait_restarted(&run, "sk-a", old);
+    let old = common::sigkill_daemon(&run, a);
+    common::wait_restarted(&run, a, old);
     // The restarted daemon found the connection where the killed one left it.
     assert_eq!(
-        backend_of_connection("sk-a"),
+        backend_of_connection(a),
         before,
         "the same backend after the restart"
     );
     sender.join().unwrap();
     // The backend that was not picked stops waiting for a connection.
     no_more.store(true, std::sync::atomic::Ordering::Relaxed);
-    let got: Vec<usize> = receivers
+    let got: Vec<(usize, String)> = receivers
         .into_iter()
         .filter_map(|r| r.join().unwrap())
         .collect();
-    assert_eq!(got, [STREAM_BYTES], "one backend got the whole stream");
+    assert_eq!(got.len(), 1, "one backend got the stream: {got:?}");
+    assert_eq!(got[0].0, STREAM_BYTES, "the whole stream");
     // The restarted daemon serves the Service: a new connection is translated.
-    let ns = run.pod("sk-client").unwrap().ns.path().to_owned();
-    let listener_ns: Vec<_> = ["sk-sink-a", "sk-sink-b"]
+    let ns = run.pod(&client.name).unwrap().ns.path().to_owned();
+    let listener_ns: Vec<_> = sinks
         .iter()
         .map(|p| run.pod(p).unwrap().ns.path().to_owned())
         .collect();
@@ -210,4 +249,5 @@ fn svc_03_a_daemon_killed_mid_connection_loses_no_byte_and_the_connection_keeps_
     assert!(conn.is_ok(), "a new connection after the restart: {conn:?}");
     drop(listeners);
     run.teardown(&mut |_| {}).unwrap();
+    got[0].1.clone()
 }
