@@ -3,6 +3,7 @@
 //!   packet of an established connection to a ClusterIP (connection lookup, the
 //!   destination rewritten, routed to the backend) against the same packet sent to the
 //!   backend's address (routed, no Service: the lookups miss);
+//! - the same from another Vpc (`svc/cross_vpc.rs`, SVC-02) against the same Vpc;
 //! - Maglev: the share of a Service's table that moves when 1 of 10 backends goes
 //!   (the table rebalanced from the one written) against a table computed afresh;
 //! - a full connection table: established connections keep flowing (lost packets
@@ -11,6 +12,8 @@
 //!   maps, against the same frontends written without their Maglev tables;
 //! - propagation (`svc/propagation.rs`): a new Service and a backend gone, until every
 //!   Node's maps show it, on the standalone stack.
+#[path = "svc/cross_vpc.rs"]
+mod cross_vpc;
 #[path = "svc/propagation.rs"]
 mod propagation;
 
@@ -269,6 +272,7 @@ fn programming(out: &mut Vec<Measurement>) {
 fn main() {
     let mut out = Vec::new();
     program_cost(&mut out);
+    cross_vpc::run(&mut out);
     churn(&mut out);
     full_table(&mut out);
     programming(&mut out);

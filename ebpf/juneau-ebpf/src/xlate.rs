@@ -167,3 +167,64 @@ pub fn icmp_id(ctx: &TcContext, old: u16, new: u16) -> Result<(), DropReason> {
     }
     Ok(())
 }
+
+/// 32-bit ones' complement addition (end-around carry): the kernel's `csum_add`.
+#[inline(always)]
+fn add32(a: u32, b: u32) -> u32 {
+    let (sum, carry) = a.overflowing_add(b);
+    sum.wrapping_add(carry as u32)
+}
+
+/// Both ends translated at once, `(saddr, sport)` -> `src` and `(daddr, dport)` -> `dst`
+/// (a Service connection whose source is translated too, SVC-02): one checksum update
+/// for the two addresses (the pseudo-header) and one for the two ports, from their
+/// differences summed in registers, where [`destination`] then [`source`] make two
+/// each. A later fragment gets its addresses only.
+#[inline(always)]
+pub fn both(
+    ctx: &TcContext,
+    ip: &Ipv4,
+    ports: &Ports,
+    src: (u32, u16),
+    dst: (u32, u16),
+) -> Result<(), DropReason> {
+    let later = crate::frag::later(ip);
+    let with_ports = !later && ip.proto != juneau_common::ct::PROTO_ICMP;
+    let (sport, dport) = if with_ports {
+        (src.1, dst.1)
+    } else {
+        (ports.sport, ports.dport)
+    };
+    let failed = |_| DropReason::NatFailed;
+    if let Some((csum, extra)) = l4_csum(if later { 0 } else { ip.proto }) {
+        let addrs = add32(add32(!ip.saddr, src.0), add32(!ip.daddr, dst.0));
+        // Size 0: the value is a difference already (`csum_diff`'s form).
+        ctx.l4_csum_replace(csum, 0, addrs as u64, BPF_F_PSEUDO_HDR | extra)
+            .map_err(failed)?;
+        if sport != ports.sport || dport != ports.dport {
+            let port_diff = add32(
+                add32(u32::from(!ports.sport), u32::from(sport)),
+                add32(u32::from(!ports.dport), u32::from(dport)),
+            );
+            ctx.l4_csum_replace(csum, 0, port_diff as u64, extra)
+                .map_err(failed)?;
+        }
+    }
+    let (start, end) = (ctx.data(), ctx.data_end());
+    if start + l4::L4 + 4 > end {
+        return Err(DropReason::NatFailed);
+    }
+    // SAFETY: [start, start + L4 + 4) is inside the packet, checked above.
+    unsafe {
+        let sum = load::<u16>(start + IP_CSUM);
+        let sum = csum_replace32(sum, ip.saddr, src.0);
+        store::<u16>(start + IP_CSUM, csum_replace32(sum, ip.daddr, dst.0));
+        store::<u32>(start + IP_SADDR, src.0);
+        store::<u32>(start + IP_DADDR, dst.0);
+        if with_ports {
+            store::<u16>(start + l4::L4, sport);
+            store::<u16>(start + l4::L4 + 2, dport);
+        }
+    }
+    Ok(())
+}

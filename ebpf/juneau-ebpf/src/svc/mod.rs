@@ -90,17 +90,18 @@ pub fn egress(
             forget_service(&key, entry);
         } else if service {
             conntrack::seen(entry, ip.proto, ports.tcp_flags, false);
-            xlate::destination(ctx, ip, &ports, backend_ip, backend_port)?;
             if flags & CT_F_SNAT != 0 {
                 // SAFETY: as above.
                 let (nat_ip, nat_port) = unsafe { ((*entry).nat_ip, (*entry).nat_port) };
-                xlate::source(ctx, ip, &ports, nat_ip, nat_port)?;
+                let (src, dst) = ((nat_ip, nat_port), (backend_ip, backend_port));
+                xlate::both(ctx, ip, &ports, src, dst)?;
                 return Ok(if flags & CT_F_PROVIDER != 0 {
                     Egress::Provider
                 } else {
                     Egress::Host
                 });
             }
+            xlate::destination(ctx, ip, &ports, backend_ip, backend_port)?;
             if flags & CT_F_HAIRPIN != 0 {
                 xlate::source(ctx, ip, &ports, HAIRPIN_IP, ports.sport)?;
             }
@@ -318,15 +319,16 @@ fn open(
             0,
         );
     }
-    xlate::destination(ctx, ip, &ports, backend.ip, backend.port)?;
     if snat {
-        xlate::source(ctx, ip, &ports, fwd.nat_ip, fwd.nat_port)?;
+        let (src, dst) = ((fwd.nat_ip, fwd.nat_port), (backend.ip, backend.port));
+        xlate::both(ctx, ip, &ports, src, dst)?;
         return Ok(if provider {
             Egress::Provider
         } else {
             Egress::Host
         });
     }
+    xlate::destination(ctx, ip, &ports, backend.ip, backend.port)?;
     if hairpin {
         xlate::source(ctx, ip, &ports, HAIRPIN_IP, ports.sport)?;
     }
