@@ -444,6 +444,21 @@ fn main() {
         ("nftables masquerade", &k_pod, &k_upstream, &out_k),
         ("bare bpf_redirect", &c_pod, &c_upstream, &out_c),
     ];
+    // `JN_NAT_PROFILE=<path index>:<seconds>`: only that path, for a profiler to watch.
+    if let Some((i, secs)) = std::env::var("JN_NAT_PROFILE").ok().and_then(|v| {
+        Some((
+            v.split(':').next()?.parse::<usize>().ok()?,
+            v.split(':').nth(1)?.parse::<u64>().ok()?,
+        ))
+    }) {
+        let (name, tx, rx, frame) = paths[i];
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        while std::time::Instant::now() < until {
+            let r = generator.blast_fresh(tx, "eth0", rx, frame, count);
+            println!("{name}: {r:.3} Mpps");
+        }
+        return;
+    }
     let mut r: [Vec<f64>; 3] = Default::default();
     for round in 0..rounds {
         for i in (0..paths.len()).map(|j| (j + round) % paths.len()) {

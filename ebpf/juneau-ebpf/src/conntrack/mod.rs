@@ -116,10 +116,16 @@ pub fn over(entry: *const CtEntry, proto: u8) -> bool {
 /// the reply direction, which establishes the connection.
 #[inline(always)]
 pub fn seen(entry: *mut CtEntry, proto: u8, tcp_flags: u8, answered: bool) {
+    seen_at(entry, proto, tcp_flags, answered, now());
+}
+
+/// [`seen`] at `now` (read once by a caller that needs the time too).
+#[inline(always)]
+pub fn seen_at(entry: *mut CtEntry, proto: u8, tcp_flags: u8, answered: bool, now: u64) {
     // SAFETY: a map value pointer, valid for the program's run; a torn update between
     // CPUs costs at most a state one packet late.
     let e = unsafe { &mut *entry };
-    e.last_seen_ns = now();
+    e.last_seen_ns = now;
     if proto == PROTO_TCP {
         e.tcp_flags |= tcp_flags;
         if tcp_flags & TCP_RST != 0 {

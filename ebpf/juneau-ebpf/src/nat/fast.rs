@@ -49,16 +49,18 @@ pub fn try_send(
     // The sender's side of policy: none applies (no ACL on the segment, no groups on
     // the NIC: a NAT packet always crosses the gateway), or the entry settles it.
     let none_applies = seg.acl == 0 && port.flags & PORT_SG == 0;
-    let key = CtKey::new(
-        port.vni,
-        ip.saddr,
-        ip.daddr,
-        ports.sport,
-        ports.dport,
-        ip.proto,
-    );
-    if !none_applies && !policy::egress_settled(entry, &key, ip, ports.tcp_flags) {
-        return Ok(Fast::Slow { settled: false });
+    if !none_applies {
+        let key = CtKey::new(
+            port.vni,
+            ip.saddr,
+            ip.daddr,
+            ports.sport,
+            ports.dport,
+            ip.proto,
+        );
+        if !policy::egress_settled(entry, &key, ip, ports.tcp_flags) {
+            return Ok(Fast::Slow { settled: false });
+        }
     }
     let settled = !none_applies;
     if ip.ttl <= 1 {
@@ -83,7 +85,7 @@ pub fn try_send(
         (hop.ifindex, hop.dmac, hop.smac)
     };
     if none_applies {
-        conntrack::seen(entry, ip.proto, ports.tcp_flags, false);
+        conntrack::seen_at(entry, ip.proto, ports.tcp_flags, false, now);
     }
     xlate::source(ctx, ip, ports, nat_ip, nat_port)?;
     if ip.proto == PROTO_ICMP {
