@@ -10,6 +10,11 @@ pub const MAX_SERVICES: u32 = 65536;
 pub const MAX_BACKENDS: u32 = 262_144;
 /// Slots of a Service's Maglev table (a prime; see the daemon's `maglev.rs`).
 pub const MAGLEV_SLOTS: u32 = 1021;
+/// The flags of a Maglev table (`jn_svc_maglev`'s inner arrays): `BPF_F_MMAPABLE`, so
+/// the daemon writes a new table through a mapping of its values (a copy) instead of
+/// one kernel update per slot, 1,021 a Service (issue 42's `svc_10k_program`). An
+/// mmapable array keeps each value in 8 bytes.
+pub const MAGLEV_FLAGS: u32 = 1024;
 
 /// Key of `jn_svc`: the ClusterIP (network order), the port (network order) and the
 /// IP protocol.

@@ -21,8 +21,8 @@ use juneau_common::{
         PortKey, RuleBits,
     },
     svc::{
-        Affinity, AffinityKey, Backend, MAGLEV_SLOTS, MAX_BACKENDS, MAX_SERVICES, SvcEntry,
-        SvcHost, SvcKey,
+        Affinity, AffinityKey, Backend, MAGLEV_FLAGS, MAGLEV_SLOTS, MAX_BACKENDS, MAX_SERVICES,
+        SvcEntry, SvcHost, SvcKey,
     },
     tail::TAIL_SLOTS,
 };
@@ -132,7 +132,7 @@ pub static jn_svc_backend: Array<Backend, { MAX_BACKENDS as usize }> = Array::ne
 /// One Maglev table per Service id (slots -> backend ids), swapped in whole.
 #[btf_map]
 pub static jn_svc_maglev: ArrayOfMaps<
-    Array<u32, { MAGLEV_SLOTS as usize }>,
+    Array<u32, { MAGLEV_SLOTS as usize }, { MAGLEV_FLAGS as usize }>,
     { MAX_SERVICES as usize },
 > = ArrayOfMaps::new();
 

@@ -17,8 +17,8 @@ use aya::maps::{Array, HashMap as BpfHashMap, MapData};
 use juneau_common::{
     map_names,
     svc::{
-        BACKEND_HOST, Backend, MAGLEV_SLOTS, MAX_BACKENDS, MAX_SERVICES, SVC_AFFINITY, SvcEntry,
-        SvcHost, SvcKey,
+        BACKEND_HOST, Backend, MAGLEV_FLAGS, MAGLEV_SLOTS, MAX_BACKENDS, MAX_SERVICES,
+        SVC_AFFINITY, SvcEntry, SvcHost, SvcKey,
     },
 };
 
@@ -86,6 +86,40 @@ type Staged = (FrontendKey, u32, Frontend, Vec<u32>, Option<MapData>);
 fn raw_fd(map: &MapData) -> u32 {
     use std::os::fd::{AsFd, AsRawFd};
     map.fd().as_fd().as_raw_fd() as u32
+}
+
+/// Writes `values` into the mmapable array `fd` (a new Maglev table, not yet pointed
+/// at) through a shared mapping of its values: one copy instead of a kernel update per
+/// slot. An mmapable array keeps each value in 8 bytes (its element size rounded up).
+fn write_mapped(fd: u32, values: &[u32]) -> std::io::Result<()> {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+    let len = (values.len() * 8).next_multiple_of(page);
+    // SAFETY: a shared mapping of the map's value area, as the kernel offers it for a
+    // BPF_F_MMAPABLE array; checked for failure below.
+    let at = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd as i32,
+            0,
+        )
+    };
+    if at == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `len` bytes are mapped at `at`, page-aligned; `values.len()` slots of 8
+    // bytes fit in them, each value in its slot's first 4 bytes.
+    unsafe {
+        let slots = at.cast::<u8>();
+        for (i, v) in values.iter().enumerate() {
+            slots.add(i * 8).cast::<u32>().write(*v);
+        }
+        libc::munmap(at, len);
+    }
+    Ok(())
 }
 
 fn batch_err(name: &str, e: std::io::Error) -> DataplaneError {
@@ -394,12 +428,17 @@ impl ServiceWriter {
             4,
             4,
             MAGLEV_SLOTS,
-            0,
+            MAGLEV_FLAGS,
         );
         let inner = MapData::create(obj, &name, None).map_err(map_err(&name))?;
         let table: Vec<u32> = slots.collect();
-        let keys: Vec<u32> = (0..table.len() as u32).collect();
-        batch_update(raw_fd(&inner), &keys, &table).map_err(|e| batch_err(&name, e))?;
+        write_mapped(raw_fd(&inner), &table).map_err(|e| DataplaneError::Map {
+            name: name.clone(),
+            source: aya::maps::MapError::SyscallError(aya::sys::SyscallError {
+                call: "mmap",
+                io_error: e,
+            }),
+        })?;
         Ok(inner)
     }
 
