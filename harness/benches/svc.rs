@@ -25,7 +25,7 @@ use juneau::node::{
 };
 use juneau_common::{ct::PROTO_TCP, svc::MAGLEV_SLOTS};
 use juneau_harness::{
-    bench::{Measurement, median, write_part},
+    bench::{Measurement, interleaved_medians, write_part},
     frames::{self, fixtures::*},
     router::{self, Seg},
     testrun::{PortBed, TC_ACT_REDIRECT, run_tc},
@@ -100,26 +100,26 @@ fn program_cost(out: &mut Vec<Measurement>) {
     let backend = send(&syn).data[33] - 10;
     let established = frames::tcp(client(50000), (GW_S, API, 443), false, &[0; 6]);
     let routed = frames::tcp(client(50001), (GW_S, s_ip(backend), 6443), false, &[0; 6]);
-    let (mut e, mut r) = (Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
-        let (mut ee, mut rr) = (Vec::new(), Vec::new());
-        for _ in 0..SINGLE / ROUNDS {
+    let (established_ns, routed_ns) = interleaved_medians(
+        ROUNDS,
+        SINGLE / ROUNDS,
+        || {
             let a = send(&established);
             assert_eq!(a.verdict, TC_ACT_REDIRECT);
             assert_eq!(a.data[33] - 10, backend, "translated");
-            ee.push(a.per_run.as_nanos() as f64);
+            a.per_run.as_nanos() as f64
+        },
+        || {
             let b = send(&routed);
             assert_eq!(b.verdict, TC_ACT_REDIRECT);
-            rr.push(b.per_run.as_nanos() as f64);
-        }
-        e.push(median(&mut ee));
-        r.push(median(&mut rr));
-    }
+            b.per_run.as_nanos() as f64
+        },
+    );
     out.push(Measurement::new(
         "svc_established_vs_routed",
         "ns",
-        median(&mut e),
-        ("routed_to_the_backend_no_service", median(&mut r)),
+        established_ns,
+        ("routed_to_the_backend_no_service", routed_ns),
         "goal <= 1.3x; a TCP segment of an established connection to a ClusterIP from a Subnet Pod through port_ingress (tail call to the router: connection lookup, destination and checksums rewritten, routed to the backend on a local port, the reply lookup at delivery) vs the same segment sent to the backend's address (the lookups miss); single runs, median of 1,000 per round, median of 5 rounds",
     ));
 }

@@ -59,6 +59,28 @@ pub fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
+/// Two measurements taken in turns (`a` then `b`, `per_round` times each), the median
+/// of each round, then the median of the rounds: the beds of a comparison see the same
+/// machine moments.
+pub fn interleaved_medians(
+    rounds: usize,
+    per_round: usize,
+    mut a: impl FnMut() -> f64,
+    mut b: impl FnMut() -> f64,
+) -> (f64, f64) {
+    let (mut ra, mut rb) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let (mut aa, mut bb) = (Vec::with_capacity(per_round), Vec::with_capacity(per_round));
+        for _ in 0..per_round {
+            aa.push(a());
+            bb.push(b());
+        }
+        ra.push(median(&mut aa));
+        rb.push(median(&mut bb));
+    }
+    (median(&mut ra), median(&mut rb))
+}
+
 /// Pins the calling thread to one CPU. A live-frames generator and the softirq work it
 /// triggers (veth NAPI, backlog) then share that CPU, as in the toolchain notes'
 /// one-core figures, instead of migrating between the two vCPUs mid-round.

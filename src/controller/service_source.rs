@@ -19,7 +19,7 @@ use crate::{
 
 /// The Subnets that give source addresses: every provider Vpc's `natSourceSubnet`
 /// that is a Subnet of that Vpc.
-fn source_subnets(snap: &Snapshot) -> BTreeSet<String> {
+pub fn source_subnets(snap: &Snapshot) -> BTreeSet<String> {
     snap.vpcs
         .iter()
         .filter_map(|v| {

@@ -12,7 +12,7 @@ use juneau::node::{
 };
 use juneau_common::{FdbKey, ct::PROTO_TCP, svc::SvcHost};
 use juneau_harness::{
-    bench::{Measurement, median},
+    bench::{Measurement, interleaved_medians},
     frames::{self, fixtures::*},
     router::{self, Seg},
     testrun::{PortBed, TC_ACT_REDIRECT, run_tc},
@@ -119,28 +119,28 @@ pub fn run(out: &mut Vec<Measurement>) {
         assert_eq!(send(port, &syn).verdict, TC_ACT_REDIRECT);
     }
     let (cross, same) = (from_tenant(false), from_provider(false));
-    let (mut c, mut s) = (Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
-        let (mut cc, mut ss) = (Vec::new(), Vec::new());
-        for _ in 0..SINGLE / ROUNDS {
+    let (cross_ns, same_ns) = interleaved_medians(
+        ROUNDS,
+        SINGLE / ROUNDS,
+        || {
             let a = send(0, &cross);
             assert_eq!(a.verdict, TC_ACT_REDIRECT);
             assert_eq!(&a.data[26..30], &SOURCE, "from the Node's source address");
             assert_eq!(&a.data[30..34], &p_ip(1), "to the backend");
-            cc.push(a.per_run.as_nanos() as f64);
+            a.per_run.as_nanos() as f64
+        },
+        || {
             let b = send(1, &same);
             assert_eq!(b.verdict, TC_ACT_REDIRECT);
             assert_eq!(&b.data[26..30], &p_ip(0), "from the client itself");
-            ss.push(b.per_run.as_nanos() as f64);
-        }
-        c.push(median(&mut cc));
-        s.push(median(&mut ss));
-    }
+            b.per_run.as_nanos() as f64
+        },
+    );
     out.push(Measurement::new(
         "svc_cross_vpc_vs_same_vpc",
         "ns",
-        median(&mut c),
-        ("same_vpc_service_connection", median(&mut s)),
+        cross_ns,
+        ("same_vpc_service_connection", same_ns),
         "goal <= 1.15x; a TCP segment of an established Service connection from a tenant Vpc's Subnet Pod to a provider (default Vpc) Pod through port_ingress (tail call to the router: connection lookup, destination and source translated to the Node's Service source address, routed by the provider's table to the backend's port, the reply lookup at delivery) vs the same segment of a connection to the same Service from a provider Subnet Pod (destination translated, its own table); single runs, median of 1,000 per round, median of 5 rounds",
     ));
 }

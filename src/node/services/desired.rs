@@ -94,22 +94,9 @@ pub fn sources(world: &World, node: &str) -> Sources {
 /// The VNI of the provider Vpc's `natSourceSubnet` (SVC-02): a connection from another
 /// Vpc to a provider Pod is routed by that segment's table. 0 while it has none.
 pub fn provider_vni(world: &World) -> u32 {
-    world
-        .objects
-        .vpcs
+    crate::controller::service_source::source_subnets(&world.objects)
         .iter()
-        .filter_map(|v| {
-            let subnet = &v
-                .spec
-                .service
-                .as_ref()?
-                .provider
-                .as_ref()?
-                .nat_source_subnet;
-            let s = world.objects.subnet(subnet)?;
-            (Some(s.spec.vpc.as_str()) == v.metadata.name.as_deref())
-                .then(|| s.status.as_ref().map_or(0, |st| st.vni))
-        })
+        .filter_map(|name| world.objects.subnet(name)?.status.as_ref().map(|s| s.vni))
         .find(|v| *v != 0)
         .unwrap_or(0)
 }
