@@ -110,8 +110,16 @@ pub struct NatRoute {
 
 /// The NATGateway route of the table a NIC's segment routes by (an L2Network's own
 /// `gateway.routeTable`, else the RouteTable named as its Vpc), or the default Vpc's
-/// implicit route to a Ready `default` gateway; `None` without one.
-pub fn nat_route_of(world: &World, nic: &NetworkInterface, node: &str) -> Option<NatRoute> {
+/// implicit route to a Ready `default` gateway; `None` without one. With `to`, the
+/// route the router takes for it, the longest prefix of the table that covers it, and
+/// only when that is a NATGateway route; without, the widest NATGateway route (the way
+/// out a NIC "goes by").
+pub fn nat_route_of(
+    world: &World,
+    nic: &NetworkInterface,
+    node: &str,
+    to: Option<std::net::Ipv4Addr>,
+) -> Option<NatRoute> {
     use crate::api::natgateway::DEFAULT_NAT_GATEWAY;
     let objects = &world.objects;
     let (vpc, own) = match (&nic.spec.subnet, &nic.spec.l2_network) {
@@ -136,12 +144,24 @@ pub fn nat_route_of(world: &World, nic: &NetworkInterface, node: &str) -> Option
         })
     };
     let (dst, name) = match table {
-        Some(t) => t
-            .spec
-            .routes
-            .iter()
-            .find(|r| r.via.type_ == "natGateway")
-            .map(|r| (r.dst.clone(), r.via.nat_gateway.clone().unwrap_or_default()))?,
+        Some(t) => {
+            let routes = t
+                .spec
+                .routes
+                .iter()
+                .filter_map(|r| Some((r.dst.parse::<ipnet::Ipv4Net>().ok()?, r)));
+            let nat = |r: &&crate::api::routetable::Route| r.via.type_ == "natGateway";
+            let chosen = match to {
+                Some(a) => routes
+                    .filter(|(n, _)| n.contains(&a))
+                    .max_by_key(|(n, _)| n.prefix_len())
+                    .filter(|(_, r)| nat(r)),
+                None => routes
+                    .filter(|(_, r)| nat(r))
+                    .min_by_key(|(n, _)| n.prefix_len()),
+            };
+            chosen.map(|(_, r)| (r.dst.clone(), r.via.nat_gateway.clone().unwrap_or_default()))?
+        }
         None if vpc == crate::api::DEFAULT_VPC
             && objects.nat_gateway(DEFAULT_NAT_GATEWAY).is_some_and(ready) =>
         {
@@ -163,7 +183,7 @@ pub fn nat_route_of(world: &World, nic: &NetworkInterface, node: &str) -> Option
 }
 
 fn nat_of(world: &World, nic: &NetworkInterface, node: &str) -> Option<String> {
-    let r = nat_route_of(world, nic, node)?;
+    let r = nat_route_of(world, nic, node, None)?;
     if r.external_network.is_empty() {
         return Some(format!("NATGateway {} ({}): not found", r.gateway, r.dst));
     }

@@ -284,4 +284,40 @@ fn nat_01_describe_pod_says_which_nat_gateway_a_nic_goes_out_by_and_from_which_a
             .contains("cluster's own range 10.96.0.0/12: never translated"),
         "{hops:?}"
     );
+    // The longest prefix decides: a second gateway for one network, listed after the
+    // default route, takes what it covers; describe names the widest.
+    w.objects.nat_gateways.push(NATGateway::new(
+        "lab",
+        NATGatewaySpec {
+            vpc: "prod".into(),
+            external_network: "ext".into(),
+        },
+    ));
+    w.objects.route_tables[0].spec.routes.push(Route {
+        dst: "203.0.113.0/24".into(),
+        via: Via {
+            type_: "natGateway".into(),
+            nat_gateway: Some("lab".into()),
+            ..Default::default()
+        },
+    });
+    let hops = trace::trace(&w, "default", "c", "203.0.113.7", &none).unwrap();
+    assert!(
+        hops[1].what.contains("203.0.113.0/24 via NATGateway lab"),
+        "{hops:?}"
+    );
+    let hops = trace::trace(&w, "default", "c", "198.51.100.10", &none).unwrap();
+    assert!(
+        hops[1].what.contains("0.0.0.0/0 via NATGateway out"),
+        "{hops:?}"
+    );
+    let c = describe::describe_pod(&w, "default", "c").unwrap();
+    assert!(
+        c.nics[0]
+            .outside
+            .as_deref()
+            .is_some_and(|o| o.starts_with("NATGateway out (0.0.0.0/0")),
+        "{:?}",
+        c.nics[0].outside
+    );
 }

@@ -19,7 +19,7 @@ pub fn outside_hops(
     first: Hop,
     to: Ipv4Addr,
 ) -> Result<Option<Vec<Hop>>, CliError> {
-    let Some(route) = nat_route_of(world, src, node) else {
+    let Some(route) = nat_route_of(world, src, node, Some(to)) else {
         return Ok(None);
     };
     let covers = route
