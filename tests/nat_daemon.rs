@@ -23,7 +23,8 @@ const SERVER: &str = "198.51.100.10";
 const PORT: u16 = 5002;
 const NODE: &str = "nk-a";
 
-fn scenario() -> Scenario {
+/// The NATGateway scene on Nodes `a` (the client's) and `b`.
+fn scenario(a: &str, b: &str) -> Scenario {
     let obj = |v: serde_json::Value| v;
     Scenario {
         description: "a NATGateway across a daemon restart".into(),
@@ -31,7 +32,7 @@ fn scenario() -> Scenario {
         proves: vec!["NAT-01".into()],
         segments: Default::default(),
         steps: Vec::new(),
-        nodes: vec![NODE.into(), "nk-b".into()],
+        nodes: vec![a.into(), b.into()],
         objects: vec![
             obj(
                 serde_json::json!({"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "AddressPool",
@@ -65,11 +66,11 @@ fn scenario() -> Scenario {
     }
 }
 
-fn client_pod() -> PodDef {
+fn client_pod(node: &str) -> PodDef {
     PodDef {
-        name: "nk-client".into(),
+        name: format!("{node}-client"),
         namespace: "default".into(),
-        node: NODE.into(),
+        node: node.into(),
         annotations: [("juneau.loutres.me/subnet".to_owned(), "web".to_owned())]
             .into_iter()
             .collect(),
@@ -99,8 +100,9 @@ fn mapping() -> Option<String> {
 
 #[test]
 fn nat_01_a_daemon_killed_mid_stream_loses_no_byte_and_the_connection_keeps_its_mapping() {
-    let mut run = Run::start(&scenario(), &Options::default(), &mut |_| {}).expect("start");
-    run.add_pod(&client_pod()).unwrap();
+    let mut run =
+        Run::start(&scenario(NODE, "nk-b"), &Options::default(), &mut |_| {}).expect("start");
+    run.add_pod(&client_pod(NODE)).unwrap();
     let server_ns = PathBuf::from("/run/netns").join(run.netns_name("client").unwrap());
     let listener =
         juneau::netns::run_in(&server_ns, || TcpListener::bind((SERVER, PORT)).unwrap()).unwrap();
@@ -117,7 +119,12 @@ fn nat_01_a_daemon_killed_mid_stream_loses_no_byte_and_the_connection_keeps_its_
         }
         (got.len(), peer)
     });
-    let client_ns = run.pod("nk-client").unwrap().ns.path().to_owned();
+    let client_ns = run
+        .pod(&format!("{NODE}-client"))
+        .unwrap()
+        .ns
+        .path()
+        .to_owned();
     let dst: SocketAddr = format!("{SERVER}:{PORT}").parse().unwrap();
     let sender = std::thread::spawn(move || {
         // The first SYN may meet a router that has not taken the route in yet.
@@ -180,7 +187,12 @@ fn nat_01_a_daemon_killed_mid_stream_loses_no_byte_and_the_connection_keeps_its_
         TcpListener::bind((SERVER, PORT + 1)).unwrap()
     })
     .unwrap();
-    let ns = run.pod("nk-client").unwrap().ns.path().to_owned();
+    let ns = run
+        .pod(&format!("{NODE}-client"))
+        .unwrap()
+        .ns
+        .path()
+        .to_owned();
     let again: SocketAddr = format!("{SERVER}:{}", PORT + 1).parse().unwrap();
     let conn = juneau::netns::run_in(&ns, || {
         TcpStream::connect_timeout(&again, Duration::from_secs(3))
@@ -222,8 +234,11 @@ fn hold_every_port(node: &str, nat_ip: &str, server: &str, port: u16) {
 #[test]
 fn nat_02_a_node_out_of_ports_refuses_at_once_counts_it_and_says_so_on_its_attachment() {
     const UDP_PORT: u16 = 5003;
-    let mut run = Run::start(&scenario(), &Options::default(), &mut |_| {}).expect("start");
-    run.add_pod(&client_pod()).unwrap();
+    // Nodes of its own: the tests of this file run at once.
+    const NODE: &str = "nx-a";
+    let mut run =
+        Run::start(&scenario(NODE, "nx-b"), &Options::default(), &mut |_| {}).expect("start");
+    run.add_pod(&client_pod(NODE)).unwrap();
     let attachment = format!("ext--{NODE}");
     let status = |run: &Run| {
         run.store
@@ -249,7 +264,12 @@ fn nat_02_a_node_out_of_ports_refuses_at_once_counts_it_and_says_so_on_its_attac
         s
     })
     .unwrap();
-    let client_ns = run.pod("nk-client").unwrap().ns.path().to_owned();
+    let client_ns = run
+        .pod(&format!("{NODE}-client"))
+        .unwrap()
+        .ns
+        .path()
+        .to_owned();
     let answer = juneau::netns::run_in(&client_ns, || {
         let s = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
         s.connect((SERVER, UDP_PORT)).unwrap();

@@ -97,6 +97,7 @@ fn bed() -> Bed {
         // No Service source address is set on this bed: a backend outside every
         // Subnet is refused (NO_SOURCE_ADDRESS) before any entry is written.
         host_backends: Default::default(),
+        provider_backends: Default::default(),
     })
     .expect("services");
     Bed { dp, bed }

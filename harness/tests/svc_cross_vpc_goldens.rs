@@ -112,6 +112,7 @@ fn services() -> ServiceState {
                 affinity_s: None,
             },
         )]),
+        provider_backends: [BACKEND.into()].into_iter().collect(),
         ..Default::default()
     }
 }

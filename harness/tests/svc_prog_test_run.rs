@@ -105,6 +105,7 @@ fn services() -> ServiceState {
             ),
         ]),
         host_backends: [NODE_ADDR.into()].into(),
+        provider_backends: Default::default(),
     }
 }
 

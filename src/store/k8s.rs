@@ -528,13 +528,15 @@ impl Cluster for KubeCluster {
         let Some(a) = world.objects.external_network_attachment(name) else {
             return Ok(false);
         };
-        // The whole list, as read: the controller's conditions are kept (a status
-        // apply replaces the list), and it carries this one over in its own writes.
-        let mut status = a.status.clone().unwrap_or_default();
-        if !crate::api::condition::set(&mut status.conditions, condition) {
+        // The conditions alone, the whole list as read: the controller's are kept (the
+        // list is replaced whole), and it carries this one over in its own writes.
+        // `assignedIP` is the controller's field: never written from this cache.
+        let mut conditions = a.status.clone().unwrap_or_default().conditions;
+        if !crate::api::condition::set(&mut conditions, condition) {
             return Ok(false);
         }
         let api: Api<ExternalNetworkAttachment> = Api::all(self.client.clone());
+        let status = serde_json::json!({ "conditions": conditions });
         self.rt.block_on(self.apply_status(&api, name, &status))?;
         Ok(true)
     }

@@ -62,6 +62,11 @@ pub struct Backend {
 /// to this Node's Service source address (SVC-02).
 pub const BACKEND_HOST: u16 = 1;
 
+/// The backend is a Pod of the provider Vpc (the default Vpc's Subnets): a client of
+/// another Vpc reaches it with its source translated, routed by the provider's table
+/// (SVC-02). Any other Pod backend is routed by the client's own table, as before.
+pub const BACKEND_PROVIDER: u16 = 2;
+
 /// Value of `jn_svc_host[0]`: how this Node reaches backends through its own stack.
 /// The daemon keeps a veth pair in the Node's namespace: connections enter the stack
 /// on `ifindex` (by a redirect to its ingress, with its MAC as destination); their

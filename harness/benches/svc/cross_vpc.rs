@@ -90,6 +90,7 @@ fn bed() -> (PortBed, Whole) {
                 affinity_s: None,
             },
         )]),
+        provider_backends: [p_ip(1).into()].into_iter().collect(),
         ..Default::default()
     })
     .unwrap();

@@ -17,8 +17,8 @@ use aya::maps::{Array, HashMap as BpfHashMap, MapData};
 use juneau_common::{
     map_names,
     svc::{
-        BACKEND_HOST, Backend, MAGLEV_FLAGS, MAGLEV_SLOTS, MAX_BACKENDS, MAX_SERVICES,
-        SVC_AFFINITY, SvcEntry, SvcHost, SvcKey,
+        BACKEND_HOST, BACKEND_PROVIDER, Backend, MAGLEV_FLAGS, MAGLEV_SLOTS, MAX_BACKENDS,
+        MAX_SERVICES, SVC_AFFINITY, SvcEntry, SvcHost, SvcKey,
     },
 };
 
@@ -51,6 +51,8 @@ pub struct ServiceWriter {
     host_written: Option<SvcHost>,
     /// Backends reached through the Node's stack (`BACKEND_HOST`), as of this sync.
     host_backends: BTreeSet<Ipv4Addr>,
+    /// `provider_backends` of the last sync: their entries get `BACKEND_PROVIDER`.
+    provider_backends: BTreeSet<Ipv4Addr>,
     /// False until the first sync, which also removes the frontends a previous daemon
     /// left that are no longer wanted (its connections go on: their entries name the
     /// backend itself, not an id).
@@ -74,6 +76,7 @@ impl Dataplane {
             host: self.take_map(map_names::SVC_HOST)?,
             host_written: None,
             host_backends: BTreeSet::new(),
+            provider_backends: BTreeSet::new(),
             synced: false,
         })
     }
@@ -248,6 +251,7 @@ impl ServiceWriter {
     pub fn sync(&mut self, want: &ServiceState) -> Result<ServiceSync, DataplaneError> {
         let mut done = ServiceSync::default();
         self.host_backends = want.host_backends.clone();
+        self.provider_backends = want.provider_backends.clone();
         if !self.synced {
             let wanted: BTreeSet<SvcKey> = want.frontends.keys().map(svc_key).collect();
             let left: Vec<SvcKey> = self
@@ -386,6 +390,8 @@ impl ServiceWriter {
             port: b.1.to_be(),
             flags: if self.host_backends.contains(&b.0) {
                 BACKEND_HOST
+            } else if self.provider_backends.contains(&b.0) {
+                BACKEND_PROVIDER
             } else {
                 0
             },

@@ -34,8 +34,8 @@ fn address(a: &str) -> Option<Ipv4Addr> {
 
 /// What an endpoint address is to this datapath.
 enum Kind {
-    /// A Pod NIC on a Subnet: routed to.
-    Pod,
+    /// A Pod NIC on a Subnet: routed to; `provider`: a Subnet of a provider Vpc.
+    Pod { provider: bool },
     /// Outside every segment: through the Node's stack (SVC-02).
     Host,
     /// Not a backend, and why.
@@ -50,7 +50,13 @@ fn kind(at: &Here<'_>, ip: Ipv4Addr) -> Kind {
         Some(e) if e.spec.subnet.is_none() && e.spec.l2_network.is_some() => Kind::Refused(
             "a Pod whose eth0 is on an L2Network is never a Service backend (SVC-04, L2-27)",
         ),
-        Some(_) => Kind::Pod,
+        Some(e) => Kind::Pod {
+            provider: e
+                .spec
+                .subnet
+                .as_deref()
+                .is_some_and(|s| at.provider_subnets.contains(s)),
+        },
         None if at.segments.iter().any(|c| c.contains(&ip)) => Kind::Refused(
             "no Pod NIC holds this address of a segment (yet): not a backend until one does",
         ),
@@ -107,6 +113,8 @@ pub fn provider_vni(world: &World) -> u32 {
 struct Here<'a> {
     node: &'a str,
     has_source: bool,
+    /// The Subnets of the provider Vpcs (`spec.service.provider`).
+    provider_subnets: BTreeSet<&'a str>,
     nics: HashMap<Ipv4Addr, &'a NetworkEndpoint>,
     segments: Vec<ipnet::Ipv4Net>,
 }
@@ -117,6 +125,17 @@ impl<'a> Here<'a> {
         Here {
             node,
             has_source: sources(world, node).0.is_some(),
+            provider_subnets: objects
+                .subnets
+                .iter()
+                .filter(|s| {
+                    objects
+                        .vpc(&s.spec.vpc)
+                        .and_then(|v| v.spec.service.as_ref())
+                        .is_some_and(|svc| svc.provider.is_some())
+                })
+                .filter_map(|s| s.metadata.name.as_deref())
+                .collect(),
             nics: world
                 .endpoints
                 .iter()
@@ -144,9 +163,10 @@ fn backends(
     svc: &ServiceRecord,
     port: &ServicePortRecord,
     slices: &[&EndpointSliceRecord],
-    hosts: &mut BTreeSet<Ipv4Addr>,
+    kinds: (&mut BTreeSet<Ipv4Addr>, &mut BTreeSet<Ipv4Addr>),
     skipped: &mut Vec<String>,
 ) -> Vec<(Ipv4Addr, u16)> {
+    let (hosts, providers) = kinds;
     let mut out = Vec::new();
     for slice in slices {
         let Some(sp) = slice
@@ -166,7 +186,12 @@ fn backends(
             for a in &ep.addresses {
                 let Some(ip) = address(a) else { continue };
                 match kind(at, ip) {
-                    Kind::Pod => out.push((ip, sp.port)),
+                    Kind::Pod { provider } => {
+                        if provider {
+                            providers.insert(ip);
+                        }
+                        out.push((ip, sp.port));
+                    }
                     Kind::Host => {
                         hosts.insert(ip);
                         out.push((ip, sp.port));
@@ -244,7 +269,7 @@ pub fn desired(world: &World, node: &str) -> (ServiceState, Vec<String>) {
                     svc,
                     port,
                     slices,
-                    &mut state.host_backends,
+                    (&mut state.host_backends, &mut state.provider_backends),
                     &mut skipped,
                 ),
                 affinity_s: svc.affinity_s,

@@ -39,4 +39,7 @@ pub struct ServiceState {
     /// Backends outside every Subnet and L2Network: reached through the Node's stack,
     /// the source translated to this Node's Service source address (SVC-02).
     pub host_backends: BTreeSet<Ipv4Addr>,
+    /// Backends that are Pods of a provider Vpc (`spec.service.provider`: the default
+    /// Vpc's): a client of another Vpc reaches them with its source translated (SVC-02).
+    pub provider_backends: BTreeSet<Ipv4Addr>,
 }

@@ -290,6 +290,9 @@ fn forward(
     // This Node's Service source address (SVC-02): a provider Pod's reply to a
     // client of another Vpc, given its client back by `svc_host`.
     if eth::bits(&dst) == eth::bits(&juneau_common::FdbKey::new(SVC_SOURCE_MAC)) {
+        if !svc::is_provider_segment(route.vni) {
+            return Err(DropReason::NotAReply);
+        }
         crate::tail::call(ctx, TAIL_SVC_HOST);
         return Err(DropReason::NoDeliveryProgram);
     }

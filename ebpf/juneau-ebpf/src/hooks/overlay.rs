@@ -25,8 +25,12 @@ pub fn ingress(ctx: &TcContext) -> Result<i32, DropReason> {
     let addrs = eth::addrs(ctx).ok_or(DropReason::ShortFrame)?;
     // To this Node's Service source address (SVC-02): a provider Pod's reply, routed
     // here by its Node (whether or not a port of the segment is here), for `svc_host`
-    // to give its client back.
+    // to give its client back. Only on the provider's segment, whose Subnet ports
+    // are source-guarded: a frame to that MAC on any other segment is nobody's.
     if eth::bits(&addrs.dst) == eth::bits(&FdbKey::new(SVC_SOURCE_MAC)) {
+        if !crate::svc::is_provider_segment(vni) {
+            return Err(DropReason::NotAReply);
+        }
         tail::call(ctx, TAIL_SVC_HOST);
         return Err(DropReason::NoDeliveryProgram);
     }

@@ -75,7 +75,7 @@ pub fn try_send(
     let (out, dmac, smac) = if cached.serves(epoch, now, len) {
         (cached.ifindex, cached.dmac, cached.smac)
     } else {
-        let Some(hop) = look_up(ctx, ifindex, seg, ip, nat_ip, epoch, now) else {
+        let Some(hop) = look_up(ctx, ifindex, port.vni, ip, nat_ip, epoch, now) else {
             return Ok(Fast::Slow { settled });
         };
         // SAFETY: a map value pointer. Two CPUs sending on one connection across a
@@ -105,13 +105,18 @@ pub fn try_send(
 fn look_up(
     ctx: &TcContext,
     ifindex: u32,
-    seg: &GwSegment,
+    vni: u32,
     ip: &Ipv4,
     nat_ip: u32,
     epoch: u32,
     now: u64,
 ) -> Option<NatHop> {
-    let table = maps::jn_gw_rt.get(seg.table)?;
+    // The segment read again, after the epoch: the daemon points a segment at its new
+    // table before it bumps the epoch, so a hop cached under `epoch` never comes from a
+    // table older than it (the copy the router took at its start may be).
+    // SAFETY: copied at once.
+    let slot = unsafe { maps::jn_gw_seg.get(vni) }.map(|s| s.table)?;
+    let table = maps::jn_gw_rt.get(slot)?;
     let lpm = aya_ebpf::maps::lpm_trie::Key::new(32, ip.daddr.to_ne_bytes());
     let route: RouteEntry = table.get(&lpm).copied()?;
     if route.kind != ROUTE_NAT_GW || route.nh_ip != nat_ip {

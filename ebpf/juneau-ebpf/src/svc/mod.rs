@@ -27,8 +27,8 @@ use juneau_common::{
         CT_NEW, CtEntry, CtKey, HAIRPIN_IP, PROTO_SCTP, PROTO_TCP, PROTO_UDP, ZONE_HOST,
     },
     svc::{
-        Affinity, AffinityKey, BACKEND_HOST, Backend, MAGLEV_SLOTS, SVC_AFFINITY, SvcEntry,
-        SvcHost, SvcKey,
+        Affinity, AffinityKey, BACKEND_HOST, BACKEND_PROVIDER, Backend, MAGLEV_SLOTS, SVC_AFFINITY,
+        SvcEntry, SvcHost, SvcKey,
     },
 };
 
@@ -63,6 +63,16 @@ pub enum Egress {
         entry: *mut CtEntry,
         ports: l4::Ports,
     },
+}
+
+/// Whether `vni` is the provider Vpc's `natSourceSubnet` segment, where every Node's
+/// Service source address is (SVC-02).
+#[inline(always)]
+pub fn is_provider_segment(vni: u32) -> bool {
+    vni != 0
+        && maps::jn_svc_host
+            .get(0)
+            .is_some_and(|h| h.provider_vni == vni)
 }
 
 /// The connection's backend, its entries made for a new one ([`open`]). `zone`: the
@@ -249,7 +259,11 @@ fn open(
     let host = backend.flags & BACKEND_HOST != 0;
     // A provider Pod from another Vpc: its source translated as for a host backend,
     // so that overlapping Vpcs get their own replies.
-    let provider = !host && other_vpc;
+    let provider = other_vpc && backend.flags & BACKEND_PROVIDER != 0;
+    // No provider table to route by yet: refused before any entry is made.
+    if provider && maps::jn_svc_host.get(0).is_none_or(|h| h.provider_vni == 0) {
+        return Err(DropReason::NoSourceAddress);
+    }
     let snat = host || provider;
     let hairpin = !snat && backend.ip == ip.saddr;
     let flags = CT_F_SERVICE
