@@ -119,6 +119,11 @@ fn services() -> ServiceState {
 
 /// node0: the clients, Pod 0 on T1 and Pod 2 on T2; node1: the backend, Pod 1 on P.
 fn scene() -> Scene {
+    scene_with(false)
+}
+
+/// [`scene`], and with `forger` a Pod 3 on T1 on node1 (index 1 there).
+fn scene_with(forger: bool) -> Scene {
     let mut c = Cluster::new(2);
     for (n, node) in c.nodes.iter_mut().enumerate() {
         node.dataplane.sync_router(&router()).unwrap();
@@ -139,6 +144,9 @@ fn scene() -> Scene {
     c.add_pod(0, 0, PodOptions::vni(VNI_T1).mtu(1450));
     c.add_pod(1, 1, PodOptions::vni(VNI_P).mtu(1450));
     c.add_pod(0, 2, PodOptions::vni(VNI_T2).mtu(1450));
+    if forger {
+        c.add_pod(1, 3, PodOptions::vni(VNI_T1).mtu(1450));
+    }
     let mut s = Scene::new(c);
     // The backend speaks once (it asks for its gateway), so node1 switches to its port.
     s.send(1, 0, &frames::arp_request(pod_mac(1), BACKEND, SEG_P.gw));
@@ -283,6 +291,38 @@ fn svc_02_a_reply_to_a_source_address_that_opened_nothing_reaches_no_pod() {
     }
     assert!(
         s.cluster.nodes[0].dataplane.drops().unwrap()["NOT_A_REPLY"] >= 1,
+        "dropped by name on node0"
+    );
+}
+
+#[test]
+fn svc_02_a_frame_to_the_source_mac_on_a_tenant_segment_reaches_no_connection() {
+    let mut s = scene_with(true);
+    // Tenant T2's client holds a connection through node0's source address.
+    let seen = s.send(0, 1, &syn(2, GW_T2, 42100));
+    let got = s.frames(&seen, "node1-pod0");
+    assert_eq!(got.len(), 1, "{:?}", s.pod_counts(&seen));
+    let port = u16::from_be_bytes([got[0][34], got[0][35]]);
+    // A Pod of T1 (an L2 segment: no source guard) on node1 forges the backend's
+    // reply to that address and port, to the source MAC: flooded over the overlay to
+    // node0, it must not reach svc_host there.
+    let before = s.cluster.nodes[0].dataplane.drops().unwrap()["NOT_A_REPLY"];
+    let forged = frames::tcp(
+        (pod_mac(3), BACKEND, 8080),
+        (SVC_SOURCE_MAC, source(0), port),
+        false,
+        b"forged",
+    );
+    let seen = s.send(1, 1, &forged);
+    for pod in ["node0-pod0", "node0-pod1"] {
+        assert!(
+            s.frames(&seen, pod).is_empty(),
+            "{pod}: {:?}",
+            s.pod_counts(&seen)
+        );
+    }
+    assert!(
+        s.cluster.nodes[0].dataplane.drops().unwrap()["NOT_A_REPLY"] > before,
         "dropped by name on node0"
     );
 }
