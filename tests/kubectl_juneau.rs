@@ -678,7 +678,8 @@ fn svc_01_bpf_dump_services_backends_and_conntrack_show_what_the_maps_hold() {
         sport: 40000u16.to_be(),
         dport: 53u16.to_be(),
         proto: 17,
-        pad: [0; 3],
+        pad0: 0,
+        pad1: 0,
     };
     let entry = CtEntry {
         last_seen_ns: juneau::node::dataplane::monotonic_coarse_ns(),

@@ -82,6 +82,26 @@ fn client_pod(node: &str) -> PodDef {
     }
 }
 
+/// The program ids that run on the client's veth on `NODE`, by program name: a Subnet
+/// NIC's veth runs the router (`gw_route`) itself, with no `port_ingress` before it.
+fn client_programs() -> Vec<(String, u64)> {
+    let rows: Vec<serde_json::Value> = serde_json::from_value(common::kubectl_juneau_json(&[
+        "attachments",
+        "--node",
+        NODE,
+    ]))
+    .unwrap();
+    rows.iter()
+        .filter(|r| r["owner"] == format!("default/{NODE}-client.eth0"))
+        .map(|r| {
+            (
+                r["program"].as_str().unwrap().to_owned(),
+                r["program_id"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 /// The translated source of the one NAT connection to the server `NODE` holds.
 fn mapping() -> Option<String> {
     let filter = Filter {
@@ -166,10 +186,21 @@ fn nat_01_a_daemon_killed_mid_stream_loses_no_byte_and_the_connection_keeps_its_
     };
     assert!(before.starts_with("10.99.0.100:"), "{before}");
 
+    let programs = client_programs();
+    assert!(
+        programs.len() == 1 && programs[0].0 == "gw_route",
+        "{programs:?}"
+    );
     std::thread::sleep(Duration::from_millis(500));
     assert!(!sender.is_finished(), "the stream ended before the kill");
     let old = common::sigkill_daemon(&run, NODE);
     common::wait_restarted(&run, NODE, old);
+    // The new daemon switched the port's filter to its own router program, in place.
+    let after = client_programs();
+    assert!(
+        after.len() == 1 && after[0].0 == "gw_route" && after[0].1 != programs[0].1,
+        "{programs:?} -> {after:?}"
+    );
     assert_eq!(
         mapping().as_deref(),
         Some(before.as_str()),

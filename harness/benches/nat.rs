@@ -3,10 +3,12 @@
 //! `eip_pps`):
 //!
 //! 1. `pps_natgw_vs_masquerade`: 64-byte IPv4/UDP frames of one connection from a
-//!    Subnet Pod to 198.51.100.10, routed by its Vpc's `0.0.0.0/0 via natGateway`:
-//!    `port_ingress` -> `gw_route` -> `gw_forward` -> `nat_out` (FIB, the connection's
-//!    mapping, source rewritten to the Node's address 10.99.0.100, `bpf_redirect` out of
-//!    the uplink) to the upstream router's namespace. Baseline: the same shape without
+//!    Subnet Pod (a routed port: its veth runs `gw_route` itself) to 198.51.100.10,
+//!    routed by its Vpc's `0.0.0.0/0 via natGateway`: the first packet by `gw_route` ->
+//!    `gw_forward` -> `nat_out` (FIB, the connection's mapping, source rewritten to the
+//!    Node's address 10.99.0.100), every later one by `gw_route`'s fast path (the
+//!    connection's entry and its cached hop), `bpf_redirect` out of the uplink to the
+//!    upstream router's namespace. Baseline: the same shape without
 //!    Juneau, a plain veth Pod whose Node namespace's kernel forwards and masquerades
 //!    (`ip_forward`, an nftables `masquerade` rule on the uplink, conntrack), the same
 //!    default route and permanent neighbour. Both translate once and then find the
@@ -40,6 +42,7 @@ use juneau_harness::{
     Netns, Node,
     bench::{LiveFrames, Measurement, gro_on, median, plain_pods, write_part},
     capture::inject,
+    crr,
     frames::{self, fixtures::pod_mac},
     node::PodOptions,
     router::{self, Seg},
@@ -78,7 +81,7 @@ fn juneau_node() -> (Node, Netns) {
         nh_ip: NAT_IP.into(),
     });
     node.dataplane.sync_router(&want).unwrap();
-    node.add_pod_with(0, PodOptions::vni(VNI));
+    node.add_pod_with(0, PodOptions::vni(VNI).subnet(POD));
     gro_on(&node.ns, "jp0");
     (node, upstream)
 }
@@ -240,110 +243,15 @@ fn crr_server(
 ) -> std::thread::JoinHandle<()> {
     ip(up, "link set lo up");
     ip(up, "addr add 198.51.100.10/32 dev lo");
-    let path = up.path().to_owned();
-    std::thread::spawn(move || {
-        juneau::netns::run_in(&path, || {
-            use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-            // A deep accept queue and a blocking accept: a queue that overflows drops
-            // SYNs, which the client sends again only a second later.
-            // SAFETY: plain socket calls on a descriptor we own.
-            let fd = unsafe {
-                let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
-                assert!(fd >= 0);
-                OwnedFd::from_raw_fd(fd)
-            };
-            let one: libc::c_int = 1;
-            let wait = libc::timeval {
-                tv_sec: 0,
-                tv_usec: 100_000,
-            };
-            let addr = libc::sockaddr_in {
-                sin_family: libc::AF_INET as u16,
-                sin_port: port.to_be(),
-                sin_addr: libc::in_addr {
-                    s_addr: u32::from_ne_bytes([198, 51, 100, 10]),
-                },
-                sin_zero: [0; 8],
-            };
-            // SAFETY: valid option values and address of the right sizes.
-            unsafe {
-                libc::setsockopt(
-                    fd.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    libc::SO_REUSEADDR,
-                    (&one as *const libc::c_int).cast(),
-                    4,
-                );
-                libc::setsockopt(
-                    fd.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    libc::SO_RCVTIMEO,
-                    (&wait as *const libc::timeval).cast(),
-                    std::mem::size_of::<libc::timeval>() as u32,
-                );
-                assert_eq!(
-                    libc::bind(
-                        fd.as_raw_fd(),
-                        (&addr as *const libc::sockaddr_in).cast(),
-                        std::mem::size_of::<libc::sockaddr_in>() as u32
-                    ),
-                    0
-                );
-                assert_eq!(libc::listen(fd.as_raw_fd(), 4096), 0);
-            }
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                // SAFETY: accept on our listening socket; the result is closed at once.
-                let c = unsafe {
-                    libc::accept(fd.as_raw_fd(), std::ptr::null_mut(), std::ptr::null_mut())
-                };
-                if c >= 0 {
-                    // SAFETY: a descriptor accept just gave us.
-                    unsafe { libc::close(c) };
-                }
-            }
-        })
-        .unwrap();
-    })
+    crr::server(up.path(), Ipv4Addr::new(198, 51, 100, 10), port, stop)
 }
 
 /// Connections a second from `pod` to the server for `secs`: connect, then reset; and
 /// how many connections failed (timed out).
 fn crr(pod: &Netns, port: u16, secs: f64) -> (f64, u64) {
-    use std::os::fd::AsRawFd;
     let to: std::net::SocketAddr = format!("198.51.100.10:{port}").parse().unwrap();
-    pod.run(|| {
-        let start = std::time::Instant::now();
-        let (mut n, mut failed) = (0u64, 0u64);
-        while start.elapsed().as_secs_f64() < secs {
-            let c = match std::net::TcpStream::connect_timeout(
-                &to,
-                std::time::Duration::from_secs(1),
-            ) {
-                Ok(c) => c,
-                Err(_) => {
-                    failed += 1;
-                    continue;
-                }
-            };
-            let linger = libc::linger {
-                l_onoff: 1,
-                l_linger: 0,
-            };
-            // SAFETY: a valid socket and a linger value of the right size.
-            unsafe {
-                libc::setsockopt(
-                    c.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    libc::SO_LINGER,
-                    (&linger as *const libc::linger).cast(),
-                    std::mem::size_of::<libc::linger>() as u32,
-                );
-            }
-            drop(c);
-            n += 1;
-        }
-        (n as f64 / start.elapsed().as_secs_f64(), failed)
-    })
+    let r = crr::client(pod.path(), &[to], secs);
+    (r.per_s, r.failed)
 }
 
 fn main() {
@@ -507,7 +415,7 @@ fn main() {
                 m[0],
                 ("nftables_masquerade_conntrack", m[1]),
                 &format!(
-                    "goal >= 1.5x; a Subnet Pod to 198.51.100.10 through its Vpc's 0.0.0.0/0 via natGateway: port_ingress -> gw_route -> gw_forward -> nat_out (FIB, the connection's mapping in the connection table, source rewritten to the Node's 10.99.0.100, bpf_redirect out of the uplink); baseline: a plain veth Pod, the Node namespace's kernel forwarding and masquerading (ip_forward, nftables masquerade on the uplink, conntrack; the rule ran for the first frame only, checked) out of the same kind of uplink; {how}"
+                    "goal >= 1.5x; a Subnet Pod to 198.51.100.10 (a routed port whose veth runs gw_route itself) through its Vpc's 0.0.0.0/0 via natGateway: the first packet gw_route -> gw_forward -> nat_out (FIB, the connection's mapping in the connection table, source rewritten to the Node's 10.99.0.100), the rest by gw_route's fast path (the connection's entry, its cached hop), bpf_redirect out of the uplink; baseline: a plain veth Pod, the Node namespace's kernel forwarding and masquerading (ip_forward, nftables masquerade on the uplink, conntrack; the rule ran for the first frame only, checked) out of the same kind of uplink; {how}"
                 ),
             ),
             Measurement::new(

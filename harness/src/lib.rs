@@ -6,6 +6,7 @@
 //! its guard drops, also when a test fails: tests run in parallel and leave nothing.
 pub mod bench;
 pub mod capture;
+pub mod crr;
 pub mod decode;
 pub mod frames;
 pub mod golden;

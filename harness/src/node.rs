@@ -33,6 +33,9 @@ pub struct PodOptions {
     /// The port carries PORT_SG: the NIC's SecurityGroups are looked up by (VNI,
     /// address) in `jn_pol_nic` (written by the caller).
     pub security_groups: bool,
+    /// A Subnet NIC holding this address (`PortKind::Subnet`, routed: its veth runs the
+    /// router itself); `None` for a port of an L2Network segment (switched).
+    pub subnet_ip: Option<[u8; 4]>,
 }
 
 impl PodOptions {
@@ -41,11 +44,20 @@ impl PodOptions {
             vni,
             mtu: 0,
             security_groups: false,
+            subnet_ip: None,
         }
     }
 
     pub const fn mtu(self, mtu: u32) -> Self {
         Self { mtu, ..self }
+    }
+
+    /// A Subnet NIC of address `ip` on segment `vni`.
+    pub const fn subnet(self, ip: [u8; 4]) -> Self {
+        Self {
+            subnet_ip: Some(ip),
+            ..self
+        }
     }
 }
 
@@ -115,10 +127,17 @@ impl Node {
                         mtu: opts.mtu,
                         peer: true,
                         security_groups: opts.security_groups,
-                        kind: eip.map_or(PortKind::Switched, |ip| PortKind::ElasticIp {
-                            mac: fixtures::pod_mac(i),
-                            ip: ip.into(),
-                        }),
+                        kind: match (eip, opts.subnet_ip) {
+                            (Some(ip), _) => PortKind::ElasticIp {
+                                mac: fixtures::pod_mac(i),
+                                ip: ip.into(),
+                            },
+                            (None, Some(ip)) => PortKind::Subnet {
+                                mac: fixtures::pod_mac(i),
+                                ip: ip.into(),
+                            },
+                            (None, None) => PortKind::Switched,
+                        },
                     },
                 )
             })

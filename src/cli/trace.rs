@@ -101,6 +101,16 @@ fn refuse_direct(nic: &NetworkInterface) -> Result<(), CliError> {
     }
 }
 
+/// The program that takes what a NIC sends, on its host veth: a Subnet NIC's veth runs
+/// the router itself, an L2Network NIC's the switch (`PortKind::program` on the Node).
+pub fn ingress_program(nic: &NetworkInterface) -> &'static str {
+    if nic.spec.subnet.is_some() {
+        "gw_route"
+    } else {
+        "port_ingress"
+    }
+}
+
 /// The segment a NIC is on: `(kind name, its Vpc, VNI)`.
 fn segment(objects: &Snapshot, nic: &NetworkInterface) -> (String, String, u32) {
     let vni = nic.status.as_ref().map_or(0, |s| s.vni);
@@ -123,6 +133,8 @@ fn endpoint_of<'w>(world: &'w World, nic: &NetworkInterface) -> Option<&'w Netwo
 /// A trace's source NIC, as a Service trace reads it.
 pub struct SourceNic {
     pub name: String,
+    /// The program on its host veth ([`ingress_program`]).
+    pub program: &'static str,
     pub node: String,
     pub address: String,
     pub ip: Ipv4Addr,
@@ -145,6 +157,7 @@ pub fn source_nic(world: &World, namespace: &str, from: &str) -> Result<SourceNi
     let (segment, vpc, vni) = segment(&world.objects, src);
     Ok(SourceNic {
         name: name_of(src).to_owned(),
+        program: ingress_program(src),
         node: ep.spec.node_name.clone(),
         address: ep.spec.address.clone(),
         ip: ip_of(src).ok_or_else(|| {
@@ -181,7 +194,8 @@ pub fn trace(
         let first = Hop {
             node: ep.spec.node_name.clone(),
             what: format!(
-                "port_ingress on the host veth of {} ({}, {})",
+                "{} on the host veth of {} ({}, {})",
+                ingress_program(src),
                 name_of(src),
                 ep.spec.address,
                 ep.spec.mac_address
@@ -217,7 +231,8 @@ pub fn trace(
     let mut hops = vec![hop(
         &s_node,
         format!(
-            "port_ingress on the host veth of {} ({}, {}) in {s_seg}, VNI {s_vni}",
+            "{} on the host veth of {} ({}, {}) in {s_seg}, VNI {s_vni}",
+            ingress_program(src),
             name_of(src),
             s_ep.spec.address,
             s_ep.spec.mac_address

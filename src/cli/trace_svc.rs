@@ -148,8 +148,8 @@ pub fn trace(
     let mut hops = vec![hop(
         &node,
         format!(
-            "port_ingress on the host veth of {} ({}) in {}, VNI {}",
-            src.name, src.address, src.segment, src.vni
+            "{} on the host veth of {} ({}) in {}, VNI {}",
+            src.program, src.name, src.address, src.segment, src.vni
         ),
     )];
     let svc = world.services.iter().find(|s| {

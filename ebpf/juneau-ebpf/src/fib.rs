@@ -41,8 +41,10 @@ pub fn lookup(
 ) -> Found {
     let mut req = MaybeUninit::<FibLookup>::uninit();
     crate::zero::in_place(&mut req);
+    // Filled where it lies: a by-value copy of the zeroed request (`assume_init`
+    // first) is a second request, which LLVM zeroes again by a `memset` call.
     // SAFETY: an all-zero lookup request is valid; the fields it needs are set below.
-    let mut p = unsafe { req.assume_init() };
+    let p = unsafe { &mut *req.as_mut_ptr() };
     p.family = AF_INET;
     p.l4_protocol = proto;
     p.__bindgen_anon_1.tot_len = tot_len;
@@ -53,12 +55,16 @@ pub fn lookup(
     let rc = unsafe {
         bpf_fib_lookup(
             ctx.skb.skb as *mut c_void,
-            &mut p,
+            p,
             core::mem::size_of::<FibLookup>() as i32,
             0,
         )
     };
-    Found { rc, req: p }
+    // SAFETY: zeroed, then written by us and the kernel.
+    Found {
+        rc,
+        req: unsafe { req.assume_init() },
+    }
 }
 
 /// One hop on a successful lookup: TTL - 1 and the MACs it gave (each MAC stored as a

@@ -32,6 +32,10 @@ mod zero;
 use aya_ebpf::{macros::classifier, programs::TcContext};
 use hooks::verdict;
 
+// `#[inline(always)]` on an entry point: the macro wraps it in the section's function,
+// and LLVM left the two biggest bodies (`gw_route`, `gw_forward`) behind a BPF-to-BPF
+// call, paid by every packet.
+
 /// Ingress of a Pod NIC's host-side veth (a tc filter, or a TCX link with
 /// `--port-attach tcx`): every frame a workload sends.
 #[classifier]
@@ -53,8 +57,10 @@ pub fn underlay_ingress(ctx: TcContext) -> i32 {
     verdict(hooks::underlay::ingress(&ctx))
 }
 
-/// The Vpc router, entered from `port_ingress` by a tail call (`jn_progs`).
+/// The Vpc router: the ingress program of a Subnet NIC's veth, and entered from
+/// `port_ingress` by a tail call (`jn_progs`) on a gateway L2Network's port.
 #[classifier]
+#[inline(always)]
 pub fn gw_route(ctx: TcContext) -> i32 {
     verdict(hooks::port::router(&ctx))
 }
@@ -62,11 +68,13 @@ pub fn gw_route(ctx: TcContext) -> i32 {
 /// The router's second half (policy, the route, the hop), entered from `gw_route` by a
 /// tail call.
 #[classifier]
+#[inline(always)]
 pub fn gw_forward(ctx: TcContext) -> i32 {
     verdict(hooks::port::forwarder(&ctx))
 }
 
-/// A direct ElasticIP NIC's port, entered from `port_ingress` by a tail call.
+/// A direct ElasticIP NIC's port: the ingress program of its veth (and entered from
+/// `port_ingress` by a tail call in test runs).
 #[classifier]
 pub fn eip_port(ctx: TcContext) -> i32 {
     verdict(hooks::port::eip(&ctx))

@@ -94,7 +94,16 @@ impl Dataplane {
             let Some(name) = veths.get(&ifindex) else {
                 continue;
             };
-            match self.replace_filter(prog_names::PORT_INGRESS, name) {
+            // The program of the port's kind, from its flags as the maps hold them (a
+            // routed port an older daemon served through `port_ingress` gets its own).
+            let prog = match self.port(ifindex) {
+                Ok(config) => super::l2::port_program(config.flags),
+                Err(e) => {
+                    tracing::warn!(ifindex, error = %e, "cannot read a port's kind; port_ingress serves it");
+                    prog_names::PORT_INGRESS
+                }
+            };
+            match self.replace_filter(prog, name) {
                 Ok(link) => {
                     self.links.insert(ifindex, link);
                     found.links += 1;

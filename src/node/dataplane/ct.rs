@@ -32,7 +32,8 @@ fn reply_key(key: &CtKey, e: &CtEntry) -> CtKey {
         sport: e.backend_port,
         dport: key.sport,
         proto: key.proto,
-        pad: [0; 3],
+        pad0: 0,
+        pad1: 0,
     }
 }
 

@@ -57,6 +57,14 @@ impl PortKind {
         }
     }
 
+    /// The program the port's ingress runs: a routed port gets its own program
+    /// attached directly (the router, or a direct ElasticIP NIC's port), so its
+    /// packets pay neither `port_ingress`'s lookup nor a tail call; a switched port
+    /// gets `port_ingress`, which hands the router only what is for it.
+    pub fn program(self) -> &'static str {
+        port_program(self.flags())
+    }
+
     /// The only MAC and address a routed port may send from; `None` for a switched one.
     pub fn held_to(self) -> Option<([u8; 6], Ipv4Addr)> {
         match self {
@@ -64,6 +72,28 @@ impl PortKind {
             PortKind::Subnet { mac, ip } | PortKind::ElasticIp { mac, ip } => Some((mac, ip)),
         }
     }
+}
+
+/// The program a port of these `PORT_*` flags runs (see [`PortKind::program`]); also
+/// what adoption gives a port whose flags it read back from the maps.
+pub fn port_program(flags: u32) -> &'static str {
+    if flags & PORT_ROUTED == 0 {
+        prog_names::PORT_INGRESS
+    } else if flags & PORT_EIP != 0 {
+        prog_names::EIP_PORT
+    } else {
+        prog_names::GW_ROUTE
+    }
+}
+
+/// Whether `prog` is one a port runs.
+pub fn is_port_program(prog: &str) -> bool {
+    [
+        prog_names::PORT_INGRESS,
+        prog_names::GW_ROUTE,
+        prog_names::EIP_PORT,
+    ]
+    .contains(&prog)
 }
 
 impl PortSpec {
@@ -103,17 +133,28 @@ impl Dataplane {
         spec: PortSpec,
     ) -> Result<u32, DataplaneError> {
         let ifindex = spec.ifindex;
-        if self.attached(ifindex, prog_names::PORT_INGRESS) {
+        let prog = spec.kind.program();
+        if self.attached(ifindex, prog) {
             if self.segments.vni_of(ifindex) == Some(spec.vni) {
                 return Ok(ifindex);
             }
             self.configure_port(spec)?;
             return Ok(ifindex);
         }
+        if self.port_attached(ifindex) {
+            // Another kind's program (the NIC was made again as another kind on the
+            // same veth): its filter is replaced in place below; a TCX link goes first.
+            if let Some(old) = self.links.remove(&ifindex)
+                && self.port_attach == super::PortAttach::Tcx
+                && let Err(e) = self.detach(old)
+            {
+                tracing::warn!(ifname, error = %e, "cannot detach the port's previous program");
+            }
+        }
         let link = match self.port_attach {
-            super::PortAttach::Filter => self.attach_filter(prog_names::PORT_INGRESS, ifname)?,
+            super::PortAttach::Filter => self.attach_filter(prog, ifname)?,
             super::PortAttach::Tcx => {
-                let link = self.attach(prog_names::PORT_INGRESS, ifname, ifindex)?;
+                let link = self.attach(prog, ifname, ifindex)?;
                 Self::drop_filter(ifname);
                 link
             }

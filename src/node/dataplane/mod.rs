@@ -316,10 +316,12 @@ impl Dataplane {
         self.ebpf.map(name).ok_or(DataplaneError::Missing(name))
     }
 
-    /// True when the port program runs on `ifindex` by this datapath's doing (attached
-    /// or taken over).
+    /// True when a port program runs on `ifindex` by this datapath's doing (attached
+    /// or taken over); which one is the port kind's (`PortKind::program`).
     pub fn port_attached(&self, ifindex: u32) -> bool {
-        self.attached(ifindex, prog_names::PORT_INGRESS)
+        self.links
+            .get(&ifindex)
+            .is_some_and(|a| l2::is_port_program(a.prog()))
     }
 
     /// True when `prog` is attached to `ifindex` by this datapath (or was adopted).

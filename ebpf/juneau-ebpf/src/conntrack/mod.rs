@@ -21,11 +21,11 @@ pub fn now() -> u64 {
 }
 
 /// Zeroes an entry where it lies (the per-CPU scratch): a stage then writes its fields
-/// in place, as a struct literal would be built on the stack first.
+/// in place, as a struct literal would be built on the stack first. Word by word
+/// (`zero::value`): `write_bytes` is a `memset`, a byte loop in a subprogram here.
 #[inline(always)]
 pub fn clear(entry: &mut CtEntry) {
-    // SAFETY: a valid, exclusively borrowed entry; all-zero is a valid `CtEntry`.
-    unsafe { core::ptr::write_bytes(entry as *mut CtEntry, 0, 1) };
+    crate::zero::value(entry);
 }
 
 /// The entry of one direction, for reading and for [`seen`].

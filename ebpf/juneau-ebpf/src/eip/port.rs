@@ -1,6 +1,10 @@
 //! The port of a direct ElasticIP NIC (EIP-08, EIP-13, EIP-16).
 use aya_ebpf::{bindings::TC_ACT_OK, programs::TcContext};
-use juneau_common::{DropReason, EipEntry, PortConfig, eip::NIC_GATEWAY, port::PORT_EIP};
+use juneau_common::{
+    DropReason, EipEntry, PortConfig,
+    eip::NIC_GATEWAY,
+    port::{PORT_ACTIVE, PORT_EIP},
+};
 
 use super::carry;
 use crate::{
@@ -19,7 +23,9 @@ pub fn try_port(ctx: &TcContext) -> Result<i32, DropReason> {
             .get_ptr(ifindex)
             .ok_or(DropReason::NotAPort)?
     };
-    if port.flags & PORT_EIP == 0 {
+    // Attached directly to the NIC's veth (no `port_ingress` before it): a port not
+    // (or no longer) written is none.
+    if port.flags & (PORT_ACTIVE | PORT_EIP) != PORT_ACTIVE | PORT_EIP {
         return Err(DropReason::NotAPort);
     }
     // A VLAN tag the kernel moved into the skb's metadata: not plain IPv4.

@@ -19,7 +19,7 @@ use aya_ebpf::programs::TcContext;
 use juneau_common::{
     DropReason, GwSegment, PortConfig,
     gw::GwStat,
-    port::{PORT_GATEWAY, PORT_ROUTED, PORT_SG},
+    port::{PORT_ACTIVE, PORT_GATEWAY, PORT_ROUTED, PORT_SG},
     tail::TAIL_ROUTER,
 };
 
@@ -41,7 +41,9 @@ pub fn enter(ctx: &TcContext, port: &PortConfig, addrs: &eth::Addrs) -> Result<(
     Err(DropReason::NoRouter)
 }
 
-/// From a routed port (a Subnet NIC): every frame goes to the router.
+/// From a routed port (a Subnet NIC) whose veth runs `port_ingress` (a test run, or a
+/// link an older daemon left): every frame goes to the router. The daemon attaches
+/// `gw_route` to such a port directly.
 #[inline(always)]
 pub fn enter_routed(ctx: &TcContext) -> Result<i32, DropReason> {
     tail::call(ctx, TAIL_ROUTER);
@@ -73,6 +75,11 @@ pub fn try_route(ctx: &TcContext) -> Result<i32, DropReason> {
             .get_ptr(ifindex)
             .ok_or(DropReason::NotAPort)?
     };
+    // A Subnet NIC's veth runs this program itself (no `port_ingress` before it): a
+    // port not (or no longer) written is none.
+    if port.flags & PORT_ACTIVE == 0 {
+        return Err(DropReason::NotAPort);
+    }
     if port.flags & PORT_GATEWAY == 0 {
         return Err(DropReason::NotRoutable);
     }

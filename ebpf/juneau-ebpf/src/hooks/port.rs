@@ -1,6 +1,9 @@
-//! Ingress of a Pod NIC's host-side veth (`port_ingress`: a tc filter, or a TCX link), and the programs it
-//! enters by tail call: the Vpc router (`gw_route`) and a direct ElasticIP NIC's port
-//! (`eip_port`).
+//! Ingress of a Pod NIC's host-side veth (a tc filter, or a TCX link). An L2Network
+//! NIC's runs `port_ingress`, which enters the Vpc router (`gw_route`) by a tail call
+//! for what is the gateway's. A routed NIC's veth runs its own program directly, with
+//! no `port_ingress` and no tail call before it: a Subnet NIC's `gw_route`, a direct
+//! ElasticIP NIC's `eip_port` (`PortKind::program` in the daemon). `port_ingress`
+//! still hands a routed port's frames to them (test runs, a link an older daemon left).
 //!
 //! ```text
 //! port = jn_l2_port[ifindex]          NOT_A_PORT

@@ -1,0 +1,165 @@
+//! Connect-reset loops for the connection-rate benchmarks (`tcp_crr_*`): a listener
+//! that accepts and closes at once, and a client that connects and closes by RST
+//! (`SO_LINGER` 0), so that TIME_WAIT never bounds the rate. Both run in a namespace
+//! given by its path, on plain threads (never a tokio worker: entering a namespace
+//! is a `setns` of the calling thread).
+use std::{
+    net::{Ipv4Addr, SocketAddr, TcpStream},
+    os::fd::{AsRawFd, FromRawFd, OwnedFd},
+    path::{Path, PathBuf},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    thread::JoinHandle,
+    time::{Duration, Instant},
+};
+
+/// A listener on `addr:port` in the namespace at `ns`, accepting and closing until
+/// `stop`. A deep accept queue and a blocking accept with a short timeout: a queue
+/// that overflows drops SYNs, which a client sends again only a second later, and the
+/// rate would measure that instead.
+pub fn server(ns: &Path, addr: Ipv4Addr, port: u16, stop: Arc<AtomicBool>) -> JoinHandle<()> {
+    let path: PathBuf = ns.to_owned();
+    // Bound before the thread returns, so that a client started next finds it.
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let handle = std::thread::spawn(move || {
+        juneau::netns::run_in(&path, || {
+            let fd = listen(addr, port);
+            ready_tx.send(()).expect("the caller waits");
+            while !stop.load(Ordering::Relaxed) {
+                // SAFETY: accept on our listening socket; the result is closed at once.
+                let c = unsafe {
+                    libc::accept(fd.as_raw_fd(), std::ptr::null_mut(), std::ptr::null_mut())
+                };
+                if c >= 0 {
+                    // SAFETY: a descriptor accept just gave us.
+                    unsafe { libc::close(c) };
+                }
+            }
+        })
+        .expect("enter the server's namespace");
+    });
+    ready_rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the listener is bound");
+    handle
+}
+
+fn listen(addr: Ipv4Addr, port: u16) -> OwnedFd {
+    // SAFETY: plain socket calls on a descriptor we own, with option values and an
+    // address of the right sizes.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+        assert!(fd >= 0, "socket");
+        let fd = OwnedFd::from_raw_fd(fd);
+        let one: libc::c_int = 1;
+        let wait = libc::timeval {
+            tv_sec: 0,
+            tv_usec: 100_000,
+        };
+        let sa = libc::sockaddr_in {
+            sin_family: libc::AF_INET as u16,
+            sin_port: port.to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from_ne_bytes(addr.octets()),
+            },
+            sin_zero: [0; 8],
+        };
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_REUSEADDR,
+            (&one as *const libc::c_int).cast(),
+            4,
+        );
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            (&wait as *const libc::timeval).cast(),
+            std::mem::size_of::<libc::timeval>() as u32,
+        );
+        assert_eq!(
+            libc::bind(
+                fd.as_raw_fd(),
+                (&sa as *const libc::sockaddr_in).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as u32
+            ),
+            0,
+            "bind {addr}:{port}"
+        );
+        assert_eq!(libc::listen(fd.as_raw_fd(), 4096), 0, "listen");
+        fd
+    }
+}
+
+/// What a client loop did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Rate {
+    /// Connections made a second.
+    pub per_s: f64,
+    /// Connections that failed (refused or timed out after 1 s).
+    pub failed: u64,
+}
+
+/// Connections a second from the namespace at `ns` for `secs`, each to the next of
+/// `to` in turn: connect, then close by RST.
+pub fn client(ns: &Path, to: &[SocketAddr], secs: f64) -> Rate {
+    juneau::netns::run_in(ns, || {
+        let start = Instant::now();
+        let (mut n, mut failed) = (0u64, 0u64);
+        while start.elapsed().as_secs_f64() < secs {
+            let dst = &to[(n + failed) as usize % to.len()];
+            let c = match TcpStream::connect_timeout(dst, Duration::from_secs(1)) {
+                Ok(c) => c,
+                Err(_) => {
+                    failed += 1;
+                    continue;
+                }
+            };
+            reset_on_close(&c);
+            drop(c);
+            n += 1;
+        }
+        Rate {
+            per_s: n as f64 / start.elapsed().as_secs_f64(),
+            failed,
+        }
+    })
+    .expect("enter the client's namespace")
+}
+
+/// `n` connections from the namespace at `ns`, each to the next of `to` in turn,
+/// connect then close by RST; how many of them failed.
+pub fn client_n(ns: &Path, to: &[SocketAddr], n: u64) -> u64 {
+    juneau::netns::run_in(ns, || {
+        let mut failed = 0;
+        for i in 0..n {
+            match TcpStream::connect_timeout(&to[i as usize % to.len()], Duration::from_secs(1)) {
+                Ok(c) => reset_on_close(&c),
+                Err(_) => failed += 1,
+            }
+        }
+        failed
+    })
+    .expect("enter the client's namespace")
+}
+
+/// `SO_LINGER` 0: the close sends an RST and leaves no TIME_WAIT.
+fn reset_on_close(c: &TcpStream) {
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: a valid socket and a linger value of the right size.
+    unsafe {
+        libc::setsockopt(
+            c.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as u32,
+        );
+    }
+}
