@@ -29,8 +29,10 @@ component_vars() {
 	case $1 in
 	k8s)
 		version=$K8S_VERSION mainmod=k8s.io/kubernetes
-		bins=(kube-apiserver kubectl)
-		pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl)
+		# kube-proxy: the nftables baseline of the connection-rate benchmarks (issue 42).
+		bins=(kube-apiserver kubectl kube-proxy)
+		pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
+			k8s.io/kubernetes/cmd/kube-proxy)
 		local p=k8s.io/component-base/version minor
 		minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
 		# Names from kubernetes hack/lib/version.sh; without them the binaries

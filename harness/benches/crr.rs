@@ -12,6 +12,9 @@
 //!   Node, Juneau's ClusterIP against kube-proxy's (nftables mode, built from the
 //!   Kubernetes tree in `tools/k8s`, against a real kube-apiserver; `crr/kube_proxy.rs`)
 //!   on the same shape;
+//! - `tcp_crr_clusterip_local_vs_bare_redirect`: that ClusterIP against the ceiling of
+//!   any connection between two Pods of one Node here, a bare `bpf_redirect_peer` each
+//!   way;
 //! - `tcp_crr_clusterip_1000_services_vs_1`: the first row's ClusterIP again once
 //!   1,000 Services are programmed, against its rate with the one;
 //! - then, per connection of each kind, what it costs the datapath: the runs and the
@@ -38,7 +41,7 @@ use juneau::{
     standalone::{Options, PodDef, Run, Scenario},
 };
 use juneau_harness::{
-    bench::{Measurement, median, write_part},
+    bench::{Measurement, median, redirect_peer_pair, write_part},
     crr,
 };
 use serde_json::{Value, json};
@@ -48,8 +51,9 @@ const CLUSTER_IP: &str = "10.96.7.1";
 /// A Service whose 3 backends are on the client's Node (the kube-proxy row's shape).
 const LOCAL_IP: &str = "10.96.7.2";
 const SERVER_PORT: u16 = 8080;
-/// Connections per kind in the breakdown phase.
-const BREAKDOWN: u64 = 2_000;
+/// Connections per kind in the breakdown phase (each phase's source ports its own,
+/// from 61,000 up: 4 phases fit below 65,535).
+const BREAKDOWN: u64 = 1_000;
 
 fn pod(name: &str, node: &str, annotations: &[(&str, &str)], app: Option<&str>) -> PodDef {
     PodDef {
@@ -170,7 +174,8 @@ fn ns(run: &Run, name: &str) -> PathBuf {
 
 /// Runs and run time (ns) of Juneau's programs on every Node together, by program
 /// name, from the kernel's per-program statistics (the kernel keeps 15 characters of
-/// a name).
+/// a name). Only entry programs count runs: a tail call runs within its caller's run,
+/// whose time includes it.
 fn program_stats() -> BTreeMap<String, (u64, u64)> {
     use std::os::fd::{AsFd, AsRawFd};
     let mut out: BTreeMap<String, (u64, u64)> = BTreeMap::new();
@@ -199,12 +204,23 @@ fn program_stats() -> BTreeMap<String, (u64, u64)> {
     out
 }
 
-fn ct_entries() -> usize {
+/// Connection-table entries on every Node that name one of `ports` (a breakdown
+/// phase's source ports, which no other connection uses) on either side.
+fn ct_entries(ports: std::ops::Range<u16>) -> usize {
+    let port_of = |a: &str| a.rsplit_once(':').and_then(|(_, p)| p.parse::<u16>().ok());
     NODES
         .iter()
         .map(|n| {
             dump_conntrack(&node_dir(n), &Filter::default())
-                .map(|r| r.len())
+                .map(|rows| {
+                    rows.iter()
+                        .filter(|r| {
+                            [&r.src, &r.dst]
+                                .iter()
+                                .any(|a| port_of(a).is_some_and(|p| ports.contains(&p)))
+                        })
+                        .count()
+                })
                 .unwrap_or(0)
         })
         .sum()
@@ -238,12 +254,19 @@ struct Breakdown {
     daemons_ns: f64,
 }
 
-fn breakdown(run: &Run, client: &Path, to: &[SocketAddr]) -> Breakdown {
-    let (before, entries, cpu) = (program_stats(), ct_entries(), daemons_cpu_ns(run));
+fn breakdown(run: &Run, client: &Path, to: &[SocketAddr], phase: u16) -> Breakdown {
+    let first = 61_000 + phase * BREAKDOWN as u16;
+    let ports = first..first + BREAKDOWN as u16;
+    let (before, entries, cpu) = (
+        program_stats(),
+        ct_entries(ports.clone()),
+        daemons_cpu_ns(run),
+    );
     let started = Instant::now();
-    let failed = crr::client_n(client, to, BREAKDOWN);
+    let failed = crr::client_n_from(client, to, BREAKDOWN, first);
     let wall = started.elapsed();
-    let (after, entries_after, cpu_after) = (program_stats(), ct_entries(), daemons_cpu_ns(run));
+    let (after, entries_after, cpu_after) =
+        (program_stats(), ct_entries(ports), daemons_cpu_ns(run));
     assert_eq!(failed, 0, "connections failed in the breakdown");
     let n = BREAKDOWN as f64;
     let mut programs = Vec::new();
@@ -378,6 +401,17 @@ fn main() {
         kp.backends()
             .map(|b| crr::server(b, Ipv4Addr::UNSPECIFIED, SERVER_PORT, stop.clone())),
     );
+    // The ceiling: two plain Pods of one Node joined by a bare `bpf_redirect_peer` each
+    // way, nothing looked up, translated or tracked.
+    let (wire_a, wire_b, _wire) = redirect_peer_pair();
+    wire_a.ip(&["addr", "add", "10.77.0.1/24", "dev", "eth0"]);
+    wire_b.ip(&["addr", "add", "10.77.0.2/24", "dev", "eth0"]);
+    servers.push(crr::server(
+        wire_b.path(),
+        Ipv4Addr::UNSPECIFIED,
+        SERVER_PORT,
+        stop.clone(),
+    ));
     let at = |p: &str| SocketAddr::from((address(&run, p), SERVER_PORT));
     let cluster_ip = vec![SocketAddr::from((
         CLUSTER_IP.parse::<Ipv4Addr>().unwrap(),
@@ -395,7 +429,11 @@ fn main() {
     );
     let (c0, pc, qc) = (ns(&run, "c0"), ns(&run, "pc"), ns(&run, "qc"));
     let kc = kp.client().to_owned();
-    let beds: [(&PathBuf, &[SocketAddr]); 7] = [
+    let (wa, wire) = (
+        wire_a.path().to_owned(),
+        vec![SocketAddr::from(([10, 77, 0, 2], SERVER_PORT))],
+    );
+    let beds: [(&PathBuf, &[SocketAddr]); 8] = [
         (&c0, &cluster_ip),
         (&c0, &direct),
         (&pc, &policy),
@@ -403,6 +441,7 @@ fn main() {
         (&c0, &local),
         (&kc, &kp_ip),
         (&kc, &kp_direct),
+        (&wa, &wire),
     ];
     // Until the Services reached the client's Node and every path answers.
     let deadline = Instant::now() + std::time::Duration::from_secs(10);
@@ -419,8 +458,8 @@ fn main() {
     let (rates, failed) = rounds_of(&beds, rounds, secs);
     println!("crr rates {rates:?}, failed {failed:?}");
     let m: Vec<f64> = rates.iter().map(|v| median(&mut v.clone())).collect();
-    let (svc, dir, pol, none, local_svc, kp_svc, kp_dir) =
-        (m[0], m[1], m[2], m[3], m[4], m[5], m[6]);
+    let (svc, dir, pol, none, local_svc, kp_svc, kp_dir, ceiling) =
+        (m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]);
     // 1,000 Services: 999 more, selecting the same backends, until the client's Node
     // holds them all; then the first ClusterIP again.
     for i in 0..999u32 {
@@ -446,9 +485,10 @@ fn main() {
     let parts: Vec<Breakdown> = beds[..4]
         .iter()
         .zip(names)
-        .map(|((client, to), name)| {
+        .enumerate()
+        .map(|(phase, ((client, to), name))| {
             println!("{name}:");
-            breakdown(&run, client, to)
+            breakdown(&run, client, to, phase as u16)
         })
         .collect();
     drop(stats);
@@ -513,6 +553,22 @@ fn main() {
             ),
         ),
         Measurement::new(
+            "tcp_crr_clusterip_local_vs_bare_redirect",
+            "conn/s",
+            local_svc,
+            ("bare_bpf_redirect_peer_both_ways", ceiling),
+            &format!(
+                "the ceiling of the row above on this machine: the same client and server loops between two plain Pods of one Node whose veths hand every frame to each other by one bare bpf_redirect_peer (floor_redirect_peer both ways: nothing looked up, translated or tracked); rounds {} conn/s; that ceiling is {:.2}x kube-proxy's ClusterIP, so a goal of 2x it lies {} this bed (the handshake of client and server on 2 vCPUs bounds every bed); {how}",
+                spread(&rates[7]),
+                ceiling / kp_svc,
+                if ceiling / kp_svc < 2.0 {
+                    "beyond"
+                } else {
+                    "within"
+                }
+            ),
+        ),
+        Measurement::new(
             "tcp_crr_clusterip_1000_services_vs_1",
             "conn/s",
             many_svc,
@@ -528,7 +584,7 @@ fn main() {
             "ns",
             parts[0].ns_per_connection,
             ("direct_program_ns", parts[1].ns_per_connection),
-            "the datapath's programs' run time per new connection (all Nodes, all packets of the connection: handshake and RST), from the kernel's BPF statistics over 2,000 connections of each kind; the breakdown per program is in tcp_crr_clusterip_vs_direct's note",
+            "the datapath's programs' run time per new connection (all Nodes, all packets of the connection: handshake and RST), from the kernel's BPF statistics over 1,000 connections of each kind (by entry program: a tail-called program's time counts in the program that entered it); the breakdown per program is in tcp_crr_clusterip_vs_direct's note",
         ),
         Measurement::new(
             "crr_program_ns_policy_vs_no_policy",

@@ -121,10 +121,24 @@ pub fn plain_pods(n: usize) -> (crate::Netns, Vec<crate::Netns>) {
 /// loads a floor object of its own (ifindexes of different beds would collide in one
 /// map). Returns (sender, receiver, what keeps the bed up).
 pub fn redirect_peer_bed() -> (crate::Netns, crate::Netns, Box<dyn std::any::Any>) {
+    peer_bed(false)
+}
+
+/// [`redirect_peer_bed`] both ways (`h1` hands every frame to the first Pod too): the
+/// ceiling of a connection between two Pods of one Node, a bare wire of two
+/// `bpf_redirect_peer`s.
+pub fn redirect_peer_pair() -> (crate::Netns, crate::Netns, Box<dyn std::any::Any>) {
+    peer_bed(true)
+}
+
+fn peer_bed(both: bool) -> (crate::Netns, crate::Netns, Box<dyn std::any::Any>) {
     let (node, mut pods) = plain_pods(2);
     let b = pods.pop().unwrap();
     let a = pods.pop().unwrap();
     gro_on(&node, "h0");
+    if both {
+        gro_on(&node, "h1");
+    }
     let mut floor = aya::EbpfLoader::new()
         .load(juneau::baseline::FLOOR_OBJECT)
         .expect("load the floor object");
@@ -134,18 +148,24 @@ pub fn redirect_peer_bed() -> (crate::Netns, crate::Netns, Box<dyn std::any::Any
         unsafe { libc::if_nametoindex(c.as_ptr()) }
     };
     let (h0, h1) = node.run(|| (ifindex("h0"), ifindex("h1")));
-    aya::maps::HashMap::<_, u32, u32>::try_from(floor.map_mut("jn_floor_fwd").unwrap())
-        .unwrap()
-        .insert(h0, h1, 0)
-        .unwrap();
+    let mut fwd =
+        aya::maps::HashMap::<_, u32, u32>::try_from(floor.map_mut("jn_floor_fwd").unwrap())
+            .unwrap();
+    fwd.insert(h0, h1, 0).unwrap();
+    if both {
+        fwd.insert(h1, h0, 0).unwrap();
+    }
     let prog: &mut aya::programs::SchedClassifier = floor
         .program_mut("floor_redirect_peer")
         .unwrap()
         .try_into()
         .unwrap();
     prog.load().unwrap();
-    node.run(|| prog.attach("h0", aya::programs::TcAttachType::Ingress))
-        .unwrap();
+    let devs: &[&str] = if both { &["h0", "h1"] } else { &["h0"] };
+    for dev in devs {
+        node.run(|| prog.attach(dev, aya::programs::TcAttachType::Ingress))
+            .unwrap();
+    }
     (a, b, Box::new((floor, node)))
 }
 

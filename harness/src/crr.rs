@@ -146,6 +146,83 @@ pub fn client_n(ns: &Path, to: &[SocketAddr], n: u64) -> u64 {
     .expect("enter the client's namespace")
 }
 
+/// [`client_n`] with each connection's source port given: `first_port + i` for the
+/// `i`-th, so that what the connections leave behind (connection-table entries) can
+/// be told from any other's by port. The ports lie above the kernel's ephemeral range
+/// (32768-60999 by default), so no other connection of the namespace has them.
+pub fn client_n_from(ns: &Path, to: &[SocketAddr], n: u64, first_port: u16) -> u64 {
+    juneau::netns::run_in(ns, || {
+        let mut failed = 0;
+        for i in 0..n {
+            let SocketAddr::V4(dst) = to[i as usize % to.len()] else {
+                panic!("IPv4 only");
+            };
+            if !connect_from(first_port + i as u16, dst) {
+                failed += 1;
+            }
+        }
+        failed
+    })
+    .expect("enter the client's namespace")
+}
+
+/// One connection from source port `port` to `dst`, closed by RST; whether it was made.
+fn connect_from(port: u16, dst: std::net::SocketAddrV4) -> bool {
+    let sa = |ip: Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as u16,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_ne_bytes(ip.octets()),
+        },
+        sin_zero: [0; 8],
+    };
+    let (src, to) = (sa(Ipv4Addr::UNSPECIFIED, port), sa(*dst.ip(), dst.port()));
+    let len = std::mem::size_of::<libc::sockaddr_in>() as u32;
+    // SAFETY: plain socket calls on a descriptor we own, with option values and
+    // addresses of the right sizes.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+        assert!(fd >= 0, "socket");
+        let fd = OwnedFd::from_raw_fd(fd);
+        let one: libc::c_int = 1;
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_REUSEADDR,
+            (&one as *const libc::c_int).cast(),
+            4,
+        );
+        if libc::bind(
+            fd.as_raw_fd(),
+            (&src as *const libc::sockaddr_in).cast(),
+            len,
+        ) != 0
+        {
+            return false;
+        }
+        if libc::connect(
+            fd.as_raw_fd(),
+            (&to as *const libc::sockaddr_in).cast(),
+            len,
+        ) != 0
+        {
+            return false;
+        }
+        let linger = libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as u32,
+        );
+        true
+    }
+}
+
 /// `SO_LINGER` 0: the close sends an RST and leaves no TIME_WAIT.
 fn reset_on_close(c: &TcpStream) {
     let linger = libc::linger {

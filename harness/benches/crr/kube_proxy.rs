@@ -10,7 +10,8 @@
 //! Nothing outside the bench's namespaces is touched: kube-proxy's machine-wide
 //! conntrack settings are off by their flags (`--conntrack-max-per-core=0` and the
 //! timeouts 0: "leave as is"), forwarding is the Node namespace's own sysctl, and the
-//! API server listens on the test's loopback.
+//! API server listens on the test's loopback. Its metrics and health ports are its
+//! defaults, in the Node namespace of its own.
 use std::{
     net::{Ipv4Addr, SocketAddr},
     path::{Path, PathBuf},
@@ -145,8 +146,6 @@ pub fn start(port: u16, target: u16) -> Bed {
                 &format!("--kubeconfig={}", kubeconfig.display()),
                 &format!("--hostname-override={NODE}"),
                 "--cluster-cidr=10.244.0.0/16",
-                "--metrics-bind-address=127.0.0.1:0",
-                "--healthz-bind-address=127.0.0.1:0",
                 "--conntrack-max-per-core=0",
                 "--conntrack-tcp-timeout-established=0",
                 "--conntrack-tcp-timeout-close-wait=0",

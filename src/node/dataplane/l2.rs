@@ -446,3 +446,26 @@ pub fn monotonic_coarse_ns() -> u64 {
         .expect("clock_gettime");
     ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A routed NIC's veth runs its own program; only a switched port runs
+    /// `port_ingress` (which still hands a routed port's frames on, for test runs).
+    #[test]
+    fn each_port_kind_runs_its_own_program() {
+        let (mac, ip) = ([2, 0, 0, 0, 0, 1], Ipv4Addr::new(10, 0, 0, 2));
+        assert_eq!(PortKind::Switched.program(), prog_names::PORT_INGRESS);
+        assert_eq!(PortKind::Subnet { mac, ip }.program(), prog_names::GW_ROUTE);
+        assert_eq!(
+            PortKind::ElasticIp { mac, ip }.program(),
+            prog_names::EIP_PORT
+        );
+        // What adoption reads back: the flags as written, other bits beside them.
+        let written = PORT_ACTIVE | PORT_SG | PortKind::Subnet { mac, ip }.flags();
+        assert_eq!(port_program(written), prog_names::GW_ROUTE);
+        assert!(is_port_program(prog_names::EIP_PORT));
+        assert!(!is_port_program(prog_names::OVERLAY_INGRESS));
+    }
+}
