@@ -19,7 +19,8 @@
 //!   1,000 Services are programmed, against its rate with the one;
 //! - then, per connection of each kind, what it costs the datapath: the runs and the
 //!   run time of every program (the kernel's BPF statistics, on only for that phase),
-//!   the connection-table entries it leaves, and the daemons' CPU time (the sweep).
+//!   the connection-table entries it leaves; and the daemons' CPU time over the
+//!   rounds, per Juneau connection made (the sweep's share).
 #[path = "../../tests/common/control_plane.rs"]
 mod control_plane;
 #[path = "crr/kube_proxy.rs"]
@@ -251,22 +252,16 @@ struct Breakdown {
     programs: Vec<(String, f64, f64)>,
     ns_per_connection: f64,
     entries: f64,
-    daemons_ns: f64,
 }
 
-fn breakdown(run: &Run, client: &Path, to: &[SocketAddr], phase: u16) -> Breakdown {
+fn breakdown(client: &Path, to: &[SocketAddr], phase: u16) -> Breakdown {
     let first = 61_000 + phase * BREAKDOWN as u16;
     let ports = first..first + BREAKDOWN as u16;
-    let (before, entries, cpu) = (
-        program_stats(),
-        ct_entries(ports.clone()),
-        daemons_cpu_ns(run),
-    );
+    let (before, entries) = (program_stats(), ct_entries(ports.clone()));
     let started = Instant::now();
     let failed = crr::client_n_from(client, to, BREAKDOWN, first);
     let wall = started.elapsed();
-    let (after, entries_after, cpu_after) =
-        (program_stats(), ct_entries(ports), daemons_cpu_ns(run));
+    let (after, entries_after) = (program_stats(), ct_entries(ports));
     assert_eq!(failed, 0, "connections failed in the breakdown");
     let n = BREAKDOWN as f64;
     let mut programs = Vec::new();
@@ -291,7 +286,6 @@ fn breakdown(run: &Run, client: &Path, to: &[SocketAddr], phase: u16) -> Breakdo
         programs,
         ns_per_connection: total,
         entries: (entries_after as f64 - entries as f64) / n,
-        daemons_ns: cpu_after.saturating_sub(cpu) as f64 / n,
     }
 }
 
@@ -302,11 +296,10 @@ fn describe(b: &Breakdown) -> String {
         .map(|(name, runs, ns)| format!("{name} {runs:.2} x {ns:.0} ns"))
         .collect();
     format!(
-        "{:.0} ns of programs a connection ({}), {:.2} connection-table entries left a connection, daemons' CPU {:.0} ns a connection",
+        "{:.0} ns of programs a connection ({}), {:.2} connection-table entries left a connection",
         b.ns_per_connection,
         progs.join(", "),
-        b.entries,
-        b.daemons_ns
+        b.entries
     )
 }
 
@@ -455,7 +448,12 @@ fn main() {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
     }
+    // The daemons' CPU over the rounds, each connection's share: the sweep that
+    // collects every connection's entries is most of what they do meanwhile.
+    let cpu = daemons_cpu_ns(&run);
     let (rates, failed) = rounds_of(&beds, rounds, secs);
+    let made: f64 = rates[..5].iter().flatten().map(|r| r * secs).sum();
+    let daemons_ns = daemons_cpu_ns(&run).saturating_sub(cpu) as f64 / made;
     println!("crr rates {rates:?}, failed {failed:?}");
     let m: Vec<f64> = rates.iter().map(|v| median(&mut v.clone())).collect();
     let (svc, dir, pol, none, local_svc, kp_svc, kp_dir, ceiling) =
@@ -478,8 +476,10 @@ fn main() {
     }
     let (many, many_failed) = rounds_of(&beds[..1], rounds, secs);
     let many_svc = median(&mut many[0].clone());
-    // The breakdown: statistics on for this phase only (a descriptor the kernel drops
-    // with it), each kind alone.
+    // The breakdown: the kernel's BPF statistics on for this phase only (a machine-wide
+    // switch that goes off when its descriptor closes, here or if the bench dies), each
+    // kind alone. They count every program of Juneau's names on the machine: the bench
+    // runs alone.
     let stats = aya::sys::enable_stats(aya::sys::Stats::RunTime).expect("BPF statistics");
     let names = ["clusterip", "direct", "policy", "no_policy"];
     let parts: Vec<Breakdown> = beds[..4]
@@ -488,7 +488,7 @@ fn main() {
         .enumerate()
         .map(|(phase, ((client, to), name))| {
             println!("{name}:");
-            breakdown(&run, client, to, phase as u16)
+            breakdown(client, to, phase as u16)
         })
         .collect();
     drop(stats);
@@ -511,7 +511,7 @@ fn main() {
             svc,
             ("direct_to_the_same_backends", dir),
             &format!(
-                "goal >= 0.9x; a default-Vpc Pod on Node A to ClusterIP {CLUSTER_IP}:80, whose 3 backends (port {SERVER_PORT}) are on Nodes A, B and C, vs the same backends by their addresses in turn; rounds {} vs {} conn/s, failed {} vs {}; {how}. Per connection, ClusterIP: {}. Direct: {}",
+                "goal >= 0.9x; a default-Vpc Pod on Node A to ClusterIP {CLUSTER_IP}:80, whose 3 backends (port {SERVER_PORT}) are on Nodes A, B and C, vs the same backends by their addresses in turn; rounds {} vs {} conn/s, failed {} vs {}; {how}. Per connection, ClusterIP: {}. Direct: {}. The 3 daemons' CPU over the rounds: {daemons_ns:.0} ns per Juneau connection made (the sweep of their entries, every 10 s, and the rest of the daemons' work)",
                 spread(&rates[0]),
                 spread(&rates[1]),
                 failed[0],

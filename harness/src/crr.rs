@@ -180,7 +180,7 @@ fn connect_from(port: u16, dst: std::net::SocketAddrV4) -> bool {
     let len = std::mem::size_of::<libc::sockaddr_in>() as u32;
     // SAFETY: plain socket calls on a descriptor we own, with option values and
     // addresses of the right sizes.
-    unsafe {
+    let fd = unsafe {
         let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
         assert!(fd >= 0, "socket");
         let fd = OwnedFd::from_raw_fd(fd);
@@ -192,35 +192,24 @@ fn connect_from(port: u16, dst: std::net::SocketAddrV4) -> bool {
             (&one as *const libc::c_int).cast(),
             4,
         );
-        if libc::bind(
+        let bound = libc::bind(
             fd.as_raw_fd(),
             (&src as *const libc::sockaddr_in).cast(),
             len,
-        ) != 0
+        ) == 0;
+        if !bound
+            || libc::connect(
+                fd.as_raw_fd(),
+                (&to as *const libc::sockaddr_in).cast(),
+                len,
+            ) != 0
         {
             return false;
         }
-        if libc::connect(
-            fd.as_raw_fd(),
-            (&to as *const libc::sockaddr_in).cast(),
-            len,
-        ) != 0
-        {
-            return false;
-        }
-        let linger = libc::linger {
-            l_onoff: 1,
-            l_linger: 0,
-        };
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&linger as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as u32,
-        );
-        true
-    }
+        fd
+    };
+    reset_on_close(&TcpStream::from(fd));
+    true
 }
 
 /// `SO_LINGER` 0: the close sends an RST and leaves no TIME_WAIT.

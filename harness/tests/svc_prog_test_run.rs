@@ -205,6 +205,44 @@ fn svc_01_the_first_packet_goes_to_its_backend_and_the_reply_gets_the_cluster_ip
     assert_eq!(b.send(1, &other).data, other);
 }
 
+/// A change of a Service's endpoints rewrites its Maglev table where it is (no new
+/// table swapped in, so no wait for running programs): new connections take the new
+/// endpoints at once, an established one keeps its backend, and the change back
+/// restores the spread.
+#[test]
+fn svc_01_an_endpoint_change_rewrites_the_services_table_in_place() {
+    let mut b = bed();
+    let syn = |sport: u16| frames::tcp(client(sport), (GW_S, API, 443), true, b"");
+    let first = backend_of(&b.send(0, &syn(40000)).data);
+    let gone = 3 - first;
+    // The API's backends without `gone`.
+    let mut want = services();
+    let api = FrontendKey {
+        ip: API.into(),
+        port: 443,
+        proto: PROTO_TCP,
+    };
+    want.frontends.get_mut(&api).unwrap().backends = vec![(Ipv4Addr::from(s_ip(first)), 6443)];
+    let done = b.dp.sync_services(&want).unwrap();
+    assert_eq!((done.tables, done.rewritten), (0, 1), "{done:?}");
+    for sport in 0..32u16 {
+        let run = b.send(0, &syn(41000 + sport));
+        assert_eq!(run.verdict, TC_ACT_REDIRECT, "{:?}", b.drops());
+        assert_eq!(backend_of(&run.data), first, "only the endpoint left");
+    }
+    // The established connection keeps its backend.
+    let data = frames::tcp(client(40000), (GW_S, API, 443), false, b"GET /");
+    assert_eq!(backend_of(&b.send(0, &data).data), first);
+    // Both again: rewritten in place again, and both take new connections.
+    let done = b.dp.sync_services(&services()).unwrap();
+    assert_eq!((done.tables, done.rewritten), (0, 1), "{done:?}");
+    let mut used = [0u32; 3];
+    for sport in 0..64u16 {
+        used[backend_of(&b.send(0, &syn(42000 + sport)).data) as usize] += 1;
+    }
+    assert!(used[gone as usize] > 10, "{used:?}");
+}
+
 #[test]
 fn svc_01_an_icmp_error_about_a_translated_packet_quotes_the_cluster_ip_to_its_client() {
     let b = bed();

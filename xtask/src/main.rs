@@ -427,6 +427,7 @@ fn bench() -> Result<()> {
         "policy",
         "policy_pps",
         "nat",
+        "crr",
     ] {
         run(cargo().args(["bench", "--quiet", "-p", "juneau-harness", "--bench", b]))?;
     }

@@ -7,11 +7,12 @@
 //! Pods' gateway 169.254.1.1 on every host veth), so what a connection costs beyond
 //! the kernel's own forwarding is kube-proxy's DNAT and conntrack.
 //!
-//! Nothing outside the bench's namespaces is touched: kube-proxy's machine-wide
-//! conntrack settings are off by their flags (`--conntrack-max-per-core=0` and the
-//! timeouts 0: "leave as is"), forwarding is the Node namespace's own sysctl, and the
-//! API server listens on the test's loopback. Its metrics and health ports are its
-//! defaults, in the Node namespace of its own.
+//! No packet leaves the bench's namespaces and no machine-wide setting changes:
+//! kube-proxy's conntrack settings are left as they are by its flags
+//! (`--conntrack-max-per-core=0` and the timeouts 0), forwarding is the Node
+//! namespace's own sysctl, and its metrics and health ports are its defaults in that
+//! namespace. etcd and the API server listen on the loopback of the bench process's
+//! namespace, as the tests' control plane does; kube-proxy reaches them through a relay.
 use std::{
     net::{Ipv4Addr, SocketAddr},
     path::{Path, PathBuf},
@@ -69,11 +70,17 @@ impl Bed {
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 
-    /// The last lines of kube-proxy's log.
+    /// The last lines of kube-proxy's log (removed with the bed).
     pub fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.log);
     }
 }
 

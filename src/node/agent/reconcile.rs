@@ -41,10 +41,21 @@ impl Agent {
             if served.contains(ifindex) {
                 // A daemon killed between two writes of a port leaves it listed but
                 // inactive, on another segment or not held to its address: write it
-                // again.
-                let whole = dp.port_attached(*ifindex)
-                    && dp.port(*ifindex).is_ok_and(|p| spec.written_as(&p));
-                if whole {
+                // again. A port written whole that runs another program than its
+                // kind's (a routed port on `port_ingress`, a TCX link an older daemon
+                // left) gets its own from `attach_port`, the new one on before the old
+                // one goes.
+                let written = dp.port(*ifindex).is_ok_and(|p| spec.written_as(&p));
+                if written && dp.port_runs(*ifindex, spec.kind.program()) {
+                    continue;
+                }
+                if written && dp.port_attached(*ifindex) {
+                    match dp.attach_port(name, spec) {
+                        Ok(_) => report.reattached += 1,
+                        Err(e) => {
+                            tracing::warn!(nic = %alias.nic(), error = %e, "cannot switch a port to its program")
+                        }
+                    }
                     continue;
                 }
                 if let Err(e) = dp.remove_port(*ifindex) {

@@ -141,25 +141,43 @@ impl Dataplane {
             self.configure_port(spec)?;
             return Ok(ifindex);
         }
-        if self.port_attached(ifindex) {
-            // Another kind's program (the NIC was made again as another kind on the
-            // same veth): its filter is replaced in place below; a TCX link goes first.
-            if let Some(old) = self.links.remove(&ifindex)
-                && self.port_attach == super::PortAttach::Tcx
-                && let Err(e) = self.detach(old)
-            {
+        // Another program runs there (another kind's, or `port_ingress` on a TCX link
+        // an older daemon left): the new one goes on first, then the old one goes,
+        // so that no frame meets the veth without a program. A filter is replaced in
+        // place by the attach itself; a TCX link is detached after.
+        let previous = if self.port_attached(ifindex) {
+            self.links.remove(&ifindex)
+        } else {
+            None
+        };
+        let attached = match self.port_attach {
+            super::PortAttach::Filter => self.attach_filter(prog, ifname),
+            super::PortAttach::Tcx => self.attach(prog, ifname, ifindex).inspect(|_| {
+                Self::drop_filter(ifname);
+            }),
+        };
+        let link = match attached {
+            Ok(link) => link,
+            Err(e) => {
+                if let Some(old) = previous {
+                    self.links.insert(ifindex, old);
+                }
+                return Err(e);
+            }
+        };
+        if let Some(old) = previous {
+            let tcx_link = match &old {
+                super::Attachment::Pinned { .. } => true,
+                super::Attachment::Filter { .. } => false,
+                super::Attachment::Owned { .. } => self.port_attach == super::PortAttach::Tcx,
+            };
+            if tcx_link && let Err(e) = self.detach(old) {
                 tracing::warn!(ifname, error = %e, "cannot detach the port's previous program");
             }
         }
-        let link = match self.port_attach {
-            super::PortAttach::Filter => self.attach_filter(prog, ifname)?,
-            super::PortAttach::Tcx => {
-                let link = self.attach(prog, ifname, ifindex)?;
-                Self::drop_filter(ifname);
-                link
-            }
-        };
-        if let Err(e) = self.configure_port(spec) {
+        // A port already written as `spec` only had its program switched.
+        let configured = self.port(ifindex).is_ok_and(|p| spec.written_as(&p));
+        if !configured && let Err(e) = self.configure_port(spec) {
             if let Err(undo) = self.detach(link) {
                 tracing::warn!(ifname, error = %undo, "rollback: cannot detach");
             }

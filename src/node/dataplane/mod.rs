@@ -13,12 +13,14 @@ mod ct;
 mod eip;
 mod filter;
 mod gw;
+mod ids;
 mod l2;
 mod listen;
 mod overlay;
 pub mod pins;
 mod policy;
 mod ports_gw;
+mod raw;
 mod svc;
 mod svc_host;
 mod whole;
@@ -322,6 +324,11 @@ impl Dataplane {
         self.links
             .get(&ifindex)
             .is_some_and(|a| l2::is_port_program(a.prog()))
+    }
+
+    /// True when `prog` runs on `ifindex` by this datapath's doing.
+    pub fn port_runs(&self, ifindex: u32, prog: &'static str) -> bool {
+        self.attached(ifindex, prog)
     }
 
     /// True when `prog` is attached to `ifindex` by this datapath (or was adopted).

@@ -4,10 +4,17 @@
 //! its own lock.
 //!
 //! Order, so that no packet sees half a change: a Service's backends are written
-//! before its table, its table (a new inner array, swapped in whole) before its
-//! frontend; a frontend goes before its table and the backends only it used. Ids are
-//! stable: a Service keeps its id while it exists (its connections name it), a backend
-//! its id while any Service uses it.
+//! before its table, its table before its frontend; a frontend goes before its table
+//! and the backends only it used. A new Service's table is a new inner array, swapped
+//! in with the others of its sync in one batch; a Service whose backends change gets
+//! its table rewritten in place, through a mapping of the array it has (each slot is
+//! one 4-byte store: a packet reads the old backend or the new one), so that a change
+//! costs that Service's slots and no wait for running programs (a map of maps'
+//! update waits for an RCU grace period, about 10 ms here). Ids are stable: a
+//! Service keeps its id while it exists (its connections name it), a backend its id
+//! while any Service uses it; a freed id cools for a second before it is handed out
+//! again, so that a program that read it just before it was freed still finds what it
+//! named.
 use std::{
     collections::{BTreeMap, BTreeSet},
     net::Ipv4Addr,
@@ -22,7 +29,12 @@ use juneau_common::{
     },
 };
 
-use super::{Dataplane, DataplaneError, map_err};
+use super::{
+    Dataplane, DataplaneError,
+    ids::Ids,
+    map_err,
+    raw::{batch_err, batch_update, lookup_u32, raw_fd, write_mapped},
+};
 use crate::node::services::{Frontend, FrontendKey, ServiceState, maglev};
 
 /// What one sync changed.
@@ -30,14 +42,18 @@ use crate::node::services::{Frontend, FrontendKey, ServiceState, maglev};
 pub struct ServiceSync {
     pub frontends: usize,
     pub backends: usize,
+    /// New Maglev tables swapped in.
     pub tables: usize,
+    /// Tables rewritten where they are (a Service whose backends changed).
+    pub rewritten: usize,
 }
 
 /// The Services' maps and the record of what they hold.
 pub struct ServiceWriter {
     frontends: BpfHashMap<MapData, SvcKey, SvcEntry>,
     backends: Array<MapData, Backend>,
-    /// `jn_svc_maglev` (written by batches only).
+    /// `jn_svc_maglev` (new tables swapped in by batches; a changed Service's
+    /// rewritten in place through a mapping).
     tables: MapData,
     /// Frontend -> (id, what was written for it, its Maglev table as indices into the
     /// frontend's backends): a change of backends is applied to the table written.
@@ -82,113 +98,19 @@ impl Dataplane {
     }
 }
 
+/// Where a staged frontend's table goes.
+enum Table {
+    /// No backends: no table (the frontend says 0 backends).
+    None,
+    /// A new inner array, swapped in by the sync's batch.
+    New(MapData),
+    /// The backend ids of every slot, written over the Service's table in place.
+    InPlace(Vec<u32>),
+}
+
 /// A frontend staged by a sync: key, id, what it wants, its table's slots (indices
-/// into its backends) and the new table (none without backends).
-type Staged = (FrontendKey, u32, Frontend, Vec<u32>, Option<MapData>);
-
-fn raw_fd(map: &MapData) -> u32 {
-    use std::os::fd::{AsFd, AsRawFd};
-    map.fd().as_fd().as_raw_fd() as u32
-}
-
-/// Writes `values` into the mmapable array `fd` (a new Maglev table, not yet pointed
-/// at) through a shared mapping of its values: one copy instead of a kernel update per
-/// slot. An mmapable array keeps each value in 8 bytes (its element size rounded up).
-fn write_mapped(fd: u32, values: &[u32]) -> std::io::Result<()> {
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
-    let len = (values.len() * 8).next_multiple_of(page);
-    // SAFETY: a shared mapping of the map's value area, as the kernel offers it for a
-    // BPF_F_MMAPABLE array; checked for failure below.
-    let at = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            fd as i32,
-            0,
-        )
-    };
-    if at == libc::MAP_FAILED {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `len` bytes are mapped at `at`, page-aligned; `values.len()` slots of 8
-    // bytes fit in them, each value in its slot's first 4 bytes.
-    unsafe {
-        let slots = at.cast::<u8>();
-        for (i, v) in values.iter().enumerate() {
-            slots.add(i * 8).cast::<u32>().write(*v);
-        }
-        libc::munmap(at, len);
-    }
-    Ok(())
-}
-
-fn batch_err(name: &str, e: std::io::Error) -> DataplaneError {
-    DataplaneError::Map {
-        name: name.to_owned(),
-        source: aya::maps::MapError::SyscallError(aya::sys::SyscallError {
-            call: "bpf_map_update_batch",
-            io_error: e,
-        }),
-    }
-}
-
-/// `values[i]` at `keys[i]` of the map `fd`, in one `BPF_MAP_UPDATE_BATCH` (4-byte keys
-/// and values: a Maglev table's slots, or a map of maps' inner map fds). One syscall
-/// instead of one per entry, and for a map of maps one wait for running programs
-/// instead of one per entry (~7 ms each here).
-fn batch_update(fd: u32, keys: &[u32], values: &[u32]) -> std::io::Result<()> {
-    /// `union bpf_attr`'s `batch` member.
-    #[repr(C)]
-    struct BatchAttr {
-        in_batch: u64,
-        out_batch: u64,
-        keys: u64,
-        values: u64,
-        count: u32,
-        map_fd: u32,
-        elem_flags: u64,
-        flags: u64,
-    }
-    const BPF_MAP_UPDATE_BATCH: libc::c_long = 26;
-    assert_eq!(keys.len(), values.len());
-    if keys.is_empty() {
-        return Ok(());
-    }
-    let mut attr = BatchAttr {
-        in_batch: 0,
-        out_batch: 0,
-        keys: keys.as_ptr() as u64,
-        values: values.as_ptr() as u64,
-        count: keys.len() as u32,
-        map_fd: fd,
-        elem_flags: 0,
-        flags: 0,
-    };
-    // SAFETY: the attribute points at `keys` and `values`, both alive for the call and
-    // `count` long; the kernel reads them and writes only `count` back.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_MAP_UPDATE_BATCH,
-            &mut attr as *mut BatchAttr,
-            size_of::<BatchAttr>() as u32,
-        )
-    };
-    if r < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    if attr.count as usize != keys.len() {
-        return Err(std::io::Error::other(format!(
-            "{} of {} entries written",
-            attr.count,
-            keys.len()
-        )));
-    }
-    Ok(())
-}
+/// into its backends) and its table.
+type Staged = (FrontendKey, u32, Frontend, Vec<u32>, Table);
 
 /// The bytes Maglev names a backend by: its address and port.
 fn names(backends: &[(Ipv4Addr, u16)]) -> Vec<[u8; 6]> {
@@ -208,41 +130,6 @@ fn svc_key(k: &FrontendKey) -> SvcKey {
         port: k.port.to_be(),
         proto: k.proto,
         pad: 0,
-    }
-}
-
-/// Ids `1..max`, handed out lowest first and taken back when freed (O(log n) each).
-#[derive(Debug)]
-struct Ids {
-    free: BTreeSet<u32>,
-    next: u32,
-    max: u32,
-    what: &'static str,
-}
-
-impl Ids {
-    fn new(max: u32, what: &'static str) -> Self {
-        Self {
-            free: BTreeSet::new(),
-            next: 1,
-            max,
-            what,
-        }
-    }
-
-    fn take(&mut self) -> Result<u32, DataplaneError> {
-        if let Some(id) = self.free.pop_first() {
-            return Ok(id);
-        }
-        if self.next >= self.max {
-            return Err(DataplaneError::Full(self.what, self.max));
-        }
-        self.next += 1;
-        Ok(self.next - 1)
-    }
-
-    fn give_back(&mut self, id: u32) {
-        self.free.insert(id);
     }
 }
 
@@ -322,11 +209,19 @@ impl ServiceWriter {
                 ),
                 None => maglev::table(&names(&front.backends), MAGLEV_SLOTS),
             };
+            let had_table = self
+                .written
+                .get(key)
+                .is_some_and(|(_, _, prev)| !prev.is_empty());
             let table = if slots.is_empty() {
-                None
+                Table::None
+            } else if had_table {
+                // Its table is in place: rewritten there (step 3), after every
+                // backend of the sync is written.
+                Table::InPlace(slots.iter().map(|i| ids[*i as usize]).collect())
             } else {
                 match self.make_table(id, slots.iter().map(|i| ids[*i as usize])) {
-                    Ok(t) => Some(t),
+                    Ok(t) => Table::New(t),
                     Err(e) => {
                         self.release(&front.backends);
                         self.unstage(&staged);
@@ -337,10 +232,14 @@ impl ServiceWriter {
             staged.push((*key, id, front.clone(), slots, table));
         }
         // 3. Every new table in one batch (the kernel waits for running programs once
-        //    per update of a map of maps: once, not once per Service).
+        //    per update of a map of maps: once, not once per Service), then the tables
+        //    rewritten in place (no wait: nothing is swapped).
         let tables: Vec<(u32, &MapData)> = staged
             .iter()
-            .filter_map(|(_, id, _, _, t)| t.as_ref().map(|t| (*id, t)))
+            .filter_map(|(_, id, _, _, t)| match t {
+                Table::New(t) => Some((*id, t)),
+                _ => None,
+            })
             .collect();
         if let Err(e) = batch_update(
             raw_fd(&self.tables),
@@ -351,8 +250,27 @@ impl ServiceWriter {
             return Err(batch_err(map_names::SVC_MAGLEV, e));
         }
         done.tables += tables.len();
+        // A table that cannot be rewritten (it could not be opened or mapped: nothing
+        // of it was written) keeps its old slots, which its old backends, still held,
+        // serve: that Service alone is left as it was (its new backends given back),
+        // the sync's others are completed, and the error is returned after them, so
+        // that the next sync tries it again from what `written` still says.
+        let mut failed = None;
+        let mut kept = Vec::with_capacity(staged.len());
+        for st in staged {
+            if let Table::InPlace(values) = &st.4 {
+                if let Err(e) = self.rewrite_table(st.1, values) {
+                    tracing::warn!(service = %st.0.ip, error = %e, "cannot rewrite a Service's table; it keeps its backends until the next sync");
+                    self.release(&st.2.backends);
+                    failed = Some(e);
+                    continue;
+                }
+                done.rewritten += 1;
+            }
+            kept.push(st);
+        }
         // 4. The frontends, now that their tables are in place.
-        for (key, id, front, slots, _) in staged {
+        for (key, id, front, slots, _) in kept {
             let entry = SvcEntry {
                 id,
                 backends: front.backends.len() as u32,
@@ -371,7 +289,10 @@ impl ServiceWriter {
                 done.backends += self.release(&old.backends);
             }
         }
-        Ok(done)
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(done),
+        }
     }
 
     /// The id of backend `b`, written when it is new; one more Service uses it.
@@ -448,13 +369,27 @@ impl ServiceWriter {
         Ok(inner)
     }
 
+    /// Writes `values` (a backend id per slot) over Service `id`'s table where it is:
+    /// the array the outer map holds at `id`, opened by its kernel id and mapped.
+    fn rewrite_table(&self, id: u32, values: &[u32]) -> Result<(), DataplaneError> {
+        let name = map_names::SVC_MAGLEV;
+        let fail = |call: &'static str, io_error: std::io::Error| DataplaneError::Map {
+            name: name.to_owned(),
+            source: aya::maps::MapError::SyscallError(aya::sys::SyscallError { call, io_error }),
+        };
+        let inner =
+            lookup_u32(raw_fd(&self.tables), id).map_err(|e| fail("bpf_map_lookup_elem", e))?;
+        let table = MapData::from_id(inner).map_err(map_err(name))?;
+        write_mapped(raw_fd(&table), values).map_err(|e| fail("mmap", e))
+    }
+
     /// Gives back what staged frontends took (a sync that fails midway).
     fn unstage(&mut self, staged: &[Staged]) {
         for (key, id, front, _, _) in staged {
             self.release(&front.backends);
             if !self.written.contains_key(key) {
                 // Its id was new: nothing points at it.
-                self.service_ids.give_back(*id);
+                self.service_ids.unused(*id);
             }
         }
     }
