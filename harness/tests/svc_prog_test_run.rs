@@ -807,3 +807,76 @@ fn svc_03_connections_outlive_the_daemon_and_keep_their_backend() {
     // And an established connection keeps its backend through the new tables.
     assert_eq!(backend_of(&send(&dp, &data).data), backend);
 }
+
+/// A restarted daemon's first sync hands out no id that the previous daemon's pinned
+/// frontends and tables still name: while it replaces them, a packet that follows an
+/// old frontend and table finds the backend they named, not a new one written over it.
+#[test]
+fn svc_03_a_restarted_daemons_first_sync_writes_over_no_backend_the_old_tables_name() {
+    let name = format!("jn-svcids-{}", std::process::id());
+    let root = juneau::standalone::pin_dir_of(&name);
+    let _ = std::fs::remove_dir_all(&root);
+    struct Unpin(std::path::PathBuf);
+    impl Drop for Unpin {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _unpin = Unpin(root.clone());
+    let bed = PortBed::new(3);
+    let load = || {
+        Whole::of(juneau::node::Dataplane::load_sized(Some(&root), 1024).expect("load"))
+            .expect("writers")
+    };
+    let backends = || {
+        juneau::cli::dump_backends(&juneau::cli::node_dir(&name), &Default::default())
+            .expect("the pinned backends")
+    };
+    let mut dp = load();
+    plumb(&mut dp, &bed);
+    dp.sync_services(&services()).unwrap();
+    let before = backends();
+    assert!(before.len() >= 4, "{before:?}");
+    drop(dp);
+    let mut dp = load();
+    assert!(dp.adopted());
+    // The API moves to another port: two new backends.
+    let mut moved = services();
+    let api = FrontendKey {
+        ip: API.into(),
+        port: 443,
+        proto: PROTO_TCP,
+    };
+    moved.frontends.get_mut(&api).unwrap().backends = vec![
+        (Ipv4Addr::from(s_ip(1)), 7443),
+        (Ipv4Addr::from(s_ip(2)), 7443),
+    ];
+    dp.sync_services(&moved).unwrap();
+    let after = backends();
+    for b in &before {
+        assert!(
+            after
+                .iter()
+                .any(|a| a.id == b.id && a.addr == b.addr && a.port == b.port),
+            "backend {} ({}:{}) written over by the first sync: {after:?}",
+            b.id,
+            b.addr,
+            b.port
+        );
+    }
+    let new: Vec<_> = after.iter().filter(|a| a.port == 7443).collect();
+    assert_eq!(new.len(), 2, "{after:?}");
+    assert!(new.iter().all(|n| before.iter().all(|b| b.id != n.id)));
+    // And the moved Service takes new connections to its new port.
+    let run = b_send(
+        &dp,
+        &bed,
+        &frames::tcp(client(45000), (GW_S, API, 443), true, b""),
+    );
+    assert_eq!(run.verdict, TC_ACT_REDIRECT);
+    assert_eq!(u16::from_be_bytes([run.data[36], run.data[37]]), 7443);
+}
+
+fn b_send(dp: &Whole, bed: &PortBed, frame: &[u8]) -> juneau_harness::testrun::Run {
+    juneau_harness::testrun::run_tc(&bed.ns, dp.l2_port_program(), bed.ifindex(0), frame, 1)
+}

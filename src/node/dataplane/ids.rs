@@ -59,6 +59,29 @@ impl Ids {
         self.cooling.push_back((id, Instant::now()));
     }
 
+    /// Ids that a previous daemon's pinned state still names (a restart, before the
+    /// first sync has replaced it): none is handed out before it cooled, so that the
+    /// new daemon's first writes never land on what the old frontends and tables still
+    /// point at. Called on a fresh set only.
+    pub(super) fn reserve(&mut self, used: impl IntoIterator<Item = u32>) {
+        let used: BTreeSet<u32> = used
+            .into_iter()
+            .filter(|id| *id != 0 && *id < self.max)
+            .collect();
+        let Some(&top) = used.last() else {
+            return;
+        };
+        let now = Instant::now();
+        for id in self.next..=top {
+            if used.contains(&id) {
+                self.cooling.push_back((id, now));
+            } else {
+                self.free.insert(id);
+            }
+        }
+        self.next = self.next.max(top + 1);
+    }
+
     /// `id` was never seen by a program (taken by a sync that failed before it wrote
     /// anything naming it): free at once.
     pub(super) fn unused(&mut self, id: u32) {
@@ -89,5 +112,16 @@ mod tests {
         ids.rest = COOLING;
         ids.unused(2);
         assert_eq!(ids.take().unwrap(), 2);
+    }
+
+    #[test]
+    fn ids_a_previous_daemon_left_in_use_cool_first() {
+        let mut ids = Ids::new(100, "test ids");
+        ids.reserve([3, 5]);
+        // The gaps are free, the reserved ones cooling, the next new one after them.
+        let taken: Vec<u32> = (0..4).map(|_| ids.take().unwrap()).collect();
+        assert_eq!(taken, [1, 2, 4, 6]);
+        ids.rest = Duration::ZERO;
+        assert_eq!(ids.take().unwrap(), 3);
     }
 }

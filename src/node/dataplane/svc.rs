@@ -140,6 +140,7 @@ impl ServiceWriter {
         self.host_backends = want.host_backends.clone();
         self.provider_backends = want.provider_backends.clone();
         if !self.synced {
+            self.reserve_pinned()?;
             let wanted: BTreeSet<SvcKey> = want.frontends.keys().map(svc_key).collect();
             let left: Vec<SvcKey> = self
                 .frontends
@@ -293,6 +294,42 @@ impl ServiceWriter {
             Some(e) => Err(e),
             None => Ok(done),
         }
+    }
+
+    /// Before the first sync: the ids a previous daemon's pinned frontends and
+    /// backends still hold cool before this writer hands them out (its first sync
+    /// replaces every frontend, and a packet meanwhile follows the old ones). Read only
+    /// when the previous daemon left frontends: the backends' array is read entry by
+    /// entry (262,144 lookups, once a restart).
+    fn reserve_pinned(&mut self) -> Result<(), DataplaneError> {
+        let services: Vec<u32> = self
+            .frontends
+            .iter()
+            .map(|r| r.map(|(_, e)| e.id))
+            .collect::<Result<_, _>>()
+            .map_err(map_err(map_names::SVC))?;
+        if services.is_empty() {
+            return Ok(());
+        }
+        let backends: Vec<u32> = self
+            .backends
+            .iter()
+            .enumerate()
+            .filter_map(|(id, b)| match b {
+                Ok(b) if b.ip != 0 => Some(Ok(id as u32)),
+                Ok(_) => None,
+                Err(e) => Some(Err(e)),
+            })
+            .collect::<Result<_, _>>()
+            .map_err(map_err(map_names::SVC_BACKEND))?;
+        tracing::debug!(
+            services = services.len(),
+            backends = backends.len(),
+            "ids a previous daemon left cool before reuse"
+        );
+        self.service_ids.reserve(services);
+        self.backend_slots.reserve(backends);
+        Ok(())
     }
 
     /// The id of backend `b`, written when it is new; one more Service uses it.
