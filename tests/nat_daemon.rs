@@ -66,6 +66,15 @@ fn scenario(a: &str, b: &str) -> Scenario {
     }
 }
 
+/// The namespace of `node`'s client Pod (`client_pod`).
+fn client_netns(run: &Run, node: &str) -> PathBuf {
+    run.pod(&format!("{node}-client"))
+        .expect("the client Pod")
+        .ns
+        .path()
+        .to_owned()
+}
+
 fn client_pod(node: &str) -> PodDef {
     PodDef {
         name: format!("{node}-client"),
@@ -139,12 +148,7 @@ fn nat_01_a_daemon_killed_mid_stream_loses_no_byte_and_the_connection_keeps_its_
         }
         (got.len(), peer)
     });
-    let client_ns = run
-        .pod(&format!("{NODE}-client"))
-        .unwrap()
-        .ns
-        .path()
-        .to_owned();
+    let client_ns = client_netns(&run, NODE);
     let client_again = client_ns.clone();
     let dst: SocketAddr = format!("{SERVER}:{PORT}").parse().unwrap();
     let sender = std::thread::spawn(move || {
@@ -291,12 +295,7 @@ fn nat_02_a_node_out_of_ports_refuses_at_once_counts_it_and_says_so_on_its_attac
         s
     })
     .unwrap();
-    let client_ns = run
-        .pod(&format!("{NODE}-client"))
-        .unwrap()
-        .ns
-        .path()
-        .to_owned();
+    let client_ns = client_netns(&run, NODE);
     let answer = juneau::netns::run_in(&client_ns, || {
         let s = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
         s.connect((SERVER, UDP_PORT)).unwrap();

@@ -178,7 +178,7 @@ fn ns(run: &Run, name: &str) -> PathBuf {
 /// a name). Only entry programs count runs: a tail call runs within its caller's run,
 /// whose time includes it.
 fn program_stats() -> BTreeMap<String, (u64, u64)> {
-    use std::os::fd::{AsFd, AsRawFd};
+    use std::os::fd::AsFd;
     let mut out: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     for info in aya::programs::loaded_programs().flatten() {
         let Some(name) = info.name_as_str().map(str::to_owned) else {
@@ -191,16 +191,10 @@ fn program_stats() -> BTreeMap<String, (u64, u64)> {
             continue;
         };
         let Ok(fd) = info.fd() else { continue };
-        let text = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_fd().as_raw_fd()))
-            .unwrap_or_default();
-        let field = |key: &str| -> u64 {
-            text.lines()
-                .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
-                .unwrap_or(0)
-        };
+        let (runs, ns) = juneau::node::dataplane::run_stats(fd.as_fd());
         let e = out.entry(full.to_string()).or_default();
-        e.0 += field("run_cnt:");
-        e.1 += field("run_time_ns:");
+        e.0 += runs;
+        e.1 += ns;
     }
     out
 }

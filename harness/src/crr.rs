@@ -47,51 +47,69 @@ pub fn server(ns: &Path, addr: Ipv4Addr, port: u16, stop: Arc<AtomicBool>) -> Jo
 }
 
 fn listen(addr: Ipv4Addr, port: u16) -> OwnedFd {
-    // SAFETY: plain socket calls on a descriptor we own, with option values and an
-    // address of the right sizes.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
-        assert!(fd >= 0, "socket");
-        let fd = OwnedFd::from_raw_fd(fd);
-        let one: libc::c_int = 1;
-        let wait = libc::timeval {
+    let fd = bound(addr, port).unwrap_or_else(|e| panic!("bind {addr}:{port}: {e}"));
+    set_option(
+        &fd,
+        libc::SO_RCVTIMEO,
+        &libc::timeval {
             tv_sec: 0,
             tv_usec: 100_000,
-        };
-        let sa = libc::sockaddr_in {
-            sin_family: libc::AF_INET as u16,
-            sin_port: port.to_be(),
-            sin_addr: libc::in_addr {
-                s_addr: u32::from_ne_bytes(addr.octets()),
-            },
-            sin_zero: [0; 8],
-        };
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_REUSEADDR,
-            (&one as *const libc::c_int).cast(),
-            4,
-        );
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            (&wait as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as u32,
-        );
-        assert_eq!(
-            libc::bind(
-                fd.as_raw_fd(),
-                (&sa as *const libc::sockaddr_in).cast(),
-                std::mem::size_of::<libc::sockaddr_in>() as u32
-            ),
-            0,
-            "bind {addr}:{port}"
-        );
-        assert_eq!(libc::listen(fd.as_raw_fd(), 4096), 0, "listen");
-        fd
+        },
+    );
+    // SAFETY: listen on a bound socket we own.
+    assert_eq!(unsafe { libc::listen(fd.as_raw_fd(), 4096) }, 0, "listen");
+    fd
+}
+
+fn sockaddr(ip: Ipv4Addr, port: u16) -> libc::sockaddr_in {
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as u16,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_ne_bytes(ip.octets()),
+        },
+        sin_zero: [0; 8],
     }
+}
+
+const SOCKADDR_LEN: u32 = std::mem::size_of::<libc::sockaddr_in>() as u32;
+
+/// A socket-level option of `fd`.
+fn set_option<T>(fd: &impl AsRawFd, name: libc::c_int, value: &T) {
+    // SAFETY: a valid socket, and a value of the size given.
+    unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            name,
+            (value as *const T).cast(),
+            std::mem::size_of::<T>() as u32,
+        );
+    }
+}
+
+/// A TCP socket with `SO_REUSEADDR`, bound to `ip:port`.
+fn bound(ip: Ipv4Addr, port: u16) -> std::io::Result<OwnedFd> {
+    // SAFETY: a plain socket call; the descriptor is owned from here on.
+    let fd = unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+        assert!(fd >= 0, "socket");
+        OwnedFd::from_raw_fd(fd)
+    };
+    set_option(&fd, libc::SO_REUSEADDR, &(1 as libc::c_int));
+    let sa = sockaddr(ip, port);
+    // SAFETY: an address of the right size, alive for the call.
+    if unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&sa as *const libc::sockaddr_in).cast(),
+            SOCKADDR_LEN,
+        )
+    } != 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(fd)
 }
 
 /// What a client loop did.
@@ -168,64 +186,33 @@ pub fn client_n_from(ns: &Path, to: &[SocketAddr], n: u64, first_port: u16) -> u
 
 /// One connection from source port `port` to `dst`, closed by RST; whether it was made.
 fn connect_from(port: u16, dst: std::net::SocketAddrV4) -> bool {
-    let sa = |ip: Ipv4Addr, port: u16| libc::sockaddr_in {
-        sin_family: libc::AF_INET as u16,
-        sin_port: port.to_be(),
-        sin_addr: libc::in_addr {
-            s_addr: u32::from_ne_bytes(ip.octets()),
-        },
-        sin_zero: [0; 8],
+    let Ok(fd) = bound(Ipv4Addr::UNSPECIFIED, port) else {
+        return false;
     };
-    let (src, to) = (sa(Ipv4Addr::UNSPECIFIED, port), sa(*dst.ip(), dst.port()));
-    let len = std::mem::size_of::<libc::sockaddr_in>() as u32;
-    // SAFETY: plain socket calls on a descriptor we own, with option values and
-    // addresses of the right sizes.
-    let fd = unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
-        assert!(fd >= 0, "socket");
-        let fd = OwnedFd::from_raw_fd(fd);
-        let one: libc::c_int = 1;
-        libc::setsockopt(
+    let to = sockaddr(*dst.ip(), dst.port());
+    // SAFETY: an address of the right size, alive for the call.
+    if unsafe {
+        libc::connect(
             fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_REUSEADDR,
-            (&one as *const libc::c_int).cast(),
-            4,
-        );
-        let bound = libc::bind(
-            fd.as_raw_fd(),
-            (&src as *const libc::sockaddr_in).cast(),
-            len,
-        ) == 0;
-        if !bound
-            || libc::connect(
-                fd.as_raw_fd(),
-                (&to as *const libc::sockaddr_in).cast(),
-                len,
-            ) != 0
-        {
-            return false;
-        }
-        fd
-    };
+            (&to as *const libc::sockaddr_in).cast(),
+            SOCKADDR_LEN,
+        )
+    } != 0
+    {
+        return false;
+    }
     reset_on_close(&TcpStream::from(fd));
     true
 }
 
 /// `SO_LINGER` 0: the close sends an RST and leaves no TIME_WAIT.
 fn reset_on_close(c: &TcpStream) {
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    // SAFETY: a valid socket and a linger value of the right size.
-    unsafe {
-        libc::setsockopt(
-            c.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&linger as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as u32,
-        );
-    }
+    set_option(
+        c,
+        libc::SO_LINGER,
+        &libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        },
+    );
 }

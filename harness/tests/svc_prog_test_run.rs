@@ -750,29 +750,43 @@ fn svc_03_the_sweep_collects_finished_connections_and_keeps_live_ones() {
     assert!(b.dp.conntrack.entries().unwrap().is_empty());
 }
 
+/// A pin folder of this test's own, as a daemon's: its datapaths load over it (the
+/// second one adopts what the first pinned), and it goes by name when the test ends,
+/// also when an assertion fails.
+struct Pins {
+    name: String,
+    root: std::path::PathBuf,
+}
+
+impl Pins {
+    fn new(prefix: &str) -> Self {
+        let name = format!("{prefix}-{}", std::process::id());
+        let root = juneau::standalone::pin_dir_of(&name);
+        let _ = std::fs::remove_dir_all(&root);
+        Self { name, root }
+    }
+
+    fn load(&self) -> Whole {
+        Whole::of(juneau::node::Dataplane::load_sized(Some(&self.root), 1024).expect("load"))
+            .expect("writers")
+    }
+}
+
+impl Drop for Pins {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
 #[test]
 fn svc_03_connections_outlive_the_daemon_and_keep_their_backend() {
-    let root = juneau::standalone::pin_dir_of(&format!("jn-svcpin-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    // The pins go by name also when an assertion fails.
-    struct Unpin(std::path::PathBuf);
-    impl Drop for Unpin {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-    let _unpin = Unpin(root.clone());
+    let pins = Pins::new("jn-svcpin");
     let bed = PortBed::new(3);
-    let load = || {
-        Whole::of(juneau::node::Dataplane::load_sized(Some(&root), 1024).expect("load"))
-            .expect("writers")
-    };
+    let load = || pins.load();
     let mut dp = load();
     plumb(&mut dp, &bed);
     dp.sync_services(&services()).unwrap();
-    let send = |dp: &Whole, frame: &[u8]| {
-        juneau_harness::testrun::run_tc(&bed.ns, dp.l2_port_program(), bed.ifindex(0), frame, 1)
-    };
+    let send = |dp: &Whole, frame: &[u8]| from_port0(dp, &bed, frame);
     let syn = frames::tcp(client(50000), (GW_S, API, 443), true, b"");
     let backend = backend_of(&send(&dp, &syn).data);
     // The daemon goes; the next adopts the pinned table before any sync of its own.
@@ -813,23 +827,11 @@ fn svc_03_connections_outlive_the_daemon_and_keep_their_backend() {
 /// old frontend and table finds the backend they named, not a new one written over it.
 #[test]
 fn svc_03_a_restarted_daemons_first_sync_writes_over_no_backend_the_old_tables_name() {
-    let name = format!("jn-svcids-{}", std::process::id());
-    let root = juneau::standalone::pin_dir_of(&name);
-    let _ = std::fs::remove_dir_all(&root);
-    struct Unpin(std::path::PathBuf);
-    impl Drop for Unpin {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-    let _unpin = Unpin(root.clone());
+    let pins = Pins::new("jn-svcids");
     let bed = PortBed::new(3);
-    let load = || {
-        Whole::of(juneau::node::Dataplane::load_sized(Some(&root), 1024).expect("load"))
-            .expect("writers")
-    };
+    let load = || pins.load();
     let backends = || {
-        juneau::cli::dump_backends(&juneau::cli::node_dir(&name), &Default::default())
+        juneau::cli::dump_backends(&juneau::cli::node_dir(&pins.name), &Default::default())
             .expect("the pinned backends")
     };
     let mut dp = load();
@@ -868,7 +870,7 @@ fn svc_03_a_restarted_daemons_first_sync_writes_over_no_backend_the_old_tables_n
     assert_eq!(new.len(), 2, "{after:?}");
     assert!(new.iter().all(|n| before.iter().all(|b| b.id != n.id)));
     // And the moved Service takes new connections to its new port.
-    let run = b_send(
+    let run = from_port0(
         &dp,
         &bed,
         &frames::tcp(client(45000), (GW_S, API, 443), true, b""),
@@ -877,6 +879,8 @@ fn svc_03_a_restarted_daemons_first_sync_writes_over_no_backend_the_old_tables_n
     assert_eq!(u16::from_be_bytes([run.data[36], run.data[37]]), 7443);
 }
 
-fn b_send(dp: &Whole, bed: &PortBed, frame: &[u8]) -> juneau_harness::testrun::Run {
+/// `frame` into port 0's program on a bed whose datapath is not a `RouterBed`'s (one
+/// loaded over a pin folder).
+fn from_port0(dp: &Whole, bed: &PortBed, frame: &[u8]) -> juneau_harness::testrun::Run {
     juneau_harness::testrun::run_tc(&bed.ns, dp.l2_port_program(), bed.ifindex(0), frame, 1)
 }

@@ -79,29 +79,31 @@ impl Dataplane {
     /// Runs and run time (ns) of each program, from the kernel's per-program statistics
     /// (`/proc/self/fdinfo` of its descriptor). Zero while BPF statistics are off.
     pub fn program_stats(&self) -> Vec<(&'static str, u64, u64)> {
-        use std::os::fd::{AsFd, AsRawFd};
+        use std::os::fd::AsFd;
         juneau_common::prog_names::ALL
             .iter()
             .map(|name| {
-                let text = self
+                let (runs, ns) = self
                     .program(name)
                     .fd()
-                    .ok()
-                    .and_then(|fd| {
-                        std::fs::read_to_string(format!(
-                            "/proc/self/fdinfo/{}",
-                            fd.as_fd().as_raw_fd()
-                        ))
-                        .ok()
-                    })
+                    .map(|fd| run_stats(fd.as_fd()))
                     .unwrap_or_default();
-                let field = |key: &str| {
-                    text.lines()
-                        .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
-                        .unwrap_or(0)
-                };
-                (*name, field("run_cnt:"), field("run_time_ns:"))
+                (*name, runs, ns)
             })
             .collect()
     }
+}
+
+/// Runs and run time (ns) of the program behind `fd`, from `/proc/self/fdinfo`: what
+/// the kernel counts while BPF statistics are on (zero otherwise).
+pub fn run_stats(fd: std::os::fd::BorrowedFd<'_>) -> (u64, u64) {
+    use std::os::fd::AsRawFd;
+    let text = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd()))
+        .unwrap_or_default();
+    let field = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (field("run_cnt:"), field("run_time_ns:"))
 }

@@ -165,6 +165,7 @@ impl Dataplane {
                 return Err(e);
             }
         };
+        let switched = previous.is_some();
         if let Some(old) = previous {
             let tcx_link = match &old {
                 super::Attachment::Pinned { .. } => true,
@@ -175,8 +176,9 @@ impl Dataplane {
                 tracing::warn!(ifname, error = %e, "cannot detach the port's previous program");
             }
         }
-        // A port already written as `spec` only had its program switched.
-        let configured = self.port(ifindex).is_ok_and(|p| spec.written_as(&p));
+        // A port already written as `spec` only had its program switched (read only
+        // then: a new port's ADD makes no extra map read).
+        let configured = switched && self.port(ifindex).is_ok_and(|p| spec.written_as(&p));
         if !configured && let Err(e) = self.configure_port(spec) {
             if let Err(undo) = self.detach(link) {
                 tracing::warn!(ifname, error = %undo, "rollback: cannot detach");

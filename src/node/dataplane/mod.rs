@@ -39,6 +39,7 @@ use aya::{
         tc::{SchedClassifierLink, SchedClassifierLinkId},
     },
 };
+pub use counters::run_stats;
 pub use ct::Conntrack;
 pub use eip::{ElasticIpWriter, Holder};
 pub use filter::{PORT_FILTER_HANDLE, PORT_FILTER_PRIORITY, PortAttach};

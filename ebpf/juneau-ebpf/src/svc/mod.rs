@@ -69,10 +69,13 @@ pub enum Egress {
 /// Service source address is (SVC-02).
 #[inline(always)]
 pub fn is_provider_segment(vni: u32) -> bool {
-    vni != 0
-        && maps::jn_svc_host
-            .get(0)
-            .is_some_and(|h| h.provider_vni == vni)
+    vni != 0 && provider_vni() == vni
+}
+
+/// The provider Vpc's `natSourceSubnet` VNI (`jn_svc_host`), 0 while there is none.
+#[inline(always)]
+fn provider_vni() -> u32 {
+    maps::jn_svc_host.get(0).map_or(0, |h| h.provider_vni)
 }
 
 /// The connection's backend, its entries made for a new one ([`open`]). `zone`: the
@@ -261,7 +264,7 @@ fn open(
     // so that overlapping Vpcs get their own replies.
     let provider = other_vpc && backend.flags & BACKEND_PROVIDER != 0;
     // No provider table to route by yet: refused before any entry is made.
-    if provider && maps::jn_svc_host.get(0).is_none_or(|h| h.provider_vni == 0) {
+    if provider && provider_vni() == 0 {
         return Err(DropReason::NoSourceAddress);
     }
     let snat = host || provider;
