@@ -1,9 +1,11 @@
 //! Running code inside a network namespace without moving the caller.
 //!
 //! `setns(CLONE_NEWNET)` changes the namespace of the calling *thread* only, so work for
-//! another namespace runs on a fresh OS thread that enters it and then ends: never on a
-//! tokio worker, never on the caller's thread. Sockets opened there stay bound to that
-//! namespace after the thread is gone (netavark does the same).
+//! another namespace runs on a fresh OS thread that enters it and then ends
+//! ([`run_in`]): never on a tokio worker. Sockets opened there stay bound to that
+//! namespace after the thread is gone (netavark does the same). A plain OS thread that
+//! owns its work (a CNI handler) may instead step in and back out ([`visit`]): a thread
+//! made and ended per request is what a hundred concurrent ADDs spent most in.
 use std::{
     fs::File,
     os::fd::AsFd,
@@ -23,6 +25,8 @@ pub enum NetnsError {
     Enter { path: PathBuf, source: nix::Error },
     #[error("the thread working in network namespace {0} panicked")]
     Panicked(PathBuf),
+    #[error("cannot read this thread's own network namespace: {0}")]
+    Own(std::io::Error),
 }
 
 /// The bind-mount path of a named namespace (`ip netns add NAME`).
@@ -48,6 +52,33 @@ pub fn run_in<T: Send>(path: &Path, f: impl FnOnce() -> T + Send) -> Result<T, N
         .join()
         .map_err(|_| NetnsError::Panicked(path.to_owned()))?
     })
+}
+
+/// Runs `f` inside the namespace at `path` on the calling thread, which then goes back
+/// to the namespace it was in. For plain OS threads only (never a tokio worker, whose
+/// other tasks would run in the wrong namespace meanwhile). A thread that cannot go
+/// back panics: it must not go on working in another namespace.
+pub fn visit<T>(path: &Path, f: impl FnOnce() -> T) -> Result<T, NetnsError> {
+    let target = File::open(path).map_err(|source| NetnsError::Open {
+        path: path.to_owned(),
+        source,
+    })?;
+    let home = File::open("/proc/thread-self/ns/net").map_err(NetnsError::Own)?;
+    setns(target.as_fd(), CloneFlags::CLONE_NEWNET).map_err(|source| NetnsError::Enter {
+        path: path.to_owned(),
+        source,
+    })?;
+    // Back home also when `f` panics: the thread may be caught and reused.
+    struct Home(File);
+    impl Drop for Home {
+        fn drop(&mut self) {
+            if let Err(e) = setns(self.0.as_fd(), CloneFlags::CLONE_NEWNET) {
+                panic!("cannot return to this thread's network namespace: {e}");
+            }
+        }
+    }
+    let _home = Home(home);
+    Ok(f())
 }
 
 /// A named network namespace this process created (`ip netns add`), deleted by name

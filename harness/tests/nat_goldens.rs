@@ -1,155 +1,23 @@
-//! A NATGateway on the wire (NAT-01), two Nodes on the underlay bridge, no gateway Pod:
-//! what a Pod sends `via natGateway` leaves its own Node from that Node's address on the
+//! A NATGateway on the wire (NAT-01), on the scene of `nat_scene`: what a Pod sends
+//! `via natGateway` leaves its own Node from that Node's address on the
 //! ExternalNetwork, and the upstream router's replies (injected on the bridge's port of
-//! the Node they are sent to, as in `eip_goldens.rs`) come back to the Pod. One gateway
-//! segment A (10.0.1.0/24): Pods 0 and 2 on node0, Pod 1 on node1; the table routes
-//! 0.0.0.0/0 via the NATGateway, node0 at 10.99.0.110, node1 at .111. Each Node's way
-//! out is its own routing table: a default route via the router (10.99.0.254).
-//! Captures of the deterministic tests are compared with `pcaps/<test>/`.
+//! the Node they are sent to, as in `eip_goldens.rs`) come back to the Pod. Captures of
+//! the deterministic tests are compared with `pcaps/<test>/`.
+mod nat_scene;
+
 use std::{collections::BTreeMap, net::Ipv4Addr};
 
-use juneau::{node::gateway::RouteSpec, standalone::topology::node_mac};
 use juneau_common::{
     ct::{CT_ESTABLISHED, CT_F_NAT, CT_F_REPLY, PROTO_TCP, ZONE_HOST},
     gw::ROUTE_NAT_GW,
 };
 use juneau_harness::{
-    capture::inject,
     frames::{self, fixtures::*, ones_complement},
     node::{Cluster, PodOptions, UNDERLAY_DEV, node_ip},
     router::{self, Seg},
-    scene::{Scene, Seen},
+    scene::Scene,
 };
-
-const VNI_A: u32 = 6201;
-const GW_A: [u8; 6] = [0x02, 0x4a, 0x4e, 0, 0x18, 0x39];
-const SEG_A: Seg = Seg {
-    vni: VNI_A,
-    cidr: "10.0.1.0/24",
-    gw: [10, 0, 1, 1],
-    gw_mac: GW_A,
-    mtu: 1450,
-};
-const ON_A: PodOptions = PodOptions::vni(VNI_A).mtu(1450);
-const ROUTER: ([u8; 6], [u8; 4]) = ([0x02, 0, 0, 0x99, 0, 0xfe], [10, 99, 0, 254]);
-const CLIENT: [u8; 4] = [198, 51, 100, 10];
-
-/// Node `n`'s address on the NATGateway's ExternalNetwork.
-const fn nat(n: u8) -> [u8; 4] {
-    [10, 99, 0, 110 + n]
-}
-
-fn mac(n: usize) -> [u8; 6] {
-    juneau::parse_mac(&node_mac(n)).unwrap()
-}
-
-/// Node `n`'s table: segment A, and the rest via the NATGateway at `nat_ip` (0: the
-/// Node has no attachment yet).
-fn router_state(nat_ip: [u8; 4]) -> juneau::node::gateway::RouterState {
-    let mut want = router::state(
-        &[SEG_A],
-        &[
-            (VNI_A, pod_ip(0), pod_mac(0), node_ip(0)),
-            (VNI_A, pod_ip(1), pod_mac(1), node_ip(1)),
-            (VNI_A, pod_ip(2), pod_mac(2), node_ip(0)),
-        ],
-    );
-    want.tables.get_mut("t").unwrap().insert(RouteSpec {
-        dst: "0.0.0.0/0".parse().unwrap(),
-        kind: ROUTE_NAT_GW,
-        vni: 0,
-        gw_ip: Ipv4Addr::UNSPECIFIED,
-        gw_mac: [0; 6],
-        mtu: 0,
-        nh_ip: nat_ip.into(),
-    });
-    want
-}
-
-/// Node `n`'s address answered by ARP (NAT-02's ARPAdvertisement, written as the
-/// daemon writes it), and its own way out: a default route via the router, its
-/// neighbour known.
-fn way_out(node: &mut juneau_harness::Node, n: usize) {
-    let answers = BTreeMap::from([(Ipv4Addr::from(nat(n as u8)), mac(n))]);
-    node.dataplane.set_arp_answers(&answers).unwrap();
-    let router = Ipv4Addr::from(ROUTER.1).to_string();
-    let lladdr = juneau::format_mac(&ROUTER.0);
-    node.ns.ip(&[
-        "route",
-        "replace",
-        "default",
-        "via",
-        &router,
-        "dev",
-        UNDERLAY_DEV,
-    ]);
-    node.ns.ip(&[
-        "neigh",
-        "replace",
-        &router,
-        "lladdr",
-        &lladdr,
-        "dev",
-        UNDERLAY_DEV,
-        "nud",
-        "permanent",
-    ]);
-}
-
-/// node0 at .110; node1 at .111, or without an address (`node1_addressed` false).
-fn scene_with(node1_addressed: bool) -> Scene {
-    let mut c = Cluster::new(2);
-    for (n, node) in c.nodes.iter_mut().enumerate() {
-        let addr = if n == 1 && !node1_addressed {
-            [0; 4]
-        } else {
-            nat(n as u8)
-        };
-        node.dataplane.sync_router(&router_state(addr)).unwrap();
-        way_out(node, n);
-    }
-    c.add_pod(0, 0, ON_A);
-    c.add_pod(1, 1, ON_A);
-    c.add_pod(0, 2, ON_A);
-    Scene::new(c)
-}
-
-fn scene() -> Scene {
-    scene_with(true)
-}
-
-/// `frame` from the upstream router to Node `n`.
-fn from_router(s: &mut Scene, n: usize, frame: &[u8]) -> Seen {
-    inject(&s.cluster.underlay, &format!("n{n}"), frame);
-    s.settle()
-}
-
-/// `frame` one hop on: TTL - 1, the header's checksum again.
-fn hopped(mut frame: Vec<u8>) -> Vec<u8> {
-    frame[22] -= 1;
-    frame[24..26].fill(0);
-    let sum = ones_complement(&frame[14..34]);
-    frame[24..26].copy_from_slice(&sum.to_be_bytes());
-    frame
-}
-
-/// An ICMP echo reply answering `request` (its identifier, sequence and data), from
-/// `src` to `dst` (checksums valid).
-fn echo_reply(src: ([u8; 6], [u8; 4]), dst: ([u8; 6], [u8; 4]), request: &[u8]) -> Vec<u8> {
-    let id = u16::from_be_bytes([request[38], request[39]]);
-    let seq = u16::from_be_bytes([request[40], request[41]]);
-    let b = etherparse::PacketBuilder::ethernet2(src.0, dst.0)
-        .ipv4(src.1, dst.1, 64)
-        .icmpv4_echo_reply(id, seq);
-    let data = &request[42..];
-    let mut f = Vec::with_capacity(b.size(data.len()));
-    b.write(&mut f, data).unwrap();
-    f
-}
-
-fn port_of(frame: &[u8], at: usize) -> u16 {
-    u16::from_be_bytes([frame[at], frame[at + 1]])
-}
+use nat_scene::*;
 
 #[test]
 fn nat_01_a_pods_udp_leaves_its_own_node_from_that_nodes_address_and_the_reply_comes_back() {
@@ -302,7 +170,7 @@ fn nat_01_two_pods_with_one_port_to_one_server_get_two_ports_and_each_its_own_re
 
 #[test]
 fn nat_01_what_nobody_opened_reaches_no_pod_and_a_node_without_an_address_sends_nothing() {
-    let mut s = scene_with(false);
+    let mut s = scene_with(ROUTE_NAT_GW, false);
     // To node0's address at a port no connection holds: not NAT's, to the Node's stack.
     let stray = frames::udp_ports((ROUTER.0, CLIENT, 53), (mac(0), nat(0), 40000), b"stray");
     let seen = from_router(&mut s, 0, &stray);
@@ -318,24 +186,7 @@ fn nat_01_what_nobody_opened_reaches_no_pod_and_a_node_without_an_address_sends_
     }
     let after = s.cluster.nodes[1].dataplane.drops().unwrap()["NAT_NO_ADDRESS"];
     assert_eq!(after, before + 1);
-    // The Pod is told at once (destination unreachable, administratively prohibited,
-    // from its gateway, quoting its packet), never left to time out.
-    let told = s.frames(&seen, "node1-pod0");
-    assert_eq!(told.len(), 1, "one ICMP error back to the sender");
-    let f = &told[0];
-    assert_eq!(f[23], 1, "ICMP");
-    assert_eq!(
-        (f[34], f[35]),
-        (3, 13),
-        "unreachable, administratively prohibited"
-    );
-    assert_eq!(&f[26..30], &SEG_A.gw, "from the segment's gateway");
-    assert_eq!(&f[30..34], &pod_ip(1));
-    assert_eq!(
-        (&f[54..58], &f[58..62]),
-        (&pod_ip(1)[..], &CLIENT[..]),
-        "quoting the Pod's packet"
-    );
+    assert_told_prohibited(&s, &seen, 1);
 }
 
 #[test]
@@ -386,7 +237,7 @@ const SEG_B: Seg = Seg {
 fn overlapping_scene() -> Scene {
     let mut c = Cluster::new(2);
     for (n, node) in c.nodes.iter_mut().enumerate() {
-        let mut want = router_state(nat(n as u8));
+        let mut want = router_state(ROUTE_NAT_GW, nat(n as u8));
         let b = router::state(&[SEG_B], &[(VNI_B, pod_ip(0), pod_mac(3), node_ip(0))]);
         let mut seg = b.segments[&VNI_B].clone();
         seg.table = "tb".into();
@@ -541,7 +392,7 @@ fn nat_01_a_node_whose_address_changes_maps_its_live_connections_anew_and_frees_
     let moved = [10, 99, 0, 120];
     s.cluster.nodes[0]
         .dataplane
-        .sync_router(&router_state(moved))
+        .sync_router(&router_state(ROUTE_NAT_GW, moved))
         .unwrap();
     let answers = BTreeMap::from([(Ipv4Addr::from(moved), mac(0))]);
     s.cluster.nodes[0]
@@ -605,7 +456,7 @@ fn nat_01_an_established_connection_follows_a_route_change_at_its_next_packet_an
     assert_eq!(hop.dmac.0.to_ne_bytes(), [ROUTER.0[0], ROUTER.0[1]]);
     // The table loses its NAT route: the next packet is routed by the table as it is
     // now (no route), not by the hop cached a moment ago.
-    let mut no_nat = router_state(nat(0));
+    let mut no_nat = router_state(ROUTE_NAT_GW, nat(0));
     no_nat
         .tables
         .get_mut("t")
@@ -622,7 +473,7 @@ fn nat_01_an_established_connection_follows_a_route_change_at_its_next_packet_an
     // Back: out again, and by the fast path.
     s.cluster.nodes[0]
         .dataplane
-        .sync_router(&router_state(nat(0)))
+        .sync_router(&router_state(ROUTE_NAT_GW, nat(0)))
         .unwrap();
     let seen = s.send(0, 0, &datagram(b"four"));
     assert_eq!(s.frames(&seen, "underlay-node0"), &out(ROUTER.0, b"four"));

@@ -6,8 +6,8 @@ use aya::maps::{ArrayOfMaps, HashMap, LpmTrie, Map, MapData, lpm_trie::Key};
 use juneau_common::{
     GwSegment, NbrEntry, NbrKey, RouteEntry,
     gw::{
-        GwStat, NBR_SEEDED, ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_NAT_GW, ROUTE_NO_NEXT_HOP,
-        ROUTE_NO_SERVICES, ROUTE_UNREACHABLE,
+        GwStat, NBR_SEEDED, ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_INTERNET_GW, ROUTE_NAT_GW,
+        ROUTE_NO_NEXT_HOP, ROUTE_NO_SERVICES, ROUTE_UNREACHABLE,
     },
     map_names,
 };
@@ -111,13 +111,15 @@ pub fn dump_gw_routes(dir: &Path) -> Result<Vec<RouteRow>, CliError> {
                     ROUTE_ENDPOINT => "endpoint",
                     ROUTE_NO_NEXT_HOP => "no-next-hop",
                     ROUTE_NAT_GW => "natGateway",
+                    ROUTE_INTERNET_GW => "internetGateway",
                     ROUTE_UNREACHABLE => "unreachable",
                     ROUTE_NO_SERVICES => "no-services",
                     _ => "unsupported",
                 }
                 .into(),
-                // A NATGateway route's: the address this Node translates to.
-                next_hop: (r.kind == ROUTE_ENDPOINT || r.kind == ROUTE_NAT_GW)
+                // A NATGateway route's (and an internet gateway's, falling back to
+                // one): the address this Node translates to.
+                next_hop: matches!(r.kind, ROUTE_ENDPOINT | ROUTE_NAT_GW | ROUTE_INTERNET_GW)
                     .then(|| raw_ip(r.nh_ip)),
                 vni: r.vni,
                 gateway: raw_ip(r.gw_ip),

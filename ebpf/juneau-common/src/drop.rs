@@ -55,7 +55,7 @@ crate::slots! {
         BadIpHeader = 14 => "BAD_IP_HEADER",
         /// No route of the segment's RouteTable covers the destination.
         NoRoute = 15 => "NO_ROUTE",
-        /// The route's kind is not built yet (natGateway, internetGateway, peering, ...).
+        /// The route's kind is not built yet (peering, transit, VPN).
         RouteUnsupported = 16 => "ROUTE_UNSUPPORTED",
         /// No neighbour is known for the destination address: the router never sends ARP
         /// (L2-18); the address was not handed out by Juneau.
@@ -157,5 +157,9 @@ crate::slots! {
         /// To a ClusterIP from a Vpc that does not consume Services (no
         /// `spec.service.consume`): refused, the client told at once.
         SvcNotConsumed = 52 => "SVC_NOT_CONSUMED",
+        /// A route via the Vpc's internet gateway from a NIC without an ElasticIP
+        /// attached, in a Vpc whose NATGateway has no address on this Node (or that has
+        /// none): refused, the sender told at once (NAT-03).
+        IgwNoPublicAddress = 53 => "IGW_NO_PUBLIC_ADDRESS",
     }
 }

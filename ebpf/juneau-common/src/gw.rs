@@ -64,8 +64,7 @@ pub type RouteAddr = [u8; 4];
 
 /// A route to a connected segment: deliver to the neighbour that holds the address.
 pub const ROUTE_CONNECTED: u32 = 1;
-/// A route of a kind this datapath does not build yet (natGateway, internetGateway,
-/// peering, transit, ...): dropped under `ROUTE_UNSUPPORTED`, never sent elsewhere.
+/// A route of a kind this datapath does not build yet (peering, transit, VPN): dropped under `ROUTE_UNSUPPORTED`, never sent elsewhere.
 pub const ROUTE_UNSUPPORTED: u32 = 2;
 /// A route via an endpoint (a router Pod or VM on a segment of the Vpc): sent to the
 /// neighbour that holds `RouteEntry::nh_ip` in segment `vni`, one hop.
@@ -86,6 +85,13 @@ pub const ROUTE_UNREACHABLE: u32 = 6;
 /// (SVC-01): refused at once (a TCP reset, else ICMP administratively prohibited),
 /// counted as `SVC_NOT_CONSUMED`, never routed elsewhere.
 pub const ROUTE_NO_SERVICES: u32 = 7;
+/// A route via the Vpc's internet gateway (NAT-03). A NIC with an ElasticIP attached
+/// leaves with it as its source (1:1, not built yet); any other NIC leaves through the
+/// Vpc's NATGateway as `ROUTE_NAT_GW` does, `RouteEntry::nh_ip` being this Node's
+/// address on that gateway's ExternalNetwork. With no NATGateway address here (0) it
+/// is refused at once and counted as `IGW_NO_PUBLIC_ADDRESS`, never routed by a
+/// shorter route.
+pub const ROUTE_INTERNET_GW: u32 = 8;
 
 /// Value of a RouteTable's trie.
 #[repr(C)]
@@ -105,7 +111,8 @@ pub struct RouteEntry {
     pub gw_mac: [u8; 6],
     pub pad: [u8; 2],
     /// With `ROUTE_ENDPOINT`: the next hop's address (network order); with
-    /// `ROUTE_NAT_GW`: the address the source is translated to; else 0.
+    /// `ROUTE_NAT_GW` and `ROUTE_INTERNET_GW`: the address a NATGateway translates the
+    /// source to (0: none on this Node); else 0.
     pub nh_ip: u32,
 }
 

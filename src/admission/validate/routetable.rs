@@ -13,18 +13,19 @@ use crate::api::{RouteTable, routetable::Route};
 
 /// The `via.type`s a new route may have: the ones the datapath builds (`service` and
 /// `vpcEndpoint` are the controller's own).
-pub const ROUTE_TYPES: [&str; 5] = [
+pub const ROUTE_TYPES: [&str; 6] = [
     "connected",
     "endpoint",
+    "internetGateway",
     "natGateway",
     "service",
     "vpcEndpoint",
 ];
 
-/// The route types of later waves: known, but no datapath carries them yet (internet
-/// gateways, peering, transit, VPN). Refused when new; dropped by name
-/// (`ROUTE_UNSUPPORTED`) where a table held one before.
-pub const NOT_BUILT: [&str; 4] = ["internetGateway", "vpcPeering", "transitGateway", "vpn"];
+/// The route types of later waves: known, but no datapath carries them yet (peering,
+/// transit, VPN). Refused when new; dropped by name (`ROUTE_UNSUPPORTED`) where a
+/// table held one before.
+pub const NOT_BUILT: [&str; 3] = ["vpcPeering", "transitGateway", "vpn"];
 
 /// Whether `old` (the table before an update) held the same route already.
 fn held(r: &Route, old: Option<&RouteTable>) -> bool {
@@ -294,5 +295,23 @@ mod tests {
             via("10.81.0.0/25", "connected", None),
         ]);
         assert!(validate_route_table_create(&built, &s).is_ok());
+    }
+
+    #[test]
+    fn nat_03_an_internet_gateway_route_is_accepted_in_a_vpc_table() {
+        let s = snap();
+        let new = table(vec![via("0.0.0.0/0", "internetGateway", None)]);
+        assert!(validate_route_table_create(&new, &s).is_ok());
+        // Still one route per destination, and never over a Subnet's own CIDR.
+        let twice = table(vec![
+            via("0.0.0.0/0", "internetGateway", None),
+            via("0.0.0.0/0", "endpoint", Some("default/r.eth1")),
+        ]);
+        assert!(msg(validate_route_table_create(&twice, &s)).starts_with("spec.routes[1].dst: "));
+        let over = table(vec![via("10.81.0.0/24", "internetGateway", None)]);
+        assert!(
+            msg(validate_route_table_create(&over, &s))
+                .starts_with("spec.routes[0].dst: 10.81.0.0/24 is the CIDR of Subnet")
+        );
     }
 }

@@ -126,10 +126,10 @@ impl Agent {
     /// that sync (a hundred at once each waited for one); the sync after the answer
     /// still seeds the new NIC's neighbour entry.
     fn router_lacks_a_segment_of(&self, nics: &[NetworkInterface]) -> bool {
-        let dp = self.dataplane.lock().expect("dataplane lock");
+        let served = self.served.read().expect("served segments lock");
         nics.iter().any(|n| {
             let vni = n.status.as_ref().map_or(0, |s| s.vni);
-            n.spec.elastic_ip.is_none() && !dp.router_knows(vni)
+            n.spec.elastic_ip.is_none() && !served.contains(&vni)
         })
     }
 

@@ -52,6 +52,8 @@ pub struct Agent {
     /// How ports attach, read once from the datapath (set before the agent is made), so
     /// that an ADD need not take the datapath's lock to know it.
     port_filters: bool,
+    /// The segments the router serves, read without the datapath's lock.
+    served: crate::node::dataplane::ServedSegments,
 }
 
 /// A host-side port link of this Node: (name, ifindex, what its alias says).
@@ -92,6 +94,7 @@ impl Agent {
         let features = Features::new(garp_rounds.clone(), &mut dp)?;
         Ok(Self {
             port_filters: dp.ports_use_filters(),
+            served: dp.served_segments(),
             node: node.into(),
             node_ip,
             cluster,

@@ -48,6 +48,7 @@ use juneau_common::{l2::MAX_PORTS, map_names, prog_names};
 pub use l2::{PortKind, PortSpec, monotonic_coarse_ns};
 pub use pins::PinLayout;
 pub use policy::{PolicySync, PolicyWriter};
+pub use ports_gw::ServedSegments;
 pub use svc::{ServiceSync, ServiceWriter};
 pub use whole::Whole;
 
@@ -206,6 +207,8 @@ pub struct Dataplane {
     port_attach: PortAttach,
     /// Gateway MAC by VNI: the segments the router serves (given by its sync).
     gateways: std::collections::BTreeMap<u32, [u8; 6]>,
+    /// The keys of `gateways`, shared with whoever asks without the lock.
+    served: ports_gw::ServedSegments,
     /// The other Nodes that route (have endpoints), for the listener lists.
     listen_nodes: std::collections::BTreeSet<u32>,
 }
@@ -244,6 +247,7 @@ impl Dataplane {
             adopted,
             port_attach: PortAttach::default(),
             gateways: Default::default(),
+            served: Default::default(),
             listen_nodes: Default::default(),
         };
         for name in PROGRAMS {

@@ -3,7 +3,10 @@
 //! port of them, the tail-called programs in `jn_progs`, and the router's counters.
 //! The router's own maps are its writer's (`gw.rs`); the port array is written here
 //! only, so a port configured between two router syncs gets its gateway at once.
-use std::collections::BTreeMap;
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::{Arc, RwLock},
+};
 
 use aya::maps::ProgramArray;
 use juneau_common::{
@@ -15,6 +18,10 @@ use juneau_common::{
 };
 
 use super::{Dataplane, DataplaneError, map_err, prog_err};
+
+/// What [`Dataplane::served_segments`] hands out: the VNIs of the segments the router
+/// serves, as its last sync set them.
+pub type ServedSegments = Arc<RwLock<BTreeSet<u32>>>;
 
 impl Dataplane {
     /// Puts this instance's tail-called programs (`juneau_common::tail`: the router,
@@ -46,6 +53,7 @@ impl Dataplane {
         &mut self,
         gateways: BTreeMap<u32, [u8; 6]>,
     ) -> Result<usize, DataplaneError> {
+        *self.served.write().expect("served segments lock") = gateways.keys().copied().collect();
         self.gateways = gateways;
         let ports = self.rewrite_port_gateways()?;
         // Only gateway segments have listeners.
@@ -53,9 +61,11 @@ impl Dataplane {
         Ok(ports)
     }
 
-    /// True when the router serves segment `vni` (its ports get the gateway bit).
-    pub fn router_knows(&self, vni: u32) -> bool {
-        self.gateways.contains_key(&vni)
+    /// The segments the router serves (their ports get the gateway bit), readable
+    /// without the datapath's lock: a CNI ADD asks before it plumbs anything, and a
+    /// hundred of them queued behind the syncs and port writes that hold it.
+    pub fn served_segments(&self) -> ServedSegments {
+        self.served.clone()
     }
 
     /// The gateway bit and MAC a port of `vni` gets.

@@ -317,8 +317,11 @@ fn table_route(world: &World, node: &str, rt: &RouteTable, r: &Route) -> Result<
             )
             .map_err(|e| format!("RouteTable {table}: {e}"));
         }
-        // Kinds of later waves (NAT and internet gateways, peering, transit, ...):
-        // dropped as ROUTE_UNSUPPORTED, never sent by a shorter route instead.
+        ("internetGateway", _) => {
+            return Ok(nat::via_internet_gateway(world, node, &rt.spec.vpc, dst));
+        }
+        // Kinds of later waves (peering, transit, VPN): dropped as ROUTE_UNSUPPORTED,
+        // never sent by a shorter route instead.
         _ => return Ok(unsupported(dst)),
     }
     let l2 = r

@@ -5,6 +5,11 @@
 //! route still matches and drops by name (`NAT_NO_ADDRESS`), never falling to a
 //! shorter route.
 //!
+//! A route via the internet gateway (NAT-03) falls back to the Vpc's NATGateway for a
+//! NIC without an ElasticIP attached: it carries the same address, of the first
+//! NATGateway of the Vpc (by name) that has one on this Node, or 0, refused by name
+//! (`IGW_NO_PUBLIC_ADDRESS`).
+//!
 //! A table with such a route also gets the cluster's own ranges (Service CIDRs, the
 //! Nodes' addresses, the default Vpc's Pod network) as unreachable, unless a route of
 //! its own (not the NATGateway's) covers the range: what is meant for the cluster is
@@ -12,7 +17,7 @@
 use std::{collections::BTreeSet, net::Ipv4Addr};
 
 use ipnet::Ipv4Net;
-use juneau_common::gw::{ROUTE_NAT_GW, ROUTE_UNREACHABLE};
+use juneau_common::gw::{ROUTE_INTERNET_GW, ROUTE_NAT_GW, ROUTE_UNREACHABLE};
 
 use super::{RouteSpec, dropping};
 use crate::{
@@ -47,6 +52,29 @@ pub fn via_nat_gateway(
     })
 }
 
+/// The route to `dst` via the internet gateway of `vpc`, on `node`.
+pub fn via_internet_gateway(world: &World, node: &str, vpc: &str, dst: Ipv4Net) -> RouteSpec {
+    let mut gateways: Vec<_> = world
+        .objects
+        .nat_gateways
+        .iter()
+        .filter(|g| g.spec.vpc == vpc)
+        .collect();
+    gateways.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let address = gateways
+        .iter()
+        .find_map(|g| address_of(world, &g.spec.external_network, node));
+    RouteSpec {
+        nh_ip: address.unwrap_or(Ipv4Addr::UNSPECIFIED),
+        ..dropping(dst, ROUTE_INTERNET_GW)
+    }
+}
+
+/// Whether a route translates what it carries out of the cluster.
+fn translated(kind: u32) -> bool {
+    kind == ROUTE_NAT_GW || kind == ROUTE_INTERNET_GW
+}
+
 /// This Node's address on `external_network`, once its attachment has one.
 pub fn address_of(world: &World, external_network: &str, node: &str) -> Option<Ipv4Addr> {
     world
@@ -56,7 +84,8 @@ pub fn address_of(world: &World, external_network: &str, node: &str) -> Option<I
         .and_then(|a| a.status.as_ref()?.assigned_ip.parse().ok())
 }
 
-/// The cluster's own ranges a table routing to a NATGateway must not send out.
+/// The cluster's own ranges a table routing out through a NATGateway (or the internet
+/// gateway) must not send out.
 pub fn cluster_ranges(world: &World, vpc: &str) -> BTreeSet<Ipv4Net> {
     let objects = &world.objects;
     let services = objects
@@ -84,9 +113,9 @@ pub fn cluster_ranges(world: &World, vpc: &str) -> BTreeSet<Ipv4Net> {
 }
 
 /// Adds the cluster's ranges as unreachable to `routes` when one of them goes via a
-/// NATGateway and the table does not route the prefix itself.
+/// NATGateway or the internet gateway and the table does not route the prefix itself.
 pub fn hold_cluster_ranges(world: &World, vpc: &str, routes: &mut BTreeSet<RouteSpec>) {
-    if !routes.iter().any(|r| r.kind == ROUTE_NAT_GW) {
+    if !routes.iter().any(|r| translated(r.kind)) {
         return;
     }
     for dst in cluster_ranges(world, vpc) {
@@ -95,7 +124,7 @@ pub fn hold_cluster_ranges(world: &World, vpc: &str, routes: &mut BTreeSet<Route
         // Node's among them).
         let own = routes
             .iter()
-            .any(|r| r.kind != ROUTE_NAT_GW && r.dst.contains(&dst));
+            .any(|r| !translated(r.kind) && r.dst.contains(&dst));
         if !own {
             routes.insert(dropping(dst, ROUTE_UNREACHABLE));
         }

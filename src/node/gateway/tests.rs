@@ -113,7 +113,7 @@ fn l2_14_connected_routes_of_the_vpc_only_and_later_kinds_refused_whole() {
     tbl.spec.routes.push(Route {
         dst: "0.0.0.0/0".into(),
         via: Via {
-            type_: "internetGateway".into(),
+            type_: "vpcPeering".into(),
             ..Default::default()
         },
     });
@@ -348,23 +348,16 @@ fn l2_15_routes_via_an_endpoint_of_the_vpc_and_nothing_else() {
     }
 }
 
-#[test]
-fn nat_01_a_route_via_a_nat_gateway_carries_each_nodes_own_address_and_holds_the_cluster_ranges() {
+/// Vpc a (Subnet web, 10.1.0.0/24) whose table routes 0.0.0.0/0 as `out` says, its
+/// NATGateway `out` on ExternalNetwork ext, where node-a has 10.99.0.101 and node-b no
+/// address yet; Services 10.96.0.0/12, the default Vpc's Pods 10.16.0.0/16.
+fn nat_world(out: Route) -> World {
     use crate::api::{
         ExternalNetworkAttachment, NATGateway, NodeRecord,
         externalnetworkattachment::{
             ExternalNetworkAttachmentSpec, ExternalNetworkAttachmentStatus,
         },
         natgateway::NATGatewaySpec,
-    };
-    use juneau_common::gw::{ROUTE_NAT_GW, ROUTE_NO_SERVICES, ROUTE_UNREACHABLE};
-    let out = Route {
-        dst: "0.0.0.0/0".into(),
-        via: Via {
-            type_: "natGateway".into(),
-            nat_gateway: Some("out".into()),
-            ..Default::default()
-        },
     };
     let mut w = world(
         vec![net("web", "a", "10.1.0.0/24", gw())],
@@ -403,30 +396,56 @@ fn nat_01_a_route_via_a_nat_gateway_carries_each_nodes_own_address_and_holds_the
         conditions: vec![],
     });
     w.objects.external_network_attachments.push(ena);
-    let routes = |node: &str| {
-        let (state, skipped) = desired(&w, node);
-        assert!(skipped.is_empty(), "{skipped:?}");
-        state.tables["a"]
-            .iter()
-            .map(|r| (r.dst.to_string(), r.kind, r.nh_ip.to_string()))
-            .collect::<Vec<_>>()
-    };
-    let held = |node_a: &str| {
-        vec![
-            ("0.0.0.0/0".to_owned(), ROUTE_NAT_GW, node_a.to_owned()),
-            ("10.1.0.0/24".into(), ROUTE_CONNECTED, "0.0.0.0".into()),
-            // The cluster's own: the Pod network, the Services (refused by name: this
-            // Vpc does not consume them), the Nodes.
-            ("10.16.0.0/16".into(), ROUTE_UNREACHABLE, "0.0.0.0".into()),
-            ("10.96.0.0/12".into(), ROUTE_NO_SERVICES, "0.0.0.0".into()),
-            ("192.168.0.1/32".into(), ROUTE_UNREACHABLE, "0.0.0.0".into()),
-            ("192.168.0.2/32".into(), ROUTE_UNREACHABLE, "0.0.0.0".into()),
-        ]
-    };
-    assert_eq!(routes("node-a"), held("10.99.0.101"));
+    w
+}
+
+/// Table a's routes on `node`: (destination, kind, next hop).
+fn table_a(w: &World, node: &str) -> Vec<(String, u32, String)> {
+    let (state, skipped) = desired(w, node);
+    assert!(skipped.is_empty(), "{skipped:?}");
+    state.tables["a"]
+        .iter()
+        .map(|r| (r.dst.to_string(), r.kind, r.nh_ip.to_string()))
+        .collect()
+}
+
+/// Table a as `nat_world` makes it, with `kind` for 0.0.0.0/0 via `node_a`.
+fn held_ranges(kind: u32, node_a: &str) -> Vec<(String, u32, String)> {
+    use juneau_common::gw::{ROUTE_NO_SERVICES, ROUTE_UNREACHABLE};
+    vec![
+        ("0.0.0.0/0".to_owned(), kind, node_a.to_owned()),
+        ("10.1.0.0/24".into(), ROUTE_CONNECTED, "0.0.0.0".into()),
+        // The cluster's own: the Pod network, the Services (refused by name: this
+        // Vpc does not consume them), the Nodes.
+        ("10.16.0.0/16".into(), ROUTE_UNREACHABLE, "0.0.0.0".into()),
+        ("10.96.0.0/12".into(), ROUTE_NO_SERVICES, "0.0.0.0".into()),
+        ("192.168.0.1/32".into(), ROUTE_UNREACHABLE, "0.0.0.0".into()),
+        ("192.168.0.2/32".into(), ROUTE_UNREACHABLE, "0.0.0.0".into()),
+    ]
+}
+
+fn via_type(ty: &str, nat_gateway: Option<&str>) -> Route {
+    Route {
+        dst: "0.0.0.0/0".into(),
+        via: Via {
+            type_: ty.into(),
+            nat_gateway: nat_gateway.map(Into::into),
+            ..Default::default()
+        },
+    }
+}
+
+#[test]
+fn nat_01_a_route_via_a_nat_gateway_carries_each_nodes_own_address_and_holds_the_cluster_ranges() {
+    use juneau_common::gw::{ROUTE_NAT_GW, ROUTE_NO_SERVICES};
+    let mut w = nat_world(via_type("natGateway", Some("out")));
+    assert_eq!(
+        table_a(&w, "node-a"),
+        held_ranges(ROUTE_NAT_GW, "10.99.0.101")
+    );
     // node-b has no address yet: the route still matches (NAT_NO_ADDRESS), never a
     // shorter one.
-    assert_eq!(routes("node-b"), held("0.0.0.0"));
+    assert_eq!(table_a(&w, "node-b"), held_ranges(ROUTE_NAT_GW, "0.0.0.0"));
     // A tenant whose own segment holds the Nodes' addresses keeps them: its route
     // wins, no unreachable /32 inside it.
     let mut own = w.clone();
@@ -478,4 +497,51 @@ fn nat_01_a_route_via_a_nat_gateway_carries_each_nodes_own_address_and_holds_the
     ));
     let (state, _) = desired(&w, "node-a");
     assert!(state.tables["a"].iter().all(|r| r.kind == ROUTE_CONNECTED));
+}
+
+#[test]
+fn nat_03_an_internet_gateway_route_carries_the_vpcs_nat_gateway_address_or_none() {
+    use crate::api::{NATGateway, natgateway::NATGatewaySpec};
+    use juneau_common::gw::ROUTE_INTERNET_GW;
+    let mut w = nat_world(via_type("internetGateway", None));
+    // A NIC without an ElasticIP attached falls back to the Vpc's NATGateway: this
+    // Node's address on it, the cluster's own ranges held as for a NATGateway route.
+    assert_eq!(
+        table_a(&w, "node-a"),
+        held_ranges(ROUTE_INTERNET_GW, "10.99.0.101")
+    );
+    // No address on this Node: the route still matches, refused by name
+    // (IGW_NO_PUBLIC_ADDRESS), never a shorter one.
+    assert_eq!(
+        table_a(&w, "node-b"),
+        held_ranges(ROUTE_INTERNET_GW, "0.0.0.0")
+    );
+    // Of several gateways of the Vpc, the first by name with an address here; one of
+    // another Vpc is never taken.
+    let gateway = |name: &str, vpc: &str, en: &str| {
+        NATGateway::new(
+            name,
+            NATGatewaySpec {
+                vpc: vpc.into(),
+                external_network: en.into(),
+            },
+        )
+    };
+    w.objects
+        .nat_gateways
+        .push(gateway("aaa-unaddressed", "a", "nowhere"));
+    w.objects
+        .nat_gateways
+        .push(gateway("aab-other", "b", "ext"));
+    assert_eq!(table_a(&w, "node-a")[0].2, "10.99.0.101");
+    w.objects.nat_gateways.retain(|g| g.spec.vpc != "a");
+    assert_eq!(
+        table_a(&w, "node-a")[0],
+        (
+            "0.0.0.0/0".to_owned(),
+            ROUTE_INTERNET_GW,
+            "0.0.0.0".to_owned()
+        ),
+        "a Vpc without a NATGateway of its own has no fallback"
+    );
 }

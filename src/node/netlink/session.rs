@@ -2,11 +2,11 @@
 //! namespace the ADD touches (the Node's, the Pod's), opened once and used for every
 //! request of the ADD, instead of a thread, a runtime and a socket per request.
 //!
-//! The Pod's connection is opened on a short-lived thread that entered the Pod's
-//! namespace (a netlink socket stays bound to the namespace it was created in); it is
-//! then driven from the caller's thread like the Node's. The caller must be a plain OS
-//! thread (never a tokio worker): the agent's handler threads are. The same thread opens
-//! the Pod namespace's default `disable_ipv6` sysctl ([`Ipv6Off`]).
+//! The Pod's connection is opened while the caller's thread visits the Pod's namespace
+//! ([`netns::visit`]: a netlink socket stays bound to the namespace it was created in);
+//! it is then driven like the Node's. The caller must be a plain OS thread (never a
+//! tokio worker): the agent's handler threads are. The same visit opens the Pod
+//! namespace's default `disable_ipv6` sysctl ([`Ipv6Off`]).
 use std::{fs::File, future::Future, path::Path};
 
 use rtnetlink::Handle;
@@ -46,9 +46,9 @@ impl Session {
         let (pod, pod_ipv6_default) = match pod_ns {
             None => (None, None),
             Some(path) => {
-                let h = rt.handle().clone();
-                let ((pod, conn), ipv6) = netns::run_in(path, move || {
-                    Ok::<_, NetlinkError>((connect(&h)?, Ipv6Off::open()?))
+                let h = rt.handle();
+                let ((pod, conn), ipv6) = netns::visit(path, || {
+                    Ok::<_, NetlinkError>((connect(h)?, Ipv6Off::open()?))
                 })??;
                 connections.push(rt.spawn(conn));
                 (Some(pod), ipv6)

@@ -7,8 +7,8 @@ use aya_ebpf::programs::TcContext;
 use juneau_common::{
     DropReason, FdbEntry, GwSegment, NbrEntry, NbrKey, PortConfig, RouteEntry,
     gw::{
-        GwStat, ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_NAT_GW, ROUTE_NO_NEXT_HOP,
-        ROUTE_NO_SERVICES, ROUTE_UNREACHABLE, SEG_PROVIDER, SEG_SERVICES,
+        GwStat, ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_INTERNET_GW, ROUTE_NAT_GW,
+        ROUTE_NO_NEXT_HOP, ROUTE_NO_SERVICES, ROUTE_UNREACHABLE, SEG_PROVIDER, SEG_SERVICES,
     },
     port::PORT_ROUTED,
     svc::SVC_SOURCE_MAC,
@@ -169,14 +169,20 @@ pub fn forward_ipv4(ctx: &TcContext) -> Result<i32, DropReason> {
             let refused = IcmpError::Refused(DropReason::SvcNotConsumed);
             return icmp::error(ctx, ifindex, port, seg, &ip, refused);
         }
-        ROUTE_NAT_GW => {
+        // Through a NATGateway, or the internet gateway's fallback to one (NAT-03).
+        ROUTE_NAT_GW | ROUTE_INTERNET_GW => {
             if ip.ttl <= 1 {
                 return icmp::error(ctx, ifindex, port, seg, &ip, IcmpError::TimeExceeded);
             }
             if route.nh_ip == 0 {
-                // No address on this Node yet: refused at once, not timed out.
-                let refused = IcmpError::Refused(DropReason::NatNoAddress);
-                return icmp::error(ctx, ifindex, port, seg, &ip, refused);
+                // No address on this Node yet (no NATGateway at all for the internet
+                // gateway): refused at once, not timed out.
+                let why = if route.kind == ROUTE_NAT_GW {
+                    DropReason::NatNoAddress
+                } else {
+                    DropReason::IgwNoPublicAddress
+                };
+                return icmp::error(ctx, ifindex, port, seg, &ip, IcmpError::Refused(why));
             }
             return crate::nat::enter(ctx, ifindex, route.nh_ip);
         }

@@ -16,7 +16,7 @@ use aya_ebpf::{bindings::BPF_FIB_LKUP_RET_SUCCESS, helpers::bpf_redirect, progra
 use juneau_common::{
     DropReason, GwSegment, PortConfig, RouteEntry,
     ct::{CtEntry, CtKey, NatHop, PROTO_ICMP, hop_second},
-    gw::{GwStat, ROUTE_NAT_GW},
+    gw::{GwStat, ROUTE_INTERNET_GW, ROUTE_NAT_GW},
     port::PORT_SG,
 };
 
@@ -119,7 +119,8 @@ fn look_up(
     let table = maps::jn_gw_rt.get(slot)?;
     let lpm = aya_ebpf::maps::lpm_trie::Key::new(32, ip.daddr.to_ne_bytes());
     let route: RouteEntry = table.get(&lpm).copied()?;
-    if route.kind != ROUTE_NAT_GW || route.nh_ip != nat_ip {
+    let via_nat = route.kind == ROUTE_NAT_GW || route.kind == ROUTE_INTERNET_GW;
+    if !via_nat || route.nh_ip != nat_ip {
         return None;
     }
     let found = fib::lookup(ctx, ifindex, nat_ip, ip.daddr, ip.proto, 0);
