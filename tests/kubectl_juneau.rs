@@ -270,6 +270,7 @@ fn eip_25_bpf_dump_elastic_ip_direct_shows_every_holder() {
         mac: [0x02, 0, 0, 0, 0x51, last],
         vni,
         node: vtep.into(),
+        pod_ip: None,
     };
     let eips = [
         ("10.225.51.8", holder(8, 4097, [10, 99, 0, 1])),
@@ -408,6 +409,7 @@ fn eip_25_the_seeds_views_arp_table_fdb_and_external_address_pools() {
             mac: mac(last),
             vni: 4097,
             node: vtep.into(),
+            pod_ip: None,
         };
         (a.parse().unwrap(), h)
     })

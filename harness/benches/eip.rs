@@ -60,6 +60,7 @@ fn bed() -> (PortBed, Whole) {
                     mac: pod_mac(i),
                     vni: VNI,
                     node: Ipv4Addr::new(10, 99, 0, 1),
+                    pod_ip: None,
                 },
             )
         })

@@ -70,6 +70,7 @@ fn juneau_node() -> (Node, Netns) {
                 mac: pod_mac(i),
                 vni: VNI,
                 node: vtep,
+                pod_ip: None,
             };
             (Ipv4Addr::from(eip(i)), holder)
         })

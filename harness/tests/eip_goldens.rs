@@ -39,6 +39,7 @@ fn scene() -> Scene {
                     mac: pod_mac(i),
                     vni: VNI,
                     node: node_ip(n),
+                    pod_ip: None,
                 },
             )
         })

@@ -87,6 +87,7 @@ fn bed() -> Bed {
                 mac,
                 vni: VNI,
                 node: node.into(),
+                pod_ip: None,
             },
         )
     })

@@ -34,6 +34,7 @@ pub fn admit(request: Request<'_>, snap: &Snapshot) -> Verdict {
             O::NetworkACL(a) => validate::validate_network_acl_create(a, snap),
             O::SecurityGroup(g) => validate::validate_security_group_create(g, snap),
             O::NATGateway(g) => validate::validate_nat_gateway_create(g, snap),
+            O::ElasticIPAttachment(a) => validate::validate_elastic_ip_attachment_create(a, snap),
             _ => Ok(()),
         },
         Request::Update { old, new } => match (old, new) {
@@ -43,6 +44,9 @@ pub fn admit(request: Request<'_>, snap: &Snapshot) -> Verdict {
                 validate::validate_route_table_update(o, n, snap)
             }
             (O::ElasticIP(o), O::ElasticIP(n)) => validate::validate_elastic_ip_update(o, n),
+            (O::ElasticIPAttachment(o), O::ElasticIPAttachment(n)) => {
+                validate::validate_elastic_ip_attachment_update(o, n)
+            }
             (O::NATGateway(o), O::NATGateway(n)) if o.spec != n.spec => {
                 validate::validate_nat_gateway_update(o, n, snap)
             }

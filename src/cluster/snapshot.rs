@@ -64,6 +64,28 @@ impl Snapshot {
             .iter()
             .find(|o| name(*o) == n)
     }
+    /// The table a segment of `vpc` routes by: its own (`gateway.routeTable` of an
+    /// L2Network), else its Vpc's main table (`status.mainRouteTable`, else the
+    /// RouteTable named as the Vpc), else the Vpc's implicit table (`vpc:<name>`: its
+    /// connected routes, as a cloud's main table always holds the local route). The
+    /// Nodes' routers and the controller's checks of what a segment routes by share it.
+    pub fn table_of(&self, vpc: &str, own: Option<String>) -> String {
+        let in_vpc = |t: &str| {
+            self.route_tables
+                .iter()
+                .any(|rt| rt.metadata.name.as_deref() == Some(t) && rt.spec.vpc == vpc)
+        };
+        let main = self
+            .vpc(vpc)
+            .and_then(|v| v.status.as_ref())
+            .map(|s| s.main_route_table.clone())
+            .filter(|t| !t.is_empty());
+        [own, main, Some(vpc.to_owned())]
+            .into_iter()
+            .flatten()
+            .find(|t| in_vpc(t))
+            .unwrap_or_else(|| format!("vpc:{vpc}"))
+    }
     /// The networkID of an ElasticIP's ExternalNetwork (0: none yet, or no network).
     pub fn network_id_of(&self, eip: &ElasticIP) -> u32 {
         self.external_network(&eip.spec.external_network)

@@ -1,6 +1,6 @@
 //! What the ElasticIP maps of a Node should hold, from the cluster (pure): every
-//! direct ElasticIP's holder, from the NetworkEndpoints, and the addresses this Node's
-//! ARPAdvertisements give it.
+//! direct ElasticIP's holder, from the NetworkEndpoints, every attached one's (1:1 NAT,
+//! NAT-03), and the addresses this Node's ARPAdvertisements give it.
 //!
 //! ★ After a Node loss two endpoints may carry one address (EIP-23): the reference
 //! keeps the last one written. Here the endpoint of the NIC the ElasticIP's status
@@ -8,7 +8,7 @@
 //! is ignored.
 use std::{collections::BTreeMap, net::Ipv4Addr};
 
-use super::dataplane::Holder;
+use super::dataplane::{Holder, PublicAddresses};
 use crate::cluster::World;
 
 pub fn holders(world: &World) -> BTreeMap<Ipv4Addr, Holder> {
@@ -40,8 +40,19 @@ pub fn holders(world: &World) -> BTreeMap<Ipv4Addr, Holder> {
             continue;
         };
         if vni != 0 {
-            out.insert(addr, Holder { mac, vni, node });
+            out.insert(
+                addr,
+                Holder {
+                    mac,
+                    vni,
+                    node,
+                    pod_ip: None,
+                },
+            );
         }
+    }
+    for (eip, holder) in attached(world) {
+        out.insert(eip, holder);
     }
     // Allocated but held by no NIC (a handover, a Pod not started): known, so that a
     // packet for it is dropped here (EIP_NO_HOLDER) instead of routed back out.
@@ -55,10 +66,56 @@ pub fn holders(world: &World) -> BTreeMap<Ipv4Addr, Holder> {
                 mac: [0; 6],
                 vni,
                 node: Ipv4Addr::UNSPECIFIED,
+                pod_ip: None,
             });
         }
     }
     out
+}
+
+/// The ElasticIPs attached to Subnet NICs (NAT-03): those whose status names an
+/// ElasticIPAttachment the controller reports `Attached`, held by that attachment's
+/// NIC (its NetworkEndpoint: MAC and Node; its status: the Subnet's VNI) at the Pod's
+/// address the attachment reports.
+fn attached(world: &World) -> impl Iterator<Item = (Ipv4Addr, Holder)> + '_ {
+    let objects = &world.objects;
+    objects.elastic_ip_attachments.iter().filter_map(move |a| {
+        let ns = a.metadata.namespace.as_deref().unwrap_or("default");
+        let st = a.status.as_ref().filter(|s| s.phase == "Attached")?;
+        let eip = objects.elastic_ip(ns, &a.spec.elastic_ip_ref.name)?;
+        let by = eip.status.as_ref()?.attachment.as_ref()?;
+        if by.kind != "ElasticIPAttachment" || Some(&by.name) != a.metadata.name.as_ref() {
+            return None;
+        }
+        let nic_name = &a.spec.target_ref.network_interface_name;
+        let in_ns = |m: &kube::api::ObjectMeta| {
+            m.namespace.as_deref().unwrap_or("default") == ns && m.name.as_deref() == Some(nic_name)
+        };
+        let ep = world.endpoints.iter().find(|e| in_ns(&e.metadata))?;
+        let vni = objects
+            .interfaces
+            .iter()
+            .find(|n| in_ns(&n.metadata))?
+            .status
+            .as_ref()?
+            .vni;
+        let holder = Holder {
+            mac: crate::parse_mac(&ep.spec.mac_address)?,
+            vni,
+            node: ep.spec.node_ip.parse().ok()?,
+            pod_ip: Some(st.pod_ip.parse().ok()?),
+        };
+        (vni != 0).then_some((st.elastic_ip.parse().ok()?, holder))
+    })
+}
+
+/// The ElasticIP attached to each Subnet NIC, by the NIC's (VNI, address): what its
+/// port carries for the way out via the internet gateway.
+pub fn public_addresses(holders: &BTreeMap<Ipv4Addr, Holder>) -> PublicAddresses {
+    holders
+        .iter()
+        .filter_map(|(eip, h)| Some(((h.vni, h.pod_ip?), *eip)))
+        .collect()
 }
 
 /// The addresses `node` answers ARP for, each with `mac` (its uplink's).
@@ -137,7 +194,8 @@ mod tests {
             Holder {
                 mac: [2, 0, 0, 0, 0, 2],
                 vni: 4097,
-                node: Ipv4Addr::new(10, 99, 0, 2)
+                node: Ipv4Addr::new(10, 99, 0, 2),
+                pod_ip: None,
             }
         );
         assert_eq!(h.len(), 1);
@@ -152,6 +210,110 @@ mod tests {
         // No network yet: nothing to carry with.
         w.objects.external_networks[0].status = None;
         assert!(holders(&w).is_empty());
+    }
+
+    #[test]
+    fn nat_03_an_attached_address_is_written_with_its_pod_and_subnet_vni() {
+        use crate::api::{
+            ElasticIPAttachment, NetworkInterface,
+            elasticipattachment::{
+                ElasticIPAttachmentSpec, ElasticIPAttachmentStatus, NameRef, TargetRef,
+            },
+            networkinterface::{NetworkInterfaceSpec, NetworkInterfaceStatus},
+        };
+        let mut w = World::default();
+        let mut net = ExternalNetwork::new("ext", ExternalNetworkSpec::default());
+        net.status = Some(ExternalNetworkStatus {
+            network_id: 4097,
+            ..Default::default()
+        });
+        w.objects.external_networks.push(net);
+        let mut eip = ElasticIP::new(
+            "web-eip",
+            ElasticIPSpec {
+                external_network: "ext".into(),
+                requested_ip: None,
+            },
+        );
+        eip.metadata.namespace = Some("default".into());
+        eip.status = Some(ElasticIPStatus {
+            address: "192.0.2.10".into(),
+            attachment: Some(Attachment {
+                kind: "ElasticIPAttachment".into(),
+                name: "nat".into(),
+            }),
+            ..Default::default()
+        });
+        w.objects.elastic_ips.push(eip);
+        let mut a = ElasticIPAttachment::new(
+            "nat",
+            ElasticIPAttachmentSpec {
+                elastic_ip_ref: NameRef {
+                    name: "web-eip".into(),
+                },
+                target_ref: TargetRef {
+                    network_interface_name: "app.eth0".into(),
+                },
+            },
+        );
+        a.metadata.namespace = Some("default".into());
+        a.status = Some(ElasticIPAttachmentStatus {
+            elastic_ip: "192.0.2.10".into(),
+            pod_ip: "10.71.0.2".into(),
+            node_name: "node-b".into(),
+            phase: "Attached".into(),
+            ..Default::default()
+        });
+        w.objects.elastic_ip_attachments.push(a);
+        let mut nic = NetworkInterface::new(
+            "app.eth0",
+            NetworkInterfaceSpec {
+                subnet: Some("web".into()),
+                ..Default::default()
+            },
+        );
+        nic.metadata.namespace = Some("default".into());
+        nic.status = Some(NetworkInterfaceStatus {
+            vni: 7101,
+            address: "10.71.0.2/24".into(),
+            ..Default::default()
+        });
+        w.objects.interfaces.push(nic);
+        let mut ep = endpoint("app.eth0", "10.99.0.2", "02:00:00:00:00:07");
+        ep.spec.elastic_ip = None;
+        ep.spec.address = "10.71.0.2/24".into();
+        w.endpoints.push(ep);
+        let eip_addr = Ipv4Addr::new(192, 0, 2, 10);
+        let pod = Ipv4Addr::new(10, 71, 0, 2);
+        let h = holders(&w);
+        assert_eq!(
+            h[&eip_addr],
+            Holder {
+                mac: [2, 0, 0, 0, 0, 7],
+                vni: 7101,
+                node: Ipv4Addr::new(10, 99, 0, 2),
+                pod_ip: Some(pod),
+            },
+            "carried with the Subnet's VNI to the NIC's Node, given the Pod's address"
+        );
+        assert_eq!(
+            public_addresses(&h),
+            BTreeMap::from([((7101, pod), eip_addr)]),
+            "the NIC's port leaves from the ElasticIP"
+        );
+        // Not attached (deleted, waiting, in error): held nowhere, so new packets to
+        // it are refused (EIP_NO_HOLDER), and the NIC goes out without it.
+        w.objects.elastic_ip_attachments[0]
+            .status
+            .as_mut()
+            .unwrap()
+            .phase = "Pending".into();
+        let h = holders(&w);
+        assert_eq!(
+            (h[&eip_addr].node, h[&eip_addr].pod_ip),
+            (Ipv4Addr::UNSPECIFIED, None)
+        );
+        assert!(public_addresses(&h).is_empty());
     }
 
     #[test]

@@ -161,5 +161,9 @@ crate::slots! {
         /// attached, in a Vpc whose NATGateway has no address on this Node (or that has
         /// none): refused, the sender told at once (NAT-03).
         IgwNoPublicAddress = 53 => "IGW_NO_PUBLIC_ADDRESS",
+        /// 1:1 NAT of an attached ElasticIP cannot translate the packet: an ICMP error
+        /// quoting another address, a protocol without ports or echo, or a source
+        /// quench or redirect (NAT-03).
+        EipNatUnmappable = 54 => "EIP_NAT_UNMAPPABLE",
     }
 }

@@ -17,16 +17,23 @@ pub const MAX_EXT_ARP: u32 = 4096;
 pub struct EipEntry {
     /// The holder NIC's MAC.
     pub pod_mac: FdbKey,
-    /// The ExternalNetwork's networkID: the VNI the packet is carried with, and the
-    /// segment whose table holds the NIC's pinned entry on its Node.
+    /// The ExternalNetwork's networkID (for an attached ElasticIP, its Subnet's VNI):
+    /// the VNI the packet is carried with, and the segment whose table holds the NIC's
+    /// pinned entry on its Node.
     pub vni: u32,
     /// The VTEP of the holder's Node (host order, as tunnel keys carry it).
     pub vtep: u32,
     /// On the holder's Node: its port, so delivery reads the port (an array slot)
     /// instead of the segment's slot and learning table (two hash lookups). Trusted
-    /// only while that port is a direct NIC with `pod_mac`; 0 elsewhere.
+    /// only while that port is a direct NIC (or, attached, a Subnet NIC) with
+    /// `pod_mac`; 0 elsewhere.
     pub ifindex: u32,
-    pub pad: u32,
+    /// 0: the NIC holds the ElasticIP itself (or none does yet). Else the ElasticIP is
+    /// attached to a Subnet NIC of this address (network order) by an
+    /// ElasticIPAttachment, and packets to it are given that address (1:1 NAT,
+    /// NAT-03). A zero in what was padding keeps an older daemon's entries meaning
+    /// what they meant: no layout change.
+    pub pod_ip: u32,
 }
 
 /// Value of `jn_ext_arp`, keyed by an address this Node answers ARP for (network

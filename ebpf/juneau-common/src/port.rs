@@ -53,7 +53,11 @@ pub struct PortConfig {
     /// sources it may send from; zero otherwise.
     pub own_mac: FdbKey,
     pub own_ip: u32,
-    pub pad: u32,
+    /// With `PORT_ROUTED`: the ElasticIP attached to the NIC (network order), which a
+    /// route via the internet gateway gives its packets as their source (1:1 NAT,
+    /// NAT-03); 0 for none (the Vpc's NATGateway then, if any). Zero in what was
+    /// padding: no layout change.
+    pub public_ip: u32,
 }
 
 // Part of the kernel ABI of `jn_l2_port`: no implicit padding allowed.

@@ -38,7 +38,7 @@ pub fn plain_header(ctx: &TcContext) -> bool {
 }
 
 /// Ports as the packet carries them (network order), and TCP's flags.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub struct Ports {
     pub sport: u16,
     pub dport: u16,

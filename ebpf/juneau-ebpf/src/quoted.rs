@@ -12,6 +12,8 @@ use crate::{eth::load, ipv4::Ipv4, l4};
 const ICMP_UNREACHABLE: u8 = 3;
 const ICMP_TIME_EXCEEDED: u8 = 11;
 const ICMP_PARAMETER_PROBLEM: u8 = 12;
+const ICMP_SOURCE_QUENCH: u8 = 4;
+const ICMP_REDIRECT: u8 = 5;
 const ICMP_ECHO: u8 = 8;
 const ICMP_ECHO_REPLY: u8 = 0;
 /// The error's own checksum (it covers the quoted bytes).
@@ -42,6 +44,30 @@ impl Quoted {
             zone, self.daddr, self.saddr, self.dport, self.sport, self.proto,
         )
     }
+}
+
+/// Whether `ip` is an ICMP error of any kind that quotes a packet (those [`read`]
+/// reads, and the deprecated source quench and redirect, which it does not): what a
+/// translation must rewrite inside, or refuse.
+#[inline(always)]
+pub fn is_error(ctx: &TcContext, ip: &Ipv4) -> bool {
+    if ip.proto != PROTO_ICMP || u16::from_be(ip.frag) & 0x1fff != 0 {
+        return false;
+    }
+    let (start, end) = (ctx.data(), ctx.data_end());
+    if start + l4::L4 + 1 > end {
+        return false;
+    }
+    // SAFETY: inside the packet, checked above.
+    let ty = unsafe { load::<u8>(start + l4::L4) };
+    matches!(
+        ty,
+        ICMP_UNREACHABLE
+            | ICMP_SOURCE_QUENCH
+            | ICMP_REDIRECT
+            | ICMP_TIME_EXCEEDED
+            | ICMP_PARAMETER_PROBLEM
+    )
 }
 
 /// The tuple `ip`'s ICMP error quotes; `None` for anything else (another ICMP type, a

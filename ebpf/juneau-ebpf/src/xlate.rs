@@ -145,6 +145,21 @@ pub fn source_of(
     rewrite(ctx, proto, IP_SADDR, saddr, addr, port_at)
 }
 
+/// The destination address alone -> `addr` (1:1 NAT, NAT-03: the ports and an echo's
+/// identifier are kept).
+#[inline(always)]
+pub fn destination_addr(ctx: &TcContext, ip: &Ipv4, addr: u32) -> Result<(), DropReason> {
+    let proto = if crate::frag::later(ip) { 0 } else { ip.proto };
+    rewrite(ctx, proto, IP_DADDR, ip.daddr, addr, None)
+}
+
+/// The source address alone -> `addr` (1:1 NAT, NAT-03).
+#[inline(always)]
+pub fn source_addr(ctx: &TcContext, ip: &Ipv4, addr: u32) -> Result<(), DropReason> {
+    let proto = if crate::frag::later(ip) { 0 } else { ip.proto };
+    rewrite(ctx, proto, IP_SADDR, ip.saddr, addr, None)
+}
+
 /// An ICMP echo's identifier `old` -> `new` (NAPT maps it as a port, NAT-01). The ICMP
 /// checksum covers no pseudo-header: a plain 16-bit update of its own word.
 #[inline(always)]

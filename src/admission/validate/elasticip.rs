@@ -66,6 +66,19 @@ pub fn validate_pod_elastic_ips(pod: &PodRecord, snap: &Snapshot) -> Verdict {
 /// EIP-20: an ElasticIP carried by a NIC of another running Pod is refused, unless
 /// that Pod is terminating or both are one workload (the same allocation identity).
 fn held_elsewhere(pod: &PodRecord, eip: &str, snap: &Snapshot) -> Verdict {
+    // Attached (NAT-03), also before the ElasticIP's status says so.
+    if let Some(a) = snap.elastic_ip_attachments.iter().find(|a| {
+        a.metadata.namespace.as_deref().unwrap_or("default") == pod.namespace
+            && a.spec.elastic_ip_ref.name == eip
+    }) {
+        return Err(reject(
+            FIELD,
+            format!(
+                "ElasticIP {eip:?} is used by ElasticIPAttachment {:?}: one ElasticIP serves NAT or a NIC, not both; delete the attachment first",
+                a.metadata.name.as_deref().unwrap_or("")
+            ),
+        ));
+    }
     let Some(attachment) = snap
         .elastic_ip(&pod.namespace, eip)
         .and_then(|e| e.status.as_ref()?.attachment.as_ref())

@@ -4,6 +4,7 @@
 mod cidr;
 mod deletion;
 mod elasticip;
+mod elasticipattachment;
 mod l2network;
 mod natgateway;
 mod pod;
@@ -23,6 +24,9 @@ pub use deletion::{
 pub use elasticip::{
     validate_address_pool_create, validate_elastic_ip_update, validate_external_network_create,
     validate_pod_elastic_ips,
+};
+pub use elasticipattachment::{
+    validate_elastic_ip_attachment_create, validate_elastic_ip_attachment_update,
 };
 pub use l2network::{validate_l2network_create, validate_l2network_update};
 pub use natgateway::{

@@ -19,24 +19,23 @@ use crate::{
             Attachment, ElasticIPStatus, PHASE_ATTACHED, PHASE_AVAILABLE, PHASE_ERROR,
             PHASE_PENDING,
         },
-        elasticipattachment::ElasticIPAttachmentStatus,
         externalnetwork::TYPE_ARP,
         networkinterface::{NetworkInterfaceStatus, NicRoute, NicRule},
     },
 };
 
-const KIND_NIC: &str = "NetworkInterface";
-const KIND_EIPA: &str = "ElasticIPAttachment";
+pub(super) const KIND_NIC: &str = "NetworkInterface";
+pub(super) const KIND_EIPA: &str = "ElasticIPAttachment";
 
-fn ns(o: &impl kube::Resource) -> &str {
+pub(super) fn ns(o: &impl kube::Resource) -> &str {
     o.meta().namespace.as_deref().unwrap_or("default")
 }
 
-fn name(o: &impl kube::Resource) -> &str {
+pub(super) fn name(o: &impl kube::Resource) -> &str {
     o.meta().name.as_deref().unwrap_or("")
 }
 
-fn waiting(reason: &str, message: String) -> NetworkInterfaceStatus {
+pub(super) fn waiting(reason: &str, message: String) -> NetworkInterfaceStatus {
     NetworkInterfaceStatus {
         phase: "Pending".into(),
         conditions: vec![Condition::new("Allocated", false, reason, message)],
@@ -178,8 +177,10 @@ pub fn reconcile(
                     ),
                 )
             }
-            Ok(_) if !eipas.is_empty() => nat(
+            Ok(eip) if !eipas.is_empty() => super::attachment::nat(
+                snap,
                 e,
+                eip,
                 &eipas,
                 &user_names,
                 interfaces,
@@ -229,7 +230,7 @@ fn keep_running_holder(
 }
 
 /// The ARPAdvertisement of an `arp` network's ElasticIP, on its holder NIC's Node.
-fn advertise(
+pub(super) fn advertise(
     snap: &Snapshot,
     e: &ElasticIP,
     eip: Ipv4Addr,
@@ -269,76 +270,6 @@ fn conflict(e: &ElasticIP, eipas: &[&ElasticIPAttachment], nics: &[String]) -> C
             }
         ),
     )
-}
-
-/// NAT use (its datapath is later work): one attachment holds the ElasticIP; with a NIC
-/// or a second attachment beside it everything waits (EIP-22). `None`: conflict.
-fn nat(
-    e: &ElasticIP,
-    eipas: &[&ElasticIPAttachment],
-    nics: &[String],
-    interfaces: &mut [NetworkInterface],
-    users: &[usize],
-    st: &mut ElasticIPStatus,
-    out: &mut Outcome,
-) -> Option<(&'static str, Condition)> {
-    let clash = !users.is_empty() || eipas.len() > 1;
-    for a in eipas {
-        let (reason, message) = if clash {
-            (
-                "WaitingForElasticIP",
-                format!(
-                    "ElasticIP {:?} is also named by NetworkInterface {}: it serves one of them",
-                    name(e),
-                    if nics.is_empty() {
-                        "-".to_owned()
-                    } else {
-                        nics.join(", ")
-                    }
-                ),
-            )
-        } else {
-            (
-                "NotSupported",
-                "the 1:1 NAT datapath of ElasticIPAttachments is not built yet".to_owned(),
-            )
-        };
-        out.attachment_status.insert(
-            key(*a),
-            ElasticIPAttachmentStatus {
-                elastic_ip: st.address.clone(),
-                phase: "Pending".into(),
-                conditions: vec![Condition::new("Ready", false, reason, message)],
-                ..Default::default()
-            },
-        );
-    }
-    for &i in users {
-        interfaces[i].status = Some(waiting(
-            "WaitingForElasticIP",
-            format!(
-                "ElasticIP {:?} is used by ElasticIPAttachment {:?}",
-                name(e),
-                name(eipas[0])
-            ),
-        ));
-    }
-    if clash {
-        return None;
-    }
-    st.attachment = Some(Attachment {
-        kind: KIND_EIPA.into(),
-        name: name(eipas[0]).to_owned(),
-    });
-    Some((
-        PHASE_ATTACHED,
-        Condition::new(
-            "Attached",
-            true,
-            "Attached",
-            format!("ElasticIP is attached by {KIND_EIPA} {:?}", name(eipas[0])),
-        ),
-    ))
 }
 
 /// Direct use: the holder, the NICs' statuses and the ARPAdvertisement.

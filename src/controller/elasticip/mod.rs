@@ -1,9 +1,13 @@
-//! ElasticIPs held directly by Pod NICs (seed 003): addresses from the ExternalNetwork's
-//! pools (`address`), one holder per ElasticIP (`holder`), and what follows from it:
-//! the NICs' addresses, routes and rules, the ElasticIP's status, the
-//! ElasticIPAttachments that meet a NIC (EIP-22), and the ARPAdvertisement of an `arp`
+//! ElasticIPs held directly by Pod NICs or attached to Subnet NICs (seed 003):
+//! addresses from the ExternalNetwork's pools (`address`), one holder per ElasticIP
+//! (`holder`), and what follows from it: the NICs' addresses, routes and rules, the
+//! ElasticIP's status, the ElasticIPAttachments' 1:1 mappings (`attachment`, NAT-03)
+//! and their conflicts with a NIC (EIP-22), and the ARPAdvertisement of an `arp`
 //! network that follows the holder's Node (EIP-11).
 mod address;
+mod attachment;
+#[cfg(test)]
+mod attachment_tests;
 mod holder;
 #[cfg(test)]
 mod tests;

@@ -14,7 +14,7 @@ use crate::{
     controller::{Config, reconcile},
 };
 
-fn world(range: &str) -> World {
+pub(super) fn world(range: &str) -> World {
     let mut w = World::default();
     let s = &mut w.objects;
     s.address_pools.push(AddressPool::new(
@@ -34,7 +34,7 @@ fn world(range: &str) -> World {
     w
 }
 
-fn eip(name: &str) -> ElasticIP {
+pub(super) fn eip(name: &str) -> ElasticIP {
     let mut e = ElasticIP::new(
         name,
         ElasticIPSpec {
@@ -47,7 +47,7 @@ fn eip(name: &str) -> ElasticIP {
 }
 
 /// An ElasticIPAttachment (NAT) of `web-eip` for a Subnet NIC.
-fn attachment(name: &str) -> ElasticIPAttachment {
+pub(super) fn attachment(name: &str) -> ElasticIPAttachment {
     let mut a = ElasticIPAttachment::new(
         name,
         ElasticIPAttachmentSpec {
@@ -63,7 +63,12 @@ fn attachment(name: &str) -> ElasticIPAttachment {
     a
 }
 
-fn pod(name: &str, node: &str, created: &str, annotations: &[(&str, &str)]) -> PodRecord {
+pub(super) fn pod(
+    name: &str,
+    node: &str,
+    created: &str,
+    annotations: &[(&str, &str)],
+) -> PodRecord {
     PodRecord {
         namespace: "default".into(),
         name: name.into(),
@@ -78,7 +83,7 @@ fn pod(name: &str, node: &str, created: &str, annotations: &[(&str, &str)]) -> P
 }
 
 /// Reconciles and writes everything back, as a store would, until nothing changes.
-fn settle(w: &mut World) -> Desired {
+pub(super) fn settle(w: &mut World) -> Desired {
     let cfg = Config {
         default_subnet_cidr: None,
         ..Default::default()

@@ -7,7 +7,7 @@
 use std::{collections::BTreeMap, net::Ipv4Addr};
 
 use aya::maps::{HashMap as BpfHashMap, MapData};
-use juneau_common::{EipEntry, ExtArp, FdbKey, map_names, port::PORT_EIP};
+use juneau_common::{EipEntry, ExtArp, FdbKey, map_names, port::PORT_ROUTED};
 
 use super::{Dataplane, DataplaneError, map_err};
 
@@ -38,14 +38,17 @@ fn sync<V: aya::Pod + PartialEq>(
     Ok(changed)
 }
 
-/// Where a direct ElasticIP is held.
+/// Where an ElasticIP is held: by a NIC directly, or attached to a Subnet NIC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Holder {
     pub mac: [u8; 6],
-    /// The ExternalNetwork's networkID.
+    /// The ExternalNetwork's networkID (attached: the Subnet's VNI).
     pub vni: u32,
     /// The holder's Node (its VTEP).
     pub node: Ipv4Addr,
+    /// Attached by an ElasticIPAttachment (NAT-03): the Subnet NIC's own address, which
+    /// packets to the ElasticIP are given.
+    pub pod_ip: Option<Ipv4Addr>,
 }
 
 /// The local ports of direct ElasticIP NICs, by what they hold (address, raw, and
@@ -73,13 +76,14 @@ impl Dataplane {
         })
     }
 
-    /// The ports of direct ElasticIP NICs, by what they hold. A port that cannot be
-    /// read is left out (delivery then takes the segment's table: slower, not wrong).
+    /// The ports of direct ElasticIP NICs and Subnet NICs (one may have an ElasticIP
+    /// attached), by the address and MAC they are held to. A port that cannot be read
+    /// is left out (delivery then takes the segment's table: slower, not wrong).
     pub fn held_ports(&self) -> HeldPorts {
         let mut local = HeldPorts::new();
         for ifindex in self.ports() {
             match self.port(ifindex) {
-                Ok(port) if port.flags & PORT_EIP != 0 => {
+                Ok(port) if port.flags & PORT_ROUTED != 0 => {
                     local.insert((port.own_ip, port.own_mac), ifindex);
                 }
                 Ok(_) => {}
@@ -115,8 +119,13 @@ impl ElasticIpWriter {
                         pod_mac,
                         vni: h.vni,
                         vtep: u32::from(h.node),
-                        ifindex: local.get(&(raw(*ip), pod_mac)).copied().unwrap_or(0),
-                        pad: 0,
+                        // An attached ElasticIP's port is the Subnet NIC's, held to
+                        // the Pod's own address.
+                        ifindex: local
+                            .get(&(raw(h.pod_ip.unwrap_or(*ip)), pod_mac))
+                            .copied()
+                            .unwrap_or(0),
+                        pod_ip: h.pod_ip.map_or(0, raw),
                     },
                 )
             })
@@ -174,6 +183,7 @@ impl ElasticIpWriter {
                         mac: e.pod_mac.mac,
                         vni: e.vni,
                         node: Ipv4Addr::from(e.vtep),
+                        pod_ip: (e.pod_ip != 0).then(|| Ipv4Addr::from(e.pod_ip.to_ne_bytes())),
                     },
                 )
             })

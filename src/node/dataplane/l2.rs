@@ -222,6 +222,9 @@ impl Dataplane {
             if let Some((mac, ip)) = spec.kind.held_to() {
                 config.own_mac = FdbKey::new(mac);
                 config.own_ip = u32::from_ne_bytes(ip.octets());
+                if flags & juneau_common::port::PORT_EIP == 0 {
+                    config.public_ip = self.public_ip_of(spec.vni, config.own_ip);
+                }
                 self.pin_routed_mac(change.slot, spec.ifindex, flags, mac)?;
             }
             self.write_port(spec.ifindex, config)?;

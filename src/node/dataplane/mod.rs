@@ -20,6 +20,7 @@ mod overlay;
 pub mod pins;
 mod policy;
 mod ports_gw;
+mod ports_public;
 mod raw;
 mod svc;
 mod svc_host;
@@ -49,6 +50,7 @@ pub use l2::{PortKind, PortSpec, monotonic_coarse_ns};
 pub use pins::PinLayout;
 pub use policy::{PolicySync, PolicyWriter};
 pub use ports_gw::ServedSegments;
+pub use ports_public::PublicAddresses;
 pub use svc::{ServiceSync, ServiceWriter};
 pub use whole::Whole;
 
@@ -209,6 +211,8 @@ pub struct Dataplane {
     gateways: std::collections::BTreeMap<u32, [u8; 6]>,
     /// The keys of `gateways`, shared with whoever asks without the lock.
     served: ports_gw::ServedSegments,
+    /// The ElasticIP attached to each Subnet NIC here (given by the ElasticIPs' sync).
+    public: ports_public::PublicAddresses,
     /// The other Nodes that route (have endpoints), for the listener lists.
     listen_nodes: std::collections::BTreeSet<u32>,
 }
@@ -248,6 +252,7 @@ impl Dataplane {
             port_attach: PortAttach::default(),
             gateways: Default::default(),
             served: Default::default(),
+            public: Default::default(),
             listen_nodes: Default::default(),
         };
         for name in PROGRAMS {

@@ -44,11 +44,17 @@ impl NodeFeature for ElasticIps {
     fn sync(&self, world: &World, node: &NodeView<'_>) -> Result<usize, FeatureError> {
         let holders = elasticip::holders(world);
         let mut eips = self.writer.lock().expect("ElasticIP lock");
-        // What the port owner knows, read in one short hold of its lock.
-        let (local, uplink_ifindex) = {
-            let dp = node.dataplane.lock().expect("dataplane lock");
-            (dp.held_ports(), dp.uplink_ifindex())
+        // What the port owner knows, read in one short hold of its lock, and the
+        // ElasticIPs attached to its Subnet NICs given to their ports.
+        let (local, uplink_ifindex, public) = {
+            let mut dp = node.dataplane.lock().expect("dataplane lock");
+            let public = dp.set_public_addresses(elasticip::public_addresses(&holders));
+            (dp.held_ports(), dp.uplink_ifindex(), public)
         };
+        let ports = public.map_err(FeatureError::write("the ports' attached ElasticIPs"))?;
+        if ports > 0 {
+            tracing::info!(ports, "attached ElasticIPs given to their ports");
+        }
         // A failed write of the holders does not stop the answers (each is its own
         // map); it is returned once the answers are written.
         let (held, holders_failed) = match eips.set_elastic_ips(&holders, &local) {

@@ -139,30 +139,6 @@ fn subnet_segment(s: &Subnet) -> Option<(u32, GatewaySegment)> {
     ))
 }
 
-/// The table a segment of `vpc` routes by: its own (`gateway.routeTable` of an
-/// L2Network), else its Vpc's main table (`status.mainRouteTable`, else the RouteTable
-/// named as the Vpc), else the Vpc's implicit table (`vpc:<name>`: its connected
-/// routes, as a cloud's main table always holds the local route).
-fn table_of(world: &World, vpc: &str, own: Option<String>) -> String {
-    let objects = &world.objects;
-    let in_vpc = |t: &str| {
-        objects
-            .route_tables
-            .iter()
-            .any(|rt| rt.metadata.name.as_deref() == Some(t) && rt.spec.vpc == vpc)
-    };
-    let main = objects
-        .vpc(vpc)
-        .and_then(|v| v.status.as_ref())
-        .map(|s| s.main_route_table.clone())
-        .filter(|t| !t.is_empty());
-    [own, main, Some(vpc.to_owned())]
-        .into_iter()
-        .flatten()
-        .find(|t| in_vpc(t))
-        .unwrap_or_else(|| format!("vpc:{vpc}"))
-}
-
 /// Whether `vpc`'s Pods reach ClusterIPs: `spec.service.consume` (the default Vpc is
 /// made with it; a Vpc without `spec.service` reaches none).
 fn consumes_services(world: &World, vpc: &str) -> bool {
@@ -410,7 +386,7 @@ pub fn desired(world: &World, node: &str) -> (RouterState, Vec<String>) {
     for l in &objects.l2networks {
         if let Some((vni, mut seg)) = gateway_of(l) {
             let own = l.spec.gateway.as_ref().and_then(|g| g.route_table.clone());
-            seg.table = table_of(world, &l.spec.vpc, own);
+            seg.table = world.objects.table_of(&l.spec.vpc, own);
             seg.services = consumes_services(world, &l.spec.vpc);
             seg.provider = provides_services(world, &l.spec.vpc);
             seg.acl = crate::node::policy::acl_set(world, l.spec.network_acl.as_deref());
@@ -419,7 +395,7 @@ pub fn desired(world: &World, node: &str) -> (RouterState, Vec<String>) {
     }
     for s in &objects.subnets {
         if let Some((vni, mut seg)) = subnet_segment(s) {
-            seg.table = table_of(world, &s.spec.vpc, None);
+            seg.table = world.objects.table_of(&s.spec.vpc, None);
             seg.services = consumes_services(world, &s.spec.vpc);
             seg.provider = provides_services(world, &s.spec.vpc);
             seg.acl = crate::node::policy::acl_set(world, s.spec.network_acl.as_deref());

@@ -1,4 +1,5 @@
-//! IPv4 to a direct ElasticIP, from any hook: one hop (TTL - 1), the holder's MAC as
+//! IPv4 to an ElasticIP's NIC (a direct holder, or a Subnet NIC it is attached to once
+//! 1:1 NAT gave the packet the NIC's address), from any hook: one hop (TTL - 1), the holder's MAC as
 //! destination and its network's gateway MAC as source, then its port when the holder
 //! is here (the port the entry names, checked, or the segment's pinned entry), else its Node over VXLAN with VNI = networkID (whose decapsulation finds
 //! the port by the same pinned entry).
@@ -17,6 +18,27 @@ use crate::{
 
 #[inline(always)]
 pub fn to_holder(ctx: &TcContext, entry: &EipEntry, ttl: u8) -> Result<i32, DropReason> {
+    carry(
+        ctx,
+        entry,
+        ttl,
+        FdbKey::new(gateway_mac(entry.vni)),
+        PORT_EIP,
+    )
+}
+
+/// One hop to the NIC `entry` names, from `src`, delivered to its port here when that
+/// port is of `kind` (`PORT_EIP`: a direct holder; `PORT_ROUTED`: a Subnet NIC with an
+/// ElasticIP attached, NAT-03) with the entry's MAC, else by the segment's pinned
+/// entry, else over the overlay with the entry's VNI.
+#[inline(always)]
+pub fn carry(
+    ctx: &TcContext,
+    entry: &EipEntry,
+    ttl: u8,
+    src: FdbKey,
+    kind: u32,
+) -> Result<i32, DropReason> {
     if ttl <= 1 {
         // The Node's stack answers with time exceeded.
         return Ok(TC_ACT_OK);
@@ -25,7 +47,6 @@ pub fn to_holder(ctx: &TcContext, entry: &EipEntry, ttl: u8) -> Result<i32, Drop
     if start + ETH_HLEN + 20 > end {
         return Err(DropReason::BadIpHeader);
     }
-    let src = FdbKey::new(gateway_mac(entry.vni));
     let dst = entry.pod_mac;
     // SAFETY: inside [start, start + ETH_HLEN + 20), checked above.
     unsafe {
@@ -39,7 +60,7 @@ pub fn to_holder(ctx: &TcContext, entry: &EipEntry, ttl: u8) -> Result<i32, Drop
     {
         // SAFETY: array values live as long as the map; read once.
         let (flags, own) = unsafe { ((*port).flags, (*port).own_mac) };
-        if flags & (PORT_ACTIVE | PORT_EIP) == PORT_ACTIVE | PORT_EIP && own == dst {
+        if flags & (PORT_ACTIVE | kind) == PORT_ACTIVE | kind && own == dst {
             return to_port(ctx, entry.ifindex, flags);
         }
     }

@@ -1,5 +1,6 @@
 //! The uplink's side of ElasticIPs: ARP for the advertised ones (EIP-11) and IPv4 to
-//! any direct one (delivered here or carried to its holder's Node).
+//! any direct one (delivered here or carried to its holder's Node), or to one attached
+//! to a Subnet NIC (1:1 NAT, then carried the same way).
 use aya_ebpf::{bindings::TC_ACT_OK, helpers::bpf_redirect, programs::TcContext};
 use juneau_common::{DropReason, EipEntry, ExtArp};
 
@@ -59,6 +60,8 @@ fn ipv4(ctx: &TcContext) -> Result<i32, DropReason> {
     // SAFETY: copied at once.
     let direct: Option<EipEntry> = unsafe { maps::jn_eip_direct.get(ip.daddr) }.copied();
     match direct {
+        // Attached to a Subnet NIC: 1:1 NAT (NAT-03).
+        Some(entry) if entry.pod_ip != 0 => crate::nat::one::inbound(ctx, &entry, &ip),
         Some(entry) => carry::to_holder(ctx, &entry, ip.ttl),
         // Not an ElasticIP's: a NATGateway connection's reply, or the stack's.
         None => crate::nat::reply::to_client(ctx, &ip),

@@ -169,10 +169,14 @@ pub fn forward_ipv4(ctx: &TcContext) -> Result<i32, DropReason> {
             let refused = IcmpError::Refused(DropReason::SvcNotConsumed);
             return icmp::error(ctx, ifindex, port, seg, &ip, refused);
         }
-        // Through a NATGateway, or the internet gateway's fallback to one (NAT-03).
+        // Through a NATGateway, or the internet gateway: 1:1 for a NIC with an
+        // ElasticIP attached, else its fallback to the Vpc's NATGateway (NAT-03).
         ROUTE_NAT_GW | ROUTE_INTERNET_GW => {
             if ip.ttl <= 1 {
                 return icmp::error(ctx, ifindex, port, seg, &ip, IcmpError::TimeExceeded);
+            }
+            if route.kind == ROUTE_INTERNET_GW && routed_port && port.public_ip != 0 {
+                return crate::nat::enter_one_to_one(ctx, ifindex, port.public_ip);
             }
             if route.nh_ip == 0 {
                 // No address on this Node yet (no NATGateway at all for the internet

@@ -19,6 +19,7 @@ use crate::{
 };
 
 const IP_CSUM: usize = ETH_HLEN + 10;
+const IP_SADDR: usize = ETH_HLEN + 12;
 const IP_DADDR: usize = ETH_HLEN + 16;
 
 /// The client an error belongs to: its zone and address, once the error is rewritten
@@ -28,12 +29,19 @@ pub struct Client {
     pub addr: u32,
 }
 
+/// Whether a quoted packet of `proto` can be given its sender back: one with ports or
+/// an echo (what `quoted::read` reads of ICMP).
+#[inline(always)]
+pub fn mappable(proto: u8) -> bool {
+    matches!(proto, PROTO_TCP | PROTO_UDP | PROTO_SCTP | PROTO_ICMP)
+}
+
 #[inline(always)]
 pub fn translate(ctx: &TcContext, ip: &Ipv4) -> Result<Option<Client>, DropReason> {
     let Some(q) = quoted::read(ctx, ip) else {
         return Ok(None);
     };
-    if !matches!(q.proto, PROTO_TCP | PROTO_UDP | PROTO_SCTP | PROTO_ICMP) || ip.daddr != q.saddr {
+    if !mappable(q.proto) || ip.daddr != q.saddr {
         return Ok(None);
     }
     // The quoted packet went nat address -> server: its connection's reply entry is
@@ -53,9 +61,25 @@ pub fn translate(ctx: &TcContext, ip: &Ipv4) -> Result<Option<Client>, DropReaso
     if flags & (CT_F_REPLY | CT_F_NAT) != CT_F_REPLY | CT_F_NAT {
         return Ok(None);
     }
+    Ok(give_back(ctx, ip, &q, client, Some(client_port)).map(|()| Client { zone, addr: client }))
+}
+
+/// The error `ip` quoting `q` goes to `client`: the quoted source becomes `client`
+/// (and its port, or an echo's identifier, `port`: NAPT's; `None` keeps it, as 1:1
+/// does), with every checksum that covers them. `None`: the quote is not in the
+/// packet.
+#[inline(always)]
+pub fn give_back(
+    ctx: &TcContext,
+    ip: &Ipv4,
+    q: &quoted::Quoted,
+    client: u32,
+    port: Option<u16>,
+) -> Option<()> {
+    let client_port = port.unwrap_or(q.sport);
     let (start, end) = (ctx.data(), ctx.data_end());
     if start + END > end {
-        return Ok(None);
+        return None;
     }
     // SAFETY: [start, start + END) is inside the packet, checked above (and by
     // `quoted::read`; nothing has changed the packet since).
@@ -69,7 +93,19 @@ pub fn translate(ctx: &TcContext, ip: &Ipv4) -> Result<Option<Client>, DropReaso
             csum_replace32(inner_csum, q.saddr, client),
         );
         store::<u32>(start + INNER + 12, client);
-        if q.proto == PROTO_ICMP {
+        if port.is_none() {
+            // The ports (an echo's identifier) kept: only a quoted UDP checksum
+            // covers the address.
+            if q.proto == PROTO_UDP {
+                let old = load::<u16>(start + INNER_L4 + 6);
+                if old != 0 {
+                    let new = csum_replace32(old, q.saddr, client);
+                    let new = if new == 0 { 0xffff } else { new };
+                    store::<u16>(start + INNER_L4 + 6, new);
+                    icmp_csum = csum_replace(icmp_csum, old, new);
+                }
+            }
+        } else if q.proto == PROTO_ICMP {
             // The quoted echo's identifier, and its own checksum (no pseudo-header).
             let old_sum = load::<u16>(start + INNER_L4 + 2);
             let new_sum = csum_replace(old_sum, q.sport, client_port);
@@ -99,5 +135,44 @@ pub fn translate(ctx: &TcContext, ip: &Ipv4) -> Result<Option<Client>, DropReaso
         store::<u16>(start + IP_CSUM, csum_replace32(csum, ip.daddr, client));
         store::<u32>(start + IP_DADDR, client);
     }
-    Ok(Some(Client { zone, addr: client }))
+    Some(())
+}
+
+/// The mirror of [`give_back`] for 1:1's way out (NAT-03): an error a Pod sends about a
+/// packet it received on its ElasticIP quotes its own address as the destination;
+/// that and the error's source become `public`, with every checksum that covers them
+/// (the ports are kept). `None`: the quote is not in the packet.
+#[inline(always)]
+pub fn give_out(ctx: &TcContext, ip: &Ipv4, q: &quoted::Quoted, public: u32) -> Option<()> {
+    let (start, end) = (ctx.data(), ctx.data_end());
+    if start + END > end {
+        return None;
+    }
+    // SAFETY: [start, start + END) is inside the packet, checked above (and by
+    // `quoted::read`; nothing has changed the packet since).
+    unsafe {
+        let mut icmp_csum = load::<u16>(start + ICMP_CSUM);
+        // The quoted destination and its header's checksum together: the error's
+        // checksum does not change for the pair.
+        let inner_csum = load::<u16>(start + INNER + 10);
+        store::<u16>(
+            start + INNER + 10,
+            csum_replace32(inner_csum, q.daddr, public),
+        );
+        store::<u32>(start + INNER + 16, public);
+        if q.proto == PROTO_UDP {
+            let old = load::<u16>(start + INNER_L4 + 6);
+            if old != 0 {
+                let new = csum_replace32(old, q.daddr, public);
+                let new = if new == 0 { 0xffff } else { new };
+                store::<u16>(start + INNER_L4 + 6, new);
+                icmp_csum = csum_replace(icmp_csum, old, new);
+            }
+        }
+        store::<u16>(start + ICMP_CSUM, icmp_csum);
+        let csum = load::<u16>(start + IP_CSUM);
+        store::<u16>(start + IP_CSUM, csum_replace32(csum, ip.saddr, public));
+        store::<u32>(start + IP_SADDR, public);
+    }
+    Some(())
 }

@@ -11,12 +11,16 @@
 //!             (an ICMP error quoting one: its quote given the client back, error)
 //! ```
 //!
+//! 1:1 NAT of an ElasticIP attached to a Subnet NIC (NAT-03) shares `nat_out`'s way
+//! out, in its own mode (`one.rs`).
+//!
 //! One connection table: the original direction is the entry of `(client zone,
 //! client -> server)` (policy's, when policy made one, given the mapping in place), the
 //! reply an entry in `ZONE_HOST` keyed `(server, nat address, server port, nat port)`.
 //! That entry, inserted with `BPF_NOEXIST`, is the port's claim: no lock.
-mod error;
+pub mod error;
 pub mod fast;
+pub mod one;
 pub mod out;
 pub mod reply;
 
@@ -33,11 +37,31 @@ pub fn enter(ctx: &TcContext, ifindex: u32, nat_ip: u32) -> Result<i32, DropReas
     if nat_ip == 0 {
         return Err(DropReason::NatNoAddress);
     }
+    to_nat_out(ctx, ifindex, nat_ip, NAPT)
+}
+
+/// From `gw_forward`, for a route via the internet gateway from a Subnet NIC with
+/// ElasticIP `public_ip` attached (NAT-03): the source becomes the ElasticIP, nothing
+/// else changes. The call does not return on success.
+#[inline(always)]
+pub fn enter_one_to_one(ctx: &TcContext, ifindex: u32, public_ip: u32) -> Result<i32, DropReason> {
+    to_nat_out(ctx, ifindex, public_ip, ONE_TO_ONE)
+}
+
+/// `cb` slot of `nat_out`'s mode ([`NAPT`] or [`ONE_TO_ONE`]); slots 0 and 1 carry the
+/// port and the address, 2 the way out's MTU back, 3 policy's settled mark.
+pub const CB_MODE: usize = 4;
+const NAPT: u32 = 0;
+pub const ONE_TO_ONE: u32 = 1;
+
+#[inline(always)]
+fn to_nat_out(ctx: &TcContext, ifindex: u32, addr: u32, mode: u32) -> Result<i32, DropReason> {
     // SAFETY: the context pointer is valid for the program's run; cb is scratch space
     // the program owns.
     unsafe {
         (*ctx.skb.skb).cb[0] = ifindex;
-        (*ctx.skb.skb).cb[1] = nat_ip;
+        (*ctx.skb.skb).cb[1] = addr;
+        (*ctx.skb.skb).cb[CB_MODE] = mode;
     }
     tail::call(ctx, TAIL_NAT_OUT);
     Err(DropReason::NoRouter)

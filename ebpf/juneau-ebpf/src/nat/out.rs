@@ -77,9 +77,9 @@ fn answer(ctx: &TcContext, kind: IcmpError) -> Result<i32, DropReason> {
 fn translate(ctx: &TcContext) -> Result<i32, DropReason> {
     // SAFETY: the context pointer is valid for the program's run; `nat::enter` wrote
     // the control block.
-    let (ifindex, nat_ip) = unsafe {
+    let (ifindex, nat_ip, mode) = unsafe {
         let cb = &(*ctx.skb.skb).cb;
-        (cb[0], cb[1])
+        (cb[0], cb[1], cb[super::CB_MODE])
     };
     // SAFETY: array value, copied at once.
     let port: PortConfig = maps::jn_l2_port
@@ -88,7 +88,13 @@ fn translate(ctx: &TcContext) -> Result<i32, DropReason> {
         .ok_or(DropReason::NotAPort)?;
     let zone = port.vni;
     let ip = ipv4::read(ctx)?;
-    let ports = frag::ports(ctx, &ip, zone).ok_or(DropReason::NatUnmappable)?;
+    let one = mode == super::ONE_TO_ONE;
+    let ports = if one {
+        // 1:1 reads no ports: every packet of the address is the Pod's.
+        crate::l4::Ports::default()
+    } else {
+        frag::ports(ctx, &ip, zone).ok_or(DropReason::NatUnmappable)?
+    };
     let found = fib::lookup(ctx, ifindex, nat_ip, ip.daddr, ip.proto, 0);
     let neigh = found.rc == BPF_FIB_LKUP_RET_NO_NEIGH as i64;
     if found.rc == BPF_FIB_LKUP_RET_FRAG_NEEDED as i64 && ip.frag & DF_RAW != 0 {
@@ -102,11 +108,15 @@ fn translate(ctx: &TcContext) -> Result<i32, DropReason> {
     if found.rc != BPF_FIB_LKUP_RET_SUCCESS as i64 && !neigh {
         return Err(DropReason::NatNoRoute);
     }
-    let key = CtKey::new(zone, ip.saddr, ip.daddr, ports.sport, ports.dport, ip.proto);
-    let (nat_ip, nat_port) = mapping(&key, nat_ip, ports.tcp_flags, frag::later(&ip))?;
-    xlate::source(ctx, &ip, &ports, nat_ip, nat_port)?;
-    if ip.proto == PROTO_ICMP && !frag::later(&ip) {
-        xlate::icmp_id(ctx, ports.sport, nat_port)?;
+    if one {
+        super::one::outbound(ctx, &ip, nat_ip)?;
+    } else {
+        let key = CtKey::new(zone, ip.saddr, ip.daddr, ports.sport, ports.dport, ip.proto);
+        let (nat_ip, nat_port) = mapping(&key, nat_ip, ports.tcp_flags, frag::later(&ip))?;
+        xlate::source(ctx, &ip, &ports, nat_ip, nat_port)?;
+        if ip.proto == PROTO_ICMP && !frag::later(&ip) {
+            xlate::icmp_id(ctx, ports.sport, nat_port)?;
+        }
     }
     if neigh {
         return fib::via_neighbour(ctx, found.req.ifindex);
