@@ -262,3 +262,38 @@ fn nat_03_pol_03_the_subnets_acl_judges_what_comes_in_and_lets_the_pods_own_repl
     assert_eq!(drops(&s), before + 1);
     s.assert_goldens("nat_03_eip_acl");
 }
+
+#[test]
+fn nat_03_a_connection_the_nat_gateway_mapped_before_the_attachment_keeps_its_mapping() {
+    let mut s = scene();
+    // Pod 2 has no ElasticIP: its query goes out by the NATGateway.
+    let query = |sport: u16, data: &[u8]| {
+        frames::udp_ports((pod_mac(2), pod_ip(2), sport), (GW_A, CLIENT, 53), data)
+    };
+    let seen = s.send(0, 1, &query(41000, b"before"));
+    assert_eq!(&s.frames(&seen, "underlay-node0")[0][26..30], &nat(0));
+    // Now an ElasticIP is attached to it too.
+    let public = BTreeMap::from([
+        ((VNI_A, Ipv4Addr::from(pod_ip(0))), Ipv4Addr::from(EIP)),
+        (
+            (VNI_A, Ipv4Addr::from(pod_ip(2))),
+            Ipv4Addr::from([10, 99, 0, 106]),
+        ),
+    ]);
+    s.cluster.nodes[0]
+        .dataplane
+        .set_public_addresses(public)
+        .unwrap();
+    let seen = s.send(0, 1, &query(41000, b"after"));
+    assert_eq!(
+        &s.frames(&seen, "underlay-node0")[0][26..30],
+        &nat(0),
+        "the live connection keeps its NATGateway mapping"
+    );
+    let seen = s.send(0, 1, &query(41001, b"new"));
+    assert_eq!(
+        &s.frames(&seen, "underlay-node0")[0][26..30],
+        &[10, 99, 0, 106],
+        "a new one leaves from its ElasticIP"
+    );
+}

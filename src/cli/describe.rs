@@ -93,7 +93,9 @@ fn nic_row(world: &World, nic: &NetworkInterface, node: &str) -> NicRow {
             .unwrap_or_default(),
         network: network_of(&world.objects, nic, status.vni),
         waiting,
-        outside: nat_of(world, nic, node),
+        outside: one_to_one_of(world, nic)
+            .or_else(|| internet_gateway_of(world, nic, node))
+            .or_else(|| nat_of(world, nic, node)),
     }
 }
 
@@ -179,6 +181,64 @@ pub fn nat_route_of(
         gateway: name,
         external_network,
         address,
+    })
+}
+
+/// NAT-03: the ElasticIP an ElasticIPAttachment maps onto this NIC, with its state.
+fn one_to_one_of(world: &World, nic: &NetworkInterface) -> Option<String> {
+    let a = world.objects.elastic_ip_attachments.iter().find(|a| {
+        a.metadata.namespace.as_deref().unwrap_or("default") == ns_of(nic)
+            && a.spec.target_ref.network_interface_name == name_of(nic)
+    })?;
+    let st = a.status.clone().unwrap_or_default();
+    let name = a.metadata.name.as_deref().unwrap_or("");
+    let eip = &a.spec.elastic_ip_ref.name;
+    Some(if st.phase == "Attached" {
+        format!(
+            "ElasticIP {eip} (1:1 by ElasticIPAttachment {name}, {} <-> {}, answered by {})",
+            st.elastic_ip, st.pod_ip, st.node_name
+        )
+    } else {
+        let why = st
+            .conditions
+            .first()
+            .map(|c| format!("{}: {}", c.reason, c.message))
+            .unwrap_or_default();
+        format!(
+            "ElasticIP {eip} by ElasticIPAttachment {name}, {}: {why}",
+            or_dash_str(&st.phase)
+        )
+    })
+}
+
+fn or_dash_str(s: &str) -> &str {
+    if s.is_empty() { "-" } else { s }
+}
+
+/// NAT-03: a Subnet NIC without an ElasticIP whose table routes via the internet
+/// gateway goes out through its Vpc's NATGateway, or is refused by name.
+fn internet_gateway_of(world: &World, nic: &NetworkInterface, node: &str) -> Option<String> {
+    let objects = &world.objects;
+    let vpc = &objects.subnet(nic.spec.subnet.as_deref()?)?.spec.vpc;
+    let table = objects.table_of(vpc, None);
+    let route = objects
+        .route_table(&table)?
+        .spec
+        .routes
+        .iter()
+        .filter(|r| r.via.type_ == "internetGateway")
+        .filter_map(|r| r.dst.parse::<ipnet::Ipv4Net>().ok())
+        .min_by_key(|n| n.prefix_len())?;
+    let spec = crate::node::gateway::via_internet_gateway(world, node, vpc, route);
+    Some(if spec.nh_ip.is_unspecified() {
+        format!(
+            "internet gateway ({route}): no public address (no ElasticIP attached, no NATGateway of Vpc {vpc} with an address on {node}: IGW_NO_PUBLIC_ADDRESS)"
+        )
+    } else {
+        format!(
+            "internet gateway ({route}): through Vpc {vpc}'s NATGateway, from {} on {node}",
+            spec.nh_ip
+        )
     })
 }
 

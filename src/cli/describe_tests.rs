@@ -163,8 +163,10 @@ fn l2_30_trace_refuses_an_address_two_nics_share_and_names_them() {
     assert!(trace::trace(&w, "default", "a", "b", &none).is_ok());
 }
 
-#[test]
-fn nat_01_describe_pod_says_which_nat_gateway_a_nic_goes_out_by_and_from_which_address() {
+/// `world` with Vpc prod's Subnet web-s routed 0.0.0.0/0 via NATGateway out (on
+/// ExternalNetwork ext, where n1 has 192.0.2.50 and n2 nothing yet), and its NICs c.eth0
+/// on n1 and d.eth0 on n2.
+fn nat_world() -> World {
     use crate::api::{
         ExternalNetworkAttachment, NATGateway, NetworkInterface, PodRecord, RouteTable, Subnet,
         externalnetworkattachment::{
@@ -241,6 +243,17 @@ fn nat_01_describe_pod_says_which_nat_gateway_a_nic_goes_out_by_and_from_which_a
     .unwrap();
     on_n2.spec.node_name = "n2".into();
     w.objects.interfaces.push(on_n2);
+    w
+}
+
+#[test]
+fn nat_01_describe_pod_says_which_nat_gateway_a_nic_goes_out_by_and_from_which_address() {
+    use crate::api::{
+        NATGateway,
+        natgateway::NATGatewaySpec,
+        routetable::{Route, Via},
+    };
+    let mut w = nat_world();
     let c = describe::describe_pod(&w, "default", "c").unwrap();
     assert_eq!(
         c.nics[0].outside.as_deref(),
@@ -319,5 +332,66 @@ fn nat_01_describe_pod_says_which_nat_gateway_a_nic_goes_out_by_and_from_which_a
             .is_some_and(|o| o.starts_with("NATGateway out (0.0.0.0/0")),
         "{:?}",
         c.nics[0].outside
+    );
+}
+
+#[test]
+fn nat_03_describe_pod_shows_each_nics_public_address() {
+    use crate::api::{
+        ElasticIPAttachment,
+        elasticipattachment::{
+            ElasticIPAttachmentSpec, ElasticIPAttachmentStatus, NameRef, TargetRef,
+        },
+    };
+    let mut w = nat_world();
+    w.objects.route_tables[0].spec.routes[0].via = crate::api::routetable::Via {
+        type_: "internetGateway".into(),
+        ..Default::default()
+    };
+    let outside = |w: &World, pod: &str| {
+        describe::describe_pod(w, "default", pod).unwrap().nics[0]
+            .outside
+            .clone()
+            .unwrap_or_default()
+    };
+    // Without an attachment: through the Vpc's NATGateway, or refused by name.
+    assert_eq!(
+        outside(&w, "c"),
+        "internet gateway (0.0.0.0/0): through Vpc prod's NATGateway, from 192.0.2.50 on n1"
+    );
+    assert!(
+        outside(&w, "d").contains("no public address"),
+        "{}",
+        outside(&w, "d")
+    );
+    assert!(outside(&w, "d").contains("IGW_NO_PUBLIC_ADDRESS"));
+    // c's NIC with web-eip attached.
+    let mut a = ElasticIPAttachment::new(
+        "web-eipa",
+        ElasticIPAttachmentSpec {
+            elastic_ip_ref: NameRef {
+                name: "web-eip".into(),
+            },
+            target_ref: TargetRef {
+                network_interface_name: "c.eth0".into(),
+            },
+        },
+    );
+    a.metadata.namespace = Some("default".into());
+    a.status = Some(ElasticIPAttachmentStatus {
+        elastic_ip: "192.0.2.60".into(),
+        pod_ip: "10.5.0.2".into(),
+        node_name: "n1".into(),
+        phase: "Attached".into(),
+        ..Default::default()
+    });
+    w.objects.elastic_ip_attachments.push(a);
+    assert_eq!(
+        outside(&w, "c"),
+        "ElasticIP web-eip (1:1 by ElasticIPAttachment web-eipa, 192.0.2.60 <-> 10.5.0.2, answered by n1)"
+    );
+    assert!(
+        describe::render(&describe::describe_pod(&w, "default", "c").unwrap())
+            .contains("outside: ElasticIP web-eip (1:1")
     );
 }

@@ -1,12 +1,15 @@
-//! `kubectl juneau bpf dump nat` (NAT-01, NAT-02): the NATGateway mappings this Node
-//! holds, read from the one connection table (`jn_ct`): each connection's client (its
-//! zone, the Vpc segment's VNI), its server and the address and port it leaves from;
-//! then the ports in use per address and protocol, counted from the reply entries that
-//! claimed them (`ZONE_HOST`, REPLY|NAT).
+//! `kubectl juneau bpf dump nat` (NAT-01, NAT-02, NAT-03): the NATGateway mappings this
+//! Node holds, read from the one connection table (`jn_ct`): each connection's client
+//! (its zone, the Vpc segment's VNI), its server and the address and port it leaves
+//! from; then the ports in use per address and protocol, counted from the reply
+//! entries that claimed them (`ZONE_HOST`, REPLY|NAT); then the 1:1 mappings of the
+//! ElasticIPs attached to Subnet NICs, read from `jn_eip_direct` (stateless: one per
+//! address, whatever the connections).
 use std::{collections::BTreeMap, fmt::Write as _, net::Ipv4Addr, path::Path};
 
 use aya::maps::{HashMap, Map};
 use juneau_common::{
+    EipEntry,
     ct::{CT_CLOSED, CT_CLOSING, CT_ESTABLISHED, CT_F_NAT, CT_F_REPLY, CtEntry, CtKey, ZONE_HOST},
     map_names,
 };
@@ -40,10 +43,47 @@ pub struct NatPortsRow {
     pub ports_in_use: u64,
 }
 
+/// An ElasticIP mapped 1:1 onto a Subnet NIC (NAT-03).
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct OneToOneRow {
+    pub elastic_ip: String,
+    /// The Subnet's VNI: the Pod's zone.
+    pub zone: u32,
+    pub pod_ip: String,
+    /// The NIC's Node (its VTEP).
+    pub node: String,
+    /// The NIC's port when it is on this Node, else 0.
+    pub local_port: u32,
+}
+
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct NatDump {
     pub mappings: Vec<NatMappingRow>,
     pub ports: Vec<NatPortsRow>,
+    pub one_to_one: Vec<OneToOneRow>,
+}
+
+/// The 1:1 mappings among `jn_eip_direct`'s entries (a direct holder's and an unheld
+/// address's have no Pod address), `filter.addr` matching the ElasticIP or the Pod.
+pub fn one_to_one_rows(entries: &[(u32, EipEntry)], filter: &Filter) -> Vec<OneToOneRow> {
+    let mut rows: Vec<OneToOneRow> = entries
+        .iter()
+        .filter(|(eip, e)| {
+            e.pod_ip != 0
+                && filter
+                    .addr
+                    .is_none_or(|a| a == ip(*eip) || a == ip(e.pod_ip))
+        })
+        .map(|(eip, e)| OneToOneRow {
+            elastic_ip: ip(*eip).to_string(),
+            zone: e.vni,
+            pod_ip: ip(e.pod_ip).to_string(),
+            node: Ipv4Addr::from(e.vtep).to_string(),
+            local_port: e.ifindex,
+        })
+        .collect();
+    rows.sort_by(|a, b| a.elastic_ip.cmp(&b.elastic_ip));
+    rows
 }
 
 /// What `entries` (the connection table's) say of NAT, `filter.addr` matching the
@@ -95,6 +135,7 @@ pub fn nat_rows(entries: &[(CtKey, CtEntry)], filter: &Filter, now_ns: u64) -> N
     mappings.sort_by(|a, b| (a.zone, &a.client, &a.server).cmp(&(b.zone, &b.client, &b.server)));
     NatDump {
         mappings,
+        one_to_one: Vec::new(),
         ports: ports
             .into_iter()
             .map(|((a, p), n)| NatPortsRow {
@@ -116,11 +157,21 @@ pub fn dump_nat(dir: &Path, filter: &Filter) -> Result<NatDump, CliError> {
         .iter()
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| CliError::Map(name, e))?;
-    Ok(nat_rows(
+    let mut d = nat_rows(
         &entries,
         filter,
         crate::node::dataplane::monotonic_coarse_ns(),
-    ))
+    );
+    let name = map_names::EIP_DIRECT;
+    let eips: HashMap<_, u32, EipEntry> = Map::from_map_data(open(dir, name)?)
+        .and_then(HashMap::try_from)
+        .map_err(|e| CliError::Map(name, e))?;
+    let eips = eips
+        .iter()
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CliError::Map(name, e))?;
+    d.one_to_one = one_to_one_rows(&eips, filter);
+    Ok(d)
 }
 
 /// Both tables, as `bpf dump nat` prints them.
@@ -148,6 +199,18 @@ pub fn nat_table(d: &NatDump) -> String {
             s,
             "{:<16} {:<5} {:>12}",
             p.address, p.protocol, p.ports_in_use
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\n{:<16} {:>8} {:<16} {:<16} {:>10}",
+        "ELASTIC_IP", "ZONE", "POD_IP", "NODE", "LOCAL_PORT"
+    );
+    for o in &d.one_to_one {
+        let _ = writeln!(
+            s,
+            "{:<16} {:>8} {:<16} {:<16} {:>10}",
+            o.elastic_ip, o.zone, o.pod_ip, o.node, o.local_port
         );
     }
     s
@@ -226,5 +289,49 @@ mod tests {
         };
         let d = nat_rows(&entries, &elsewhere, 0);
         assert!(d.mappings.is_empty() && d.ports.is_empty());
+    }
+
+    #[test]
+    fn nat_03_dump_nat_lists_the_one_to_one_mappings() {
+        let eip = be([10, 99, 0, 110]);
+        let attached = EipEntry {
+            vni: 7101,
+            vtep: u32::from(Ipv4Addr::new(10, 99, 0, 1)),
+            ifindex: 12,
+            pod_ip: be([10, 50, 0, 2]),
+            ..Default::default()
+        };
+        // A direct holder's entry is not 1:1.
+        let direct = EipEntry {
+            vni: 4097,
+            ..Default::default()
+        };
+        let entries = vec![(be([10, 99, 0, 100]), direct), (eip, attached)];
+        let rows = one_to_one_rows(&entries, &Filter::default());
+        assert_eq!(
+            rows,
+            vec![OneToOneRow {
+                elastic_ip: "10.99.0.110".into(),
+                zone: 7101,
+                pod_ip: "10.50.0.2".into(),
+                node: "10.99.0.1".into(),
+                local_port: 12,
+            }]
+        );
+        let table = nat_table(&NatDump {
+            mappings: vec![],
+            ports: vec![],
+            one_to_one: rows,
+        });
+        assert!(
+            table
+                .contains("10.99.0.110          7101 10.50.0.2        10.99.0.1                12"),
+            "{table}"
+        );
+        let by_pod = Filter {
+            addr: Some("10.50.0.2".parse().unwrap()),
+            ..Default::default()
+        };
+        assert_eq!(one_to_one_rows(&entries, &by_pod).len(), 1);
     }
 }

@@ -216,6 +216,29 @@ fn print_nat(world: &crate::cluster::World, out: &mut dyn FnMut(String)) {
             ready(&st.conditions),
         ));
     }
+    // NAT-03: the 1:1 mappings, as `kubectl get eipa` prints them.
+    if !world.objects.elastic_ip_attachments.is_empty() {
+        out(format!(
+            "{:<28} {:<16} {:<12} {:<8} {:<9} {:<24}",
+            "ELASTICIPATTACHMENT", "EIP", "PODIP", "NODE", "PHASE", "READY"
+        ));
+    }
+    for a in &world.objects.elastic_ip_attachments {
+        let st = a.status.clone().unwrap_or_default();
+        out(format!(
+            "{:<28} {:<16} {:<12} {:<8} {:<9} {:<24}",
+            format!(
+                "{}/{}",
+                a.metadata.namespace.as_deref().unwrap_or("default"),
+                a.metadata.name.as_deref().unwrap_or("")
+            ),
+            or_dash(&st.elastic_ip),
+            or_dash(&st.pod_ip),
+            or_dash(&st.node_name),
+            or_dash(&st.phase),
+            ready(&st.conditions),
+        ));
+    }
 }
 
 fn print_state(store: &Store, out: &mut dyn FnMut(String)) {

@@ -188,6 +188,26 @@ fn target(a: &ElasticIPAttachment, snap: &Snapshot) -> Verdict {
     Ok(())
 }
 
+/// The attachments whose NIC (made already) is on a Subnet that routes by RouteTable
+/// `table`: they go out by its `internetGateway` route.
+pub fn attachments_routed_by(table: &str, snap: &Snapshot) -> Vec<String> {
+    snap.elastic_ip_attachments
+        .iter()
+        .filter(|a| {
+            let wanted = &a.spec.target_ref.network_interface_name;
+            snap.interfaces
+                .iter()
+                .find(|n| {
+                    n.metadata.namespace.as_deref().unwrap_or("default") == ns(a)
+                        && n.metadata.name.as_deref() == Some(wanted.as_str())
+                })
+                .and_then(|n| snap.subnet(n.spec.subnet.as_deref()?))
+                .is_some_and(|s| snap.table_of(&s.spec.vpc, None) == table)
+        })
+        .map(|a| format!("{}/{}", ns(a), a.metadata.name.as_deref().unwrap_or("")))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -402,6 +422,35 @@ mod tests {
             m.starts_with("spec.targetRef.networkInterfaceName: ") && m.contains("\"first\""),
             "{m}"
         );
+    }
+
+    #[test]
+    fn nat_03_removing_the_internet_gateway_route_an_attachment_uses_is_refused_naming_it() {
+        use crate::admission::validate::validate_route_table_update;
+        let mut s = snap();
+        s.elastic_ip_attachments
+            .push(attach("nat", "web-eip", "app.eth0"));
+        let old = s.route_tables[0].clone();
+        let mut new = old.clone();
+        new.spec.routes.clear();
+        let m = msg(validate_route_table_update(&old, &new, &s));
+        assert_eq!(
+            m,
+            "spec.routes: ElasticIPAttachments shop/nat go out by this table's internetGateway route; delete them first"
+        );
+        // Another route changing beside it goes through; so does the removal once no
+        // attachment uses the table.
+        let mut more = old.clone();
+        more.spec.routes.push(Route {
+            dst: "192.168.0.0/16".into(),
+            via: Via {
+                type_: "internetGateway".into(),
+                ..Default::default()
+            },
+        });
+        assert!(validate_route_table_update(&old, &more, &s).is_ok());
+        s.elastic_ip_attachments.clear();
+        assert!(validate_route_table_update(&old, &new, &s).is_ok());
     }
 
     #[test]

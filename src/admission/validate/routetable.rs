@@ -159,6 +159,28 @@ pub fn validate_route_table_update(old: &RouteTable, new: &RouteTable, snap: &Sn
             "is immutable; create a RouteTable in the other Vpc instead",
         ));
     }
+    // NAT-03: the attachments of the table's Subnets go out by its internet gateway.
+    let igw = |t: &RouteTable| {
+        t.spec
+            .routes
+            .iter()
+            .any(|r| r.via.type_ == "internetGateway")
+    };
+    if igw(old) && !igw(new) {
+        let users = super::elasticipattachment::attachments_routed_by(
+            old.metadata.name.as_deref().unwrap_or(""),
+            snap,
+        );
+        if !users.is_empty() {
+            return Err(reject(
+                "spec.routes",
+                format!(
+                    "ElasticIPAttachments {} go out by this table's internetGateway route; delete them first",
+                    users.join(", ")
+                ),
+            ));
+        }
+    }
     validate(Some(old), new, snap)
 }
 

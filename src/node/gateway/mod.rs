@@ -24,7 +24,9 @@ use crate::{
 
 mod nat;
 
-pub use nat::{address_of as nat_address_of, cluster_ranges as nat_cluster_ranges};
+pub use nat::{
+    address_of as nat_address_of, cluster_ranges as nat_cluster_ranges, via_internet_gateway,
+};
 
 /// One gateway segment.
 #[derive(Clone, Debug, PartialEq, Eq)]

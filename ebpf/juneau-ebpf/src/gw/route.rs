@@ -175,7 +175,11 @@ pub fn forward_ipv4(ctx: &TcContext) -> Result<i32, DropReason> {
             if ip.ttl <= 1 {
                 return icmp::error(ctx, ifindex, port, seg, &ip, IcmpError::TimeExceeded);
             }
-            if route.kind == ROUTE_INTERNET_GW && routed_port && port.public_ip != 0 {
+            if route.kind == ROUTE_INTERNET_GW
+                && routed_port
+                && port.public_ip != 0
+                && !crate::nat::one::napt_mapped(ctx, port.vni, &ip)
+            {
                 return crate::nat::enter_one_to_one(ctx, ifindex, port.public_ip);
             }
             if route.nh_ip == 0 {

@@ -13,9 +13,13 @@
 //!             EIP (an ICMP error's quote too), the Node's FIB, the hop
 //! ```
 use aya_ebpf::{bindings::TC_ACT_OK, programs::TcContext};
-use juneau_common::{DropReason, EipEntry, GwSegment, port::PORT_ROUTED};
+use juneau_common::{
+    DropReason, EipEntry, GwSegment,
+    ct::{CT_F_NAT, CtKey},
+    port::PORT_ROUTED,
+};
 
-use crate::{eip::carry, ipv4::Ipv4, maps, quoted, xlate};
+use crate::{conntrack, eip::carry, ipv4::Ipv4, l4, maps, quoted, xlate};
 
 /// An outside packet to an attached ElasticIP, on the Node that answers for it (or
 /// any Node it lands on): given the Pod's address and carried to its NIC.
@@ -58,4 +62,18 @@ pub fn outbound(ctx: &TcContext, ip: &Ipv4, public: u32) -> Result<(), DropReaso
         return super::error::give_out(ctx, ip, &q, public).ok_or(DropReason::EipNatUnmappable);
     }
     xlate::source_addr(ctx, ip, public)
+}
+
+/// Whether the packet belongs to a connection the NATGateway already maps (made before
+/// the ElasticIP was attached): it keeps that mapping until it ends, since its server
+/// would reset a connection whose source changed. One lookup of the connection's
+/// entry in the NIC's zone; a later fragment (no ports) goes 1:1.
+#[inline(always)]
+pub fn napt_mapped(ctx: &TcContext, zone: u32, ip: &Ipv4) -> bool {
+    let Some(ports) = l4::read(ctx, ip) else {
+        return false;
+    };
+    let key = CtKey::new(zone, ip.saddr, ip.daddr, ports.sport, ports.dport, ip.proto);
+    // SAFETY: a map value pointer, read at once.
+    conntrack::lookup(&key).is_some_and(|e| unsafe { (*e).flags } & CT_F_NAT != 0)
 }
