@@ -172,16 +172,29 @@ fn eip_04_eip_07_eip_11_eip_19_eip_20_eip_21_eip_25_the_controller_writes_elasti
         "default",
         "--wait=false",
     ]);
-    while controller::run_once(&cluster, &cfg).unwrap() {}
-    let held = cp.kubectl_ok(&[
-        "get",
-        "elasticip",
-        "web-eip",
-        "-n",
-        "default",
-        "-o",
-        "jsonpath={.status.address} {.status.conditions[?(@.type==\"Allocated\")].reason}",
-    ]);
+    // The controller's cache may see the deletion a pass later than kubectl returns:
+    // passes until it says why the ElasticIP stays (10 s at most).
+    let read = || {
+        cp.kubectl_ok(&[
+            "get",
+            "elasticip",
+            "web-eip",
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.status.address} {.status.conditions[?(@.type==\"Allocated\")].reason}",
+        ])
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let held = loop {
+        while controller::run_once(&cluster, &cfg).unwrap() {}
+        let held = read();
+        if held == "192.0.2.10 WaitingForNetworkInterfaces" || std::time::Instant::now() > deadline
+        {
+            break held;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
     assert_eq!(held, "192.0.2.10 WaitingForNetworkInterfaces");
     // The Pod gone: its NIC goes, then the ElasticIP, and no Node answers.
     cp.kubectl_ok(&[

@@ -4,7 +4,6 @@
 //! pinned connection table (and its claim), so not one byte is lost, the connection
 //! keeps its address and port, and the restarted daemon translates new connections.
 use std::{
-    io::{Read, Write},
     net::{SocketAddr, TcpListener, TcpStream},
     path::PathBuf,
     time::{Duration, Instant},
@@ -136,50 +135,12 @@ fn nat_01_a_daemon_killed_mid_stream_loses_no_byte_and_the_connection_keeps_its_
     let listener =
         juneau::netns::run_in(&server_ns, || TcpListener::bind((SERVER, PORT)).unwrap()).unwrap();
     let data = std::sync::Arc::new(common::stream(STREAM_BYTES));
-    let expected = data.clone();
-    let receiver = std::thread::spawn(move || {
-        let (mut conn, peer) = listener.accept().unwrap();
-        conn.set_read_timeout(Some(Duration::from_secs(20)))
-            .unwrap();
-        let mut got = Vec::with_capacity(STREAM_BYTES);
-        conn.read_to_end(&mut got).unwrap();
-        if let Some(at) = got.iter().zip(expected.iter()).position(|(a, b)| a != b) {
-            panic!("byte {at} of the stream differs");
-        }
-        (got.len(), peer)
-    });
+    let receiver = common::streams::receive(listener, data.clone(), None);
     let client_ns = client_netns(&run, NODE);
     let client_again = client_ns.clone();
     let dst: SocketAddr = format!("{SERVER}:{PORT}").parse().unwrap();
-    let sender = std::thread::spawn(move || {
-        // The first SYN may meet a router that has not taken the route in yet.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let mut conn = loop {
-            let c = juneau::netns::run_in(&client_ns, || {
-                TcpStream::connect_timeout(&dst, Duration::from_secs(2))
-            })
-            .unwrap();
-            match c {
-                Ok(c) => break c,
-                Err(e) if Instant::now() < deadline => {
-                    eprintln!("connect: {e}; again");
-                    std::thread::sleep(Duration::from_millis(200));
-                }
-                Err(e) => panic!("no connection to the outside: {e}"),
-            }
-        };
-        conn.set_write_timeout(Some(Duration::from_secs(20)))
-            .unwrap();
-        let start = Instant::now();
-        // 512 chunks of 64 KiB, one every 6 ms: about three seconds in all.
-        for (i, chunk) in data.chunks(1 << 16).enumerate() {
-            conn.write_all(chunk).unwrap();
-            let due = Duration::from_micros(6_000 * i as u64);
-            if let Some(wait) = due.checked_sub(start.elapsed()) {
-                std::thread::sleep(wait);
-            }
-        }
-    });
+    // 512 chunks of 64 KiB, one every 6 ms: about three seconds in all.
+    let sender = common::streams::send(client_ns, dst, data, Duration::from_millis(6));
     let deadline = Instant::now() + Duration::from_secs(12);
     let before = loop {
         if let Some(m) = mapping() {

@@ -142,8 +142,8 @@ fn nat_03_pol_03_an_attached_elastic_ip_reaches_a_subnet_pod_from_outside_and_is
         "scenarios/stack/elastic-ip-attachment.yaml",
         "the ElasticIPAttachment scenario failed",
     );
-    assert!(stdout.contains("step 16:"), "{stdout}");
-    assert!(!stdout.contains("step 17:"), "{stdout}");
+    assert!(stdout.contains("step 21:"), "{stdout}");
+    assert!(!stdout.contains("step 22:"), "{stdout}");
     assert!(
         stdout.contains(
             "default/web-eipa             10.99.0.110      10.50.0.2    node-a   Attached  True Attached"

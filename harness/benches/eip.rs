@@ -6,6 +6,9 @@
 //! - ElasticIP to ElasticIP on one Node in place (`eip_port`) against the reference's
 //!   way, a redirect into the uplink's ingress and a second program there: measured as
 //!   the same frame through `eip_port`'s lookup plus the uplink program's delivery;
+//! - an IPv4 frame from outside to an ElasticIP attached to a local Subnet NIC (1:1 NAT,
+//!   NAT-03: the destination rewritten, then delivered through `deliver_svc`, where the
+//!   receiver's policy runs) against the same frame to a local direct ElasticIP;
 //! - the verifier's counts of both programs against the reference's hooks.
 use std::{collections::BTreeMap, net::Ipv4Addr};
 
@@ -14,6 +17,7 @@ use juneau_common::eip::gateway_mac;
 use juneau_harness::{
     bench::{Measurement, median, write_part},
     frames::{self, BROADCAST, fixtures::*},
+    router::{self, Seg},
     testrun::{PortBed, TC_ACT_REDIRECT, run_tc, run_tc_on_dev},
 };
 
@@ -27,13 +31,37 @@ const fn eip(i: u8) -> [u8; 4] {
     [10, 99, 0, 100 + i]
 }
 
-/// Ports 0 and 1 hold .100 and .101; ports 2 and 3 are an L2 segment's.
+/// The Subnet of port 4, whose NIC has ElasticIP .110 attached (NAT-03).
+const SUBNET: Seg = Seg {
+    vni: 6301,
+    cidr: "10.0.1.0/24",
+    gw: [10, 0, 1, 1],
+    gw_mac: [0x02, 0x4a, 0x4e, 0, 0x18, 0x99],
+    mtu: 0,
+};
+const ATTACHED: [u8; 4] = [10, 99, 0, 110];
+
+/// Ports 0 and 1 hold .100 and .101; ports 2 and 3 are an L2 segment's; port 4 is a
+/// Subnet NIC with .110 attached.
 fn bed() -> (PortBed, Whole) {
-    let bed = PortBed::new(4);
+    let bed = PortBed::new(5);
     // The uplink runs use port 0's interface: it takes frames to its own MAC only.
     bed.ns
         .ip(&["link", "set", "h0", "address", "02:00:00:99:00:01"]);
     let mut dp = bed.bring_up_node();
+    dp.sync_router(&router::state(&[SUBNET], &[])).unwrap();
+    dp.configure_port(PortSpec {
+        ifindex: bed.ifindex(4),
+        vni: SUBNET.vni,
+        mtu: 0,
+        peer: true,
+        security_groups: false,
+        kind: PortKind::Subnet {
+            mac: pod_mac(4),
+            ip: pod_ip(4).into(),
+        },
+    })
+    .unwrap();
     for i in 0..4u8 {
         dp.configure_port(PortSpec {
             ifindex: bed.ifindex(i as usize),
@@ -52,7 +80,7 @@ fn bed() -> (PortBed, Whole) {
         })
         .unwrap();
     }
-    let holders: BTreeMap<Ipv4Addr, Holder> = (0..2u8)
+    let mut holders: BTreeMap<Ipv4Addr, Holder> = (0..2u8)
         .map(|i| {
             (
                 eip(i).into(),
@@ -65,6 +93,15 @@ fn bed() -> (PortBed, Whole) {
             )
         })
         .collect();
+    holders.insert(
+        ATTACHED.into(),
+        Holder {
+            mac: pod_mac(4),
+            vni: SUBNET.vni,
+            node: Ipv4Addr::new(10, 99, 0, 1),
+            pod_ip: Some(pod_ip(4).into()),
+        },
+    );
     dp.set_elastic_ips(&holders).unwrap();
     // The L2 receiver speaks once: known unicast.
     run_tc(
@@ -103,6 +140,11 @@ fn main() {
         (UPLINK_MAC, eip(0)),
         &[0; 18],
     );
+    let to_attached = frames::udp(
+        (ROUTER.0, [198, 51, 100, 10]),
+        (UPLINK_MAC, ATTACHED),
+        &[0; 18],
+    );
     let switched = frames::udp((pod_mac(2), pod_ip(2)), (pod_mac(3), pod_ip(3)), &[0; 18]);
     let to_eip = frames::udp((pod_mac(1), eip(1)), (gateway_mac(VNI), eip(0)), &[0; 18]);
     // The reference's turnaround hands the frame to the uplink's ingress, addressed to
@@ -118,8 +160,9 @@ fn main() {
         &|| time(port, bed.ifindex(2), &switched),
         &|| time(port, bed.ifindex(1), &to_eip),
         &|| time(uplink, bed.ifindex(0), &turned),
+        &|| time(uplink, bed.ifindex(0), &to_attached),
     ]);
-    let (delivery, l2, in_place, via_uplink) = (got[0], got[1], got[2], got[3]);
+    let (delivery, l2, in_place, via_uplink, attached) = (got[0], got[1], got[2], got[3], got[4]);
     let mut out = vec![
         Measurement::new(
             "eip_uplink_delivery_vs_l2_known_unicast",
@@ -134,6 +177,13 @@ fn main() {
             in_place,
             ("eip_port_then_uplink_ingress", in_place + via_uplink),
             "goal: baseline / value >= 1.3 (the issue's pps goal, measured here as program cost); ElasticIP to ElasticIP on one Node delivered in place by eip_port vs the reference's way, a redirect into the uplink's ingress and a second program there (eip_port's cost plus the uplink program's delivery of the same frame; the redirect's own cost not counted, so the baseline is low)",
+        ),
+        Measurement::new(
+            "eipa_delivery_vs_eip_direct",
+            "ns",
+            attached,
+            ("eip_uplink_delivery_single_run", delivery),
+            "goal <= 1.3x (NAT-03); the same UDP frame from outside to an ElasticIP attached to a local Subnet NIC through underlay_ingress (tail call, entry lookup, the destination rewritten with its checksums, the Subnet's gateway read, TTL, MACs, then deliver_svc by tail call: the receiver's policy and the Service reverse lookup) vs to a local direct ElasticIP; single runs, interleaved, median of 1,000 per round, median of 5 rounds",
         ),
     ];
     for (name, prog, reference, what) in [

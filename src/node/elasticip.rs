@@ -158,8 +158,9 @@ mod tests {
         ep
     }
 
-    #[test]
-    fn eip_23_the_holder_named_by_the_elastic_ip_wins_not_the_last_endpoint_written() {
+    /// ExternalNetwork ext (networkID 4097) and its ElasticIP web-eip at `address`
+    /// (empty: none yet), whose status names its holder of `kind` and `name`.
+    fn with_elastic_ip(address: &str, kind: &str, name: &str) -> World {
         let mut w = World::default();
         let mut net = ExternalNetwork::new("ext", ExternalNetworkSpec::default());
         net.status = Some(ExternalNetworkStatus {
@@ -176,13 +177,20 @@ mod tests {
         );
         eip.metadata.namespace = Some("default".into());
         eip.status = Some(ElasticIPStatus {
+            address: address.into(),
             attachment: Some(Attachment {
-                kind: "NetworkInterface".into(),
-                name: "new.eth0".into(),
+                kind: kind.into(),
+                name: name.into(),
             }),
             ..Default::default()
         });
         w.objects.elastic_ips.push(eip);
+        w
+    }
+
+    #[test]
+    fn eip_23_the_holder_named_by_the_elastic_ip_wins_not_the_last_endpoint_written() {
+        let mut w = with_elastic_ip("", "NetworkInterface", "new.eth0");
         // The lost Node's endpoint is still there, written after the new one.
         w.endpoints
             .push(endpoint("new.eth0", "10.99.0.2", "02:00:00:00:00:02"));
@@ -221,30 +229,7 @@ mod tests {
             },
             networkinterface::{NetworkInterfaceSpec, NetworkInterfaceStatus},
         };
-        let mut w = World::default();
-        let mut net = ExternalNetwork::new("ext", ExternalNetworkSpec::default());
-        net.status = Some(ExternalNetworkStatus {
-            network_id: 4097,
-            ..Default::default()
-        });
-        w.objects.external_networks.push(net);
-        let mut eip = ElasticIP::new(
-            "web-eip",
-            ElasticIPSpec {
-                external_network: "ext".into(),
-                requested_ip: None,
-            },
-        );
-        eip.metadata.namespace = Some("default".into());
-        eip.status = Some(ElasticIPStatus {
-            address: "192.0.2.10".into(),
-            attachment: Some(Attachment {
-                kind: "ElasticIPAttachment".into(),
-                name: "nat".into(),
-            }),
-            ..Default::default()
-        });
-        w.objects.elastic_ips.push(eip);
+        let mut w = with_elastic_ip("192.0.2.10", "ElasticIPAttachment", "nat");
         let mut a = ElasticIPAttachment::new(
             "nat",
             ElasticIPAttachmentSpec {

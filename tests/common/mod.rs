@@ -1,6 +1,8 @@
 //! What the integration tests share.
 #![allow(dead_code)]
 
+pub mod streams;
+
 /// `kubectl-juneau <args> -o json`, which must succeed; its JSON.
 pub fn kubectl_juneau_json(args: &[&str]) -> serde_json::Value {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_kubectl-juneau"))

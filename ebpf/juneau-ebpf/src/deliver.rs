@@ -61,6 +61,13 @@ fn crossed(ctx: &TcContext, port: &PortConfig) -> Result<Option<u32>, DropReason
     ))
 }
 
+/// Straight to the port, for a packet no stage of `deliver_svc` acts on: an outside
+/// packet (never a Service's reply) to a NIC no policy applies to (NAT-03's way in).
+#[inline(always)]
+pub fn straight(ifindex: u32, flags: u32) -> i32 {
+    redirect(ifindex, flags)
+}
+
 #[inline(always)]
 fn redirect(ifindex: u32, flags: u32) -> i32 {
     // SAFETY: plain helper calls.

@@ -1,17 +1,18 @@
 //! IPv4 to an ElasticIP's NIC (a direct holder, or a Subnet NIC it is attached to once
-//! 1:1 NAT gave the packet the NIC's address), from any hook: one hop (TTL - 1), the holder's MAC as
-//! destination and its network's gateway MAC as source, then its port when the holder
-//! is here (the port the entry names, checked, or the segment's pinned entry), else its Node over VXLAN with VNI = networkID (whose decapsulation finds
-//! the port by the same pinned entry).
+//! 1:1 NAT gave the packet the NIC's address), from any hook: one hop (TTL - 1), the
+//! holder's MAC as destination and its network's (or Subnet's) gateway MAC as source,
+//! then its port when the holder is here (the port the entry names, checked, or the
+//! segment's pinned entry), else its Node over VXLAN with the entry's VNI (whose
+//! decapsulation finds the port by the same pinned entry).
 use aya_ebpf::{bindings::TC_ACT_OK, programs::TcContext};
 use juneau_common::{
     DropReason, EipEntry, FdbEntry, FdbKey,
     eip::gateway_mac,
-    port::{PORT_ACTIVE, PORT_EIP},
+    port::{PORT_ACTIVE, PORT_EIP, PORT_SG},
 };
 
 use crate::{
-    deliver::to_port,
+    deliver::{straight, to_port},
     eth::{self, ETH_HLEN, store},
     ipv4, maps, overlay,
 };
@@ -24,13 +25,16 @@ pub fn to_holder(ctx: &TcContext, entry: &EipEntry, ttl: u8) -> Result<i32, Drop
         ttl,
         FdbKey::new(gateway_mac(entry.vni)),
         PORT_EIP,
+        0,
     )
 }
 
 /// One hop to the NIC `entry` names, from `src`, delivered to its port here when that
 /// port is of `kind` (`PORT_EIP`: a direct holder; `PORT_ROUTED`: a Subnet NIC with an
 /// ElasticIP attached, NAT-03) with the entry's MAC, else by the segment's pinned
-/// entry, else over the overlay with the entry's VNI.
+/// entry, else over the overlay with the entry's VNI. A local port with neither
+/// SecurityGroups nor its segment's NetworkACL (`acl`, 0 for none) is entered straight:
+/// nothing of `deliver_svc` acts on an outside packet to it.
 #[inline(always)]
 pub fn carry(
     ctx: &TcContext,
@@ -38,6 +42,7 @@ pub fn carry(
     ttl: u8,
     src: FdbKey,
     kind: u32,
+    acl: u32,
 ) -> Result<i32, DropReason> {
     if ttl <= 1 {
         // The Node's stack answers with time exceeded.
@@ -61,6 +66,9 @@ pub fn carry(
         // SAFETY: array values live as long as the map; read once.
         let (flags, own) = unsafe { ((*port).flags, (*port).own_mac) };
         if flags & (PORT_ACTIVE | kind) == PORT_ACTIVE | kind && own == dst {
+            if acl == 0 && flags & PORT_SG == 0 {
+                return Ok(straight(entry.ifindex, flags));
+            }
             return to_port(ctx, entry.ifindex, flags);
         }
     }

@@ -76,7 +76,6 @@ pub fn give_back(
     client: u32,
     port: Option<u16>,
 ) -> Option<()> {
-    let client_port = port.unwrap_or(q.sport);
     let (start, end) = (ctx.data(), ctx.data_end());
     if start + END > end {
         return None;
@@ -85,48 +84,24 @@ pub fn give_back(
     // `quoted::read`; nothing has changed the packet since).
     unsafe {
         let mut icmp_csum = load::<u16>(start + ICMP_CSUM);
-        // The quoted header: its source and its checksum together (it still sums to
-        // zero: the error's checksum does not change for the pair).
-        let inner_csum = load::<u16>(start + INNER + 10);
-        store::<u16>(
-            start + INNER + 10,
-            csum_replace32(inner_csum, q.saddr, client),
-        );
-        store::<u32>(start + INNER + 12, client);
-        if port.is_none() {
-            // The ports (an echo's identifier) kept: only a quoted UDP checksum
-            // covers the address.
-            if q.proto == PROTO_UDP {
-                let old = load::<u16>(start + INNER_L4 + 6);
-                if old != 0 {
-                    let new = csum_replace32(old, q.saddr, client);
-                    let new = if new == 0 { 0xffff } else { new };
-                    store::<u16>(start + INNER_L4 + 6, new);
-                    icmp_csum = csum_replace(icmp_csum, old, new);
-                }
+        let udp_port = port.filter(|_| q.proto == PROTO_UDP).map(|p| (q.sport, p));
+        icmp_csum = quoted_addr(start, icmp_csum, q.proto, 12, (q.saddr, client), udp_port);
+        match port {
+            // The ports (an echo's identifier) kept.
+            None => {}
+            Some(client_port) if q.proto == PROTO_ICMP => {
+                // The quoted echo's identifier, and its own checksum (no
+                // pseudo-header).
+                let old_sum = load::<u16>(start + INNER_L4 + 2);
+                let new_sum = csum_replace(old_sum, q.sport, client_port);
+                store::<u16>(start + INNER_L4 + 2, new_sum);
+                store::<u16>(start + INNER_L4 + 4, client_port);
+                icmp_csum = csum_replace(icmp_csum, old_sum, new_sum);
+                icmp_csum = csum_replace(icmp_csum, q.sport, client_port);
             }
-        } else if q.proto == PROTO_ICMP {
-            // The quoted echo's identifier, and its own checksum (no pseudo-header).
-            let old_sum = load::<u16>(start + INNER_L4 + 2);
-            let new_sum = csum_replace(old_sum, q.sport, client_port);
-            store::<u16>(start + INNER_L4 + 2, new_sum);
-            store::<u16>(start + INNER_L4 + 4, client_port);
-            icmp_csum = csum_replace(icmp_csum, old_sum, new_sum);
-            icmp_csum = csum_replace(icmp_csum, q.sport, client_port);
-        } else {
-            store::<u16>(start + INNER_L4, client_port);
-            icmp_csum = csum_replace(icmp_csum, q.sport, client_port);
-            if q.proto == PROTO_UDP {
-                // The quoted UDP checksum covers the pseudo-header's source and the
-                // port; 0 (none) stays 0.
-                let old = load::<u16>(start + INNER_L4 + 6);
-                if old != 0 {
-                    let new =
-                        csum_replace(csum_replace32(old, q.saddr, client), q.sport, client_port);
-                    let new = if new == 0 { 0xffff } else { new };
-                    store::<u16>(start + INNER_L4 + 6, new);
-                    icmp_csum = csum_replace(icmp_csum, old, new);
-                }
+            Some(client_port) => {
+                store::<u16>(start + INNER_L4, client_port);
+                icmp_csum = csum_replace(icmp_csum, q.sport, client_port);
             }
         }
         store::<u16>(start + ICMP_CSUM, icmp_csum);
@@ -151,28 +126,51 @@ pub fn give_out(ctx: &TcContext, ip: &Ipv4, q: &quoted::Quoted, public: u32) -> 
     // SAFETY: [start, start + END) is inside the packet, checked above (and by
     // `quoted::read`; nothing has changed the packet since).
     unsafe {
-        let mut icmp_csum = load::<u16>(start + ICMP_CSUM);
-        // The quoted destination and its header's checksum together: the error's
-        // checksum does not change for the pair.
-        let inner_csum = load::<u16>(start + INNER + 10);
-        store::<u16>(
-            start + INNER + 10,
-            csum_replace32(inner_csum, q.daddr, public),
-        );
-        store::<u32>(start + INNER + 16, public);
-        if q.proto == PROTO_UDP {
-            let old = load::<u16>(start + INNER_L4 + 6);
-            if old != 0 {
-                let new = csum_replace32(old, q.daddr, public);
-                let new = if new == 0 { 0xffff } else { new };
-                store::<u16>(start + INNER_L4 + 6, new);
-                icmp_csum = csum_replace(icmp_csum, old, new);
-            }
-        }
+        let icmp_csum = load::<u16>(start + ICMP_CSUM);
+        let icmp_csum = quoted_addr(start, icmp_csum, q.proto, 16, (q.daddr, public), None);
         store::<u16>(start + ICMP_CSUM, icmp_csum);
         let csum = load::<u16>(start + IP_CSUM);
         store::<u16>(start + IP_CSUM, csum_replace32(csum, ip.saddr, public));
         store::<u32>(start + IP_SADDR, public);
     }
     Some(())
+}
+
+/// One address of the quoted header (at `at` in it: 12 the source, 16 the destination)
+/// `old` -> `new`, with the quoted header's checksum (the pair leaves the error's own
+/// checksum as it is), and a quoted UDP checksum, which covers the address (and, with
+/// `port`, a port changing too), unless it is 0 (none). Returns the error's checksum
+/// given the UDP checksum's change.
+///
+/// # Safety
+/// `[start, start + END)` is inside the packet.
+#[inline(always)]
+unsafe fn quoted_addr(
+    start: usize,
+    icmp_csum: u16,
+    proto: u8,
+    at: usize,
+    (old, new): (u32, u32),
+    port: Option<(u16, u16)>,
+) -> u16 {
+    // SAFETY: inside [start, start + END), as the caller guarantees.
+    unsafe {
+        let inner_csum = load::<u16>(start + INNER + 10);
+        store::<u16>(start + INNER + 10, csum_replace32(inner_csum, old, new));
+        store::<u32>(start + INNER + at, new);
+        if proto != PROTO_UDP {
+            return icmp_csum;
+        }
+        let before = load::<u16>(start + INNER_L4 + 6);
+        if before == 0 {
+            return icmp_csum;
+        }
+        let mut after = csum_replace32(before, old, new);
+        if let Some((p0, p1)) = port {
+            after = csum_replace(after, p0, p1);
+        }
+        let after = if after == 0 { 0xffff } else { after };
+        store::<u16>(start + INNER_L4 + 6, after);
+        csum_replace(icmp_csum, before, after)
+    }
 }

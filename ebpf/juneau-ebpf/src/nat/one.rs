@@ -45,7 +45,7 @@ pub fn inbound(ctx: &TcContext, entry: &EipEntry, ip: &Ipv4) -> Result<i32, Drop
     } else {
         xlate::destination_addr(ctx, ip, entry.pod_ip)?;
     }
-    carry::carry(ctx, entry, ip.ttl, seg.gw_mac, PORT_ROUTED)
+    carry::carry(ctx, entry, ip.ttl, seg.gw_mac, PORT_ROUTED, seg.acl)
 }
 
 /// A Subnet NIC's packet leaving by 1:1 (`nat_out` in its mode, the way out found):

@@ -1,0 +1,131 @@
+//! An ElasticIPAttachment across daemons' deaths (NAT-03): a 32 MB TCP stream from the
+//! outside client to the ElasticIP, mapped 1:1 onto a Subnet Pod, while the daemon of
+//! the Node the upstream router sends it to (not the Pod's: the packets are carried to
+//! the Pod's Node over the overlay) and then the Pod's Node's daemon are killed with
+//! SIGKILL and started again by their supervisor. The mapping is the pinned ElasticIP
+//! entry and port, and the connection's policy state the pinned connection table: not
+//! one byte is lost, and the Pod sees the client's own address.
+use std::{
+    net::{SocketAddr, TcpListener},
+    path::PathBuf,
+    time::Duration,
+};
+
+mod common;
+
+use juneau::{
+    scenario::{Layer, steps::Bed},
+    standalone::{Options, PodDef, Run, Scenario},
+};
+
+const STREAM_BYTES: usize = 32 << 20;
+const CLIENT: &str = "198.51.100.10";
+const EIP: &str = "10.99.0.110";
+const PORT: u16 = 5012;
+/// The Pod's Node, and the one the upstream router sends the ElasticIP's packets to.
+const NODE: &str = "ek-a";
+const CARRIER: &str = "ek-b";
+
+fn scenario() -> Scenario {
+    let objects = [
+        serde_json::json!({"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "AddressPool",
+            "metadata": {"name": "lan"},
+            "spec": {"advertiseMode": "arp", "addresses": ["10.99.0.100-10.99.0.120"]}}),
+        serde_json::json!({"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "ExternalNetwork",
+            "metadata": {"name": "ext"}, "spec": {"type": "arp", "addressPools": ["lan"]}}),
+        serde_json::json!({"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "Vpc",
+            "metadata": {"name": "tenant"}, "spec": {}}),
+        serde_json::json!({"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "RouteTable",
+            "metadata": {"name": "tenant"}, "spec": {"vpc": "tenant", "routes": [
+                {"dst": "0.0.0.0/0", "via": {"type": "internetGateway"}}]}}),
+        serde_json::json!({"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "Subnet",
+            "metadata": {"name": "web"}, "spec": {"vpc": "tenant", "cidr": "10.53.0.0/24"}}),
+        serde_json::json!({"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "ElasticIP",
+            "metadata": {"name": "web-eip", "namespace": "default"},
+            "spec": {"externalNetwork": "ext", "requestedIP": EIP}}),
+        serde_json::json!({"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "ElasticIPAttachment",
+            "metadata": {"name": "web-eipa", "namespace": "default"},
+            "spec": {"elasticIPRef": {"name": "web-eip"},
+                     "targetRef": {"networkInterfaceName": "web.eth0"}}}),
+    ];
+    Scenario {
+        description: "an ElasticIPAttachment across daemon restarts".into(),
+        layer: Layer::Stack,
+        proves: vec!["NAT-03".into()],
+        segments: Default::default(),
+        steps: Vec::new(),
+        nodes: vec![NODE.into(), CARRIER.into()],
+        objects: objects.into(),
+        pods: Vec::new(),
+        outside: true,
+    }
+}
+
+fn web() -> PodDef {
+    PodDef {
+        name: "web".into(),
+        namespace: "default".into(),
+        node: NODE.into(),
+        annotations: [("juneau.loutres.me/subnet".to_owned(), "web".to_owned())]
+            .into_iter()
+            .collect(),
+        labels: Default::default(),
+        ports: Default::default(),
+        segment: None,
+        addresses: Vec::new(),
+        bridge_hosts: Vec::new(),
+    }
+}
+
+fn ns(run: &Run, host: &str) -> PathBuf {
+    PathBuf::from("/run/netns").join(run.netns_name(host).unwrap())
+}
+
+#[test]
+fn nat_03_daemons_killed_during_an_inbound_32_mb_stream_lose_no_byte() {
+    let mut run = Run::start(&scenario(), &Options::default(), &mut |_| {}).expect("start");
+    run.add_pod(&web()).unwrap();
+    // The upstream router sends the ElasticIP's packets to the carrier, whatever ARP
+    // says: the overlay carry is in the path.
+    let upstream = run.netns_name("upstream").unwrap();
+    let pinned = std::process::Command::new("ip")
+        .args(["-n", &upstream, "neigh", "replace", EIP, "lladdr"])
+        .arg(juneau::standalone::topology::node_mac(1))
+        .args(["dev", "ul0", "nud", "permanent"])
+        .status()
+        .unwrap();
+    assert!(pinned.success());
+    let pod_ns = run.pod("web").expect("the Pod").ns.path().to_owned();
+    let listener =
+        juneau::netns::run_in(&pod_ns, || TcpListener::bind(("0.0.0.0", PORT)).unwrap()).unwrap();
+    let data = std::sync::Arc::new(common::stream(STREAM_BYTES));
+    let (accepted, connected) = std::sync::mpsc::channel();
+    let receiver = common::streams::receive(listener, data.clone(), Some(accepted));
+    let dst: SocketAddr = format!("{EIP}:{PORT}").parse().unwrap();
+    // 512 chunks of 64 KiB, one every 12 ms: about six seconds in all, for two kills
+    // and restarts. The attachment is written once the Pod's endpoint is: the sender
+    // connects until it is.
+    let sender = common::streams::send(ns(&run, "client"), dst, data, Duration::from_millis(12));
+    // Both kills while the stream runs.
+    connected
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the client's connection reached the Pod");
+    std::thread::sleep(Duration::from_millis(300));
+    for node in [CARRIER, NODE] {
+        assert!(
+            !sender.is_finished(),
+            "the stream ended before {node}'s kill"
+        );
+        let old = common::sigkill_daemon(&run, node);
+        common::wait_restarted(&run, node, old);
+    }
+    sender.join().unwrap();
+    let (got, peer) = receiver.join().unwrap();
+    assert_eq!(got, STREAM_BYTES, "the whole stream arrived");
+    assert_eq!(
+        peer.ip().to_string(),
+        CLIENT,
+        "the Pod saw the outside client's own address"
+    );
+    run.teardown(&mut |_| {}).unwrap();
+}
