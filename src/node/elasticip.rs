@@ -91,7 +91,11 @@ fn attached(world: &World) -> impl Iterator<Item = (Ipv4Addr, Holder)> + '_ {
         let in_ns = |m: &kube::api::ObjectMeta| {
             m.namespace.as_deref().unwrap_or("default") == ns && m.name.as_deref() == Some(nic_name)
         };
-        let ep = world.endpoints.iter().find(|e| in_ns(&e.metadata))?;
+        // The NIC's endpoint at the address the attachment reports: a NIC made again
+        // under the same name waits for the controller's next pass.
+        let ep = world.endpoints.iter().find(|e| {
+            in_ns(&e.metadata) && e.spec.address.split('/').next() == Some(st.pod_ip.as_str())
+        })?;
         let vni = objects
             .interfaces
             .iter()

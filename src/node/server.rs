@@ -32,22 +32,51 @@ struct InFlight {
 }
 
 impl InFlight {
-    fn enter(&self) {
+    /// A request comes in; it is counted out when the guard is dropped, also when its
+    /// handler panics (so that the count comes back to 0 and a later request is last).
+    fn enter(&self) -> Entered<'_> {
         self.count.fetch_add(1, Ordering::SeqCst);
+        Entered {
+            in_flight: self,
+            left: false,
+        }
     }
 
+    /// A sync that was due failed: the next request out runs one again.
+    fn owe(&self) {
+        self.owed.store(true, Ordering::SeqCst);
+    }
+}
+
+/// One request being served ([`InFlight::enter`]).
+struct Entered<'a> {
+    in_flight: &'a InFlight,
+    left: bool,
+}
+
+impl Entered<'_> {
     /// True when this request is the last one out and a sync is owed (by it or by one
     /// that left before it): the caller runs it.
-    fn leave(&self, changed: bool) -> bool {
+    fn leave(mut self, changed: bool) -> bool {
+        let f = self.in_flight;
+        self.left = true;
         if changed {
-            self.owed.store(true, Ordering::SeqCst);
+            f.owed.store(true, Ordering::SeqCst);
         }
-        self.count.fetch_sub(1, Ordering::SeqCst) == 1 && self.owed.swap(false, Ordering::SeqCst)
+        f.count.fetch_sub(1, Ordering::SeqCst) == 1 && f.owed.swap(false, Ordering::SeqCst)
+    }
+}
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        if !self.left {
+            self.in_flight.count.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 }
 
 fn serve(agent: &Agent, in_flight: &InFlight, conn: UnixStream) {
-    in_flight.enter();
+    let entered = in_flight.enter();
     let response = match crate::unixsock::check_peer(&conn) {
         Err(refusal) => {
             tracing::warn!(refusal, "CNI socket: caller refused");
@@ -75,9 +104,10 @@ fn serve(agent: &Agent, in_flight: &InFlight, conn: UnixStream) {
     if let Err(e) = (&conn).write_all(&out) {
         tracing::debug!(error = %e, "CNI caller went away before its answer");
     }
-    if in_flight.leave(matches!(response, Response::Ok(_)))
+    if entered.leave(matches!(response, Response::Ok(_)))
         && let Err(e) = agent.sync_from_cluster()
     {
+        in_flight.owe();
         tracing::warn!(error = %e, "remote lists and router not synced after a CNI request");
     }
 }
@@ -123,19 +153,22 @@ mod tests {
     #[test]
     fn mx_01_overlapping_requests_owe_one_sync_run_by_the_last_one_out() {
         let f = InFlight::default();
-        f.enter();
-        f.enter();
-        f.enter();
+        let (a, b, c) = (f.enter(), f.enter(), f.enter());
         // The first two leave while another is in flight: no sync yet, one owed.
-        assert!(!f.leave(true));
-        assert!(!f.leave(false));
+        assert!(!a.leave(true));
+        assert!(!b.leave(false));
         // The last one out runs it, whether or not it changed anything itself.
-        assert!(f.leave(false));
+        assert!(c.leave(false));
         // Served alone, a request that changed something syncs; one that did not (a
         // failure) owes nothing.
-        f.enter();
-        assert!(f.leave(true));
-        f.enter();
-        assert!(!f.leave(false));
+        assert!(f.enter().leave(true));
+        assert!(!f.enter().leave(false));
+        // A handler that panicked is counted out all the same: the next one is last.
+        let (a, b) = (f.enter(), f.enter());
+        drop(a);
+        assert!(b.leave(true));
+        // A failed sync is owed to the next request out.
+        f.owe();
+        assert!(f.enter().leave(false));
     }
 }

@@ -36,14 +36,21 @@ pub(super) fn nat(
     let clash = !users.is_empty() || eipas.len() > 1;
     if clash {
         for a in eipas {
+            // Everyone else naming it: the NICs, the other attachments.
+            let others: Vec<String> = nics
+                .iter()
+                .map(|n| format!("NetworkInterface {n}"))
+                .chain(
+                    eipas
+                        .iter()
+                        .filter(|o| name(**o) != name(*a))
+                        .map(|o| format!("ElasticIPAttachment {}", name(*o))),
+                )
+                .collect();
             let message = format!(
-                "ElasticIP {:?} is also named by NetworkInterface {}: it serves one of them",
+                "ElasticIP {:?} is also named by {}: it serves one of them",
                 name(e),
-                if nics.is_empty() {
-                    "-".to_owned()
-                } else {
-                    nics.join(", ")
-                }
+                others.join(", ")
             );
             out.attachment_status.insert(
                 key(*a),

@@ -169,3 +169,22 @@ fn nat_03_an_attachment_to_an_unfit_nic_is_in_error_and_says_why() {
         "Attached"
     );
 }
+
+#[test]
+fn eip_22_two_attachments_of_one_elastic_ip_both_wait_naming_each_other() {
+    let mut w = tenant();
+    w.objects.elastic_ip_attachments.push(attachment("nat-2"));
+    w.pods.push(on("web", "node-a"));
+    let d = settle(&mut w);
+    for (me, other) in [("nat", "nat-2"), ("nat-2", "nat")] {
+        let st = &d.attachment_status[&format!("default/{me}")];
+        assert_eq!(st.phase, "Pending");
+        assert!(
+            st.conditions[0]
+                .message
+                .contains(&format!("ElasticIPAttachment {other}")),
+            "{st:?}"
+        );
+    }
+    assert!(d.arp_advertisements.is_empty(), "neither is answered for");
+}

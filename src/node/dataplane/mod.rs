@@ -211,8 +211,9 @@ pub struct Dataplane {
     gateways: std::collections::BTreeMap<u32, [u8; 6]>,
     /// The keys of `gateways`, shared with whoever asks without the lock.
     served: ports_gw::ServedSegments,
-    /// The ElasticIP attached to each Subnet NIC here (given by the ElasticIPs' sync).
-    public: ports_public::PublicAddresses,
+    /// The ElasticIP attached to each Subnet NIC here, as the ElasticIPs' last sync
+    /// wrote it into every port (`None` before one did).
+    public: Option<ports_public::PublicAddresses>,
     /// The other Nodes that route (have endpoints), for the listener lists.
     listen_nodes: std::collections::BTreeSet<u32>,
 }

@@ -20,11 +20,12 @@ impl Dataplane {
         &mut self,
         public: PublicAddresses,
     ) -> Result<usize, DataplaneError> {
-        if self.public == public {
-            // Every port written since has its address already (`public_ip_of`).
+        // Unchanged since every port was written from it: every port written since has
+        // its address already (`public_ip_of`). `None` (a start, adopted ports with
+        // what an older daemon wrote, or a write that failed) scans them all.
+        if self.public.as_ref() == Some(&public) {
             return Ok(0);
         }
-        self.public = public;
         let ports: Vec<u32> = self.segments.ports().collect();
         let mut written = 0;
         for ifindex in ports {
@@ -32,22 +33,29 @@ impl Dataplane {
             if port.flags & PORT_ROUTED == 0 || port.flags & PORT_EIP != 0 {
                 continue;
             }
-            let want = self.public_ip_of(port.vni, port.own_ip);
+            let want = public_ip(&public, port.vni, port.own_ip);
             if port.public_ip != want {
                 port.public_ip = want;
                 self.write_port(ifindex, port)?;
                 written += 1;
             }
         }
+        self.public = Some(public);
         Ok(written)
     }
 
     /// The ElasticIP attached to the Subnet NIC of `vni` held to `own_ip` (both as the
     /// port holds them, the address in network order); 0 for none.
     pub(super) fn public_ip_of(&self, vni: u32, own_ip: u32) -> u32 {
-        let own = Ipv4Addr::from(own_ip.to_ne_bytes());
         self.public
-            .get(&(vni, own))
-            .map_or(0, |ip| u32::from_ne_bytes(ip.octets()))
+            .as_ref()
+            .map_or(0, |public| public_ip(public, vni, own_ip))
     }
+}
+
+fn public_ip(public: &PublicAddresses, vni: u32, own_ip: u32) -> u32 {
+    let own = Ipv4Addr::from(own_ip.to_ne_bytes());
+    public
+        .get(&(vni, own))
+        .map_or(0, |ip| u32::from_ne_bytes(ip.octets()))
 }

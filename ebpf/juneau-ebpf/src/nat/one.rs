@@ -33,11 +33,16 @@ pub fn inbound(ctx: &TcContext, entry: &EipEntry, ip: &Ipv4) -> Result<i32, Drop
     let seg: GwSegment = unsafe { maps::jn_gw_seg.get(entry.vni) }
         .copied()
         .ok_or(DropReason::EipNoHolder)?;
+    if !l4::plain_header(ctx) {
+        // IPv4 options: the transport header is not where the rewrite would go.
+        return Err(DropReason::EipNatUnmappable);
+    }
     if quoted::is_error(ctx, ip) {
         // An error about what the Pod sent from the ElasticIP: its quote and the
-        // error itself given the Pod's address.
+        // error itself given the Pod's address (any quoted protocol: 1:1 keeps the
+        // ports, so nothing else needs reading).
         let q = quoted::read(ctx, ip).ok_or(DropReason::EipNatUnmappable)?;
-        if !super::error::mappable(q.proto) || q.saddr != ip.daddr {
+        if q.saddr != ip.daddr {
             return Err(DropReason::EipNatUnmappable);
         }
         super::error::give_back(ctx, ip, &q, entry.pod_ip, None)
@@ -54,9 +59,12 @@ pub fn inbound(ctx: &TcContext, entry: &EipEntry, ip: &Ipv4) -> Result<i32, Drop
 /// one quoting anything else cannot be mapped.
 #[inline(always)]
 pub fn outbound(ctx: &TcContext, ip: &Ipv4, public: u32) -> Result<(), DropReason> {
+    if !l4::plain_header(ctx) {
+        return Err(DropReason::EipNatUnmappable);
+    }
     if quoted::is_error(ctx, ip) {
         let q = quoted::read(ctx, ip).ok_or(DropReason::EipNatUnmappable)?;
-        if !super::error::mappable(q.proto) || q.daddr != ip.saddr {
+        if q.daddr != ip.saddr {
             return Err(DropReason::EipNatUnmappable);
         }
         return super::error::give_out(ctx, ip, &q, public).ok_or(DropReason::EipNatUnmappable);
