@@ -62,19 +62,7 @@ fn scenario() -> Scenario {
 }
 
 fn web() -> PodDef {
-    PodDef {
-        name: "web".into(),
-        namespace: "default".into(),
-        node: NODE.into(),
-        annotations: [("juneau.loutres.me/subnet".to_owned(), "web".to_owned())]
-            .into_iter()
-            .collect(),
-        labels: Default::default(),
-        ports: Default::default(),
-        segment: None,
-        addresses: Vec::new(),
-        bridge_hosts: Vec::new(),
-    }
+    common::pod_def("web", NODE, &[("juneau.loutres.me/subnet", "web")])
 }
 
 fn ns(run: &Run, host: &str) -> PathBuf {

@@ -75,19 +75,11 @@ fn client_netns(run: &Run, node: &str) -> PathBuf {
 }
 
 fn client_pod(node: &str) -> PodDef {
-    PodDef {
-        name: format!("{node}-client"),
-        namespace: "default".into(),
-        node: node.into(),
-        annotations: [("juneau.loutres.me/subnet".to_owned(), "web".to_owned())]
-            .into_iter()
-            .collect(),
-        labels: Default::default(),
-        ports: Default::default(),
-        segment: None,
-        addresses: Vec::new(),
-        bridge_hosts: Vec::new(),
-    }
+    common::pod_def(
+        &format!("{node}-client"),
+        node,
+        &[("juneau.loutres.me/subnet", "web")],
+    )
 }
 
 /// The program ids that run on the client's veth on `NODE`, by program name: a Subnet

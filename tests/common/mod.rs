@@ -18,6 +18,25 @@ pub fn kubectl_juneau_json(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// Pod `name` in namespace default on `node`, with `annotations` (full keys), as a
+/// kubelet would start it.
+pub fn pod_def(name: &str, node: &str, annotations: &[(&str, &str)]) -> juneau::standalone::PodDef {
+    juneau::standalone::PodDef {
+        name: name.into(),
+        namespace: "default".into(),
+        node: node.into(),
+        annotations: annotations
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+        labels: Default::default(),
+        ports: Default::default(),
+        segment: None,
+        addresses: Vec::new(),
+        bridge_hosts: Vec::new(),
+    }
+}
+
 /// `n` bytes of a deterministic stream (xorshift), so a receiver checks every one.
 pub fn stream(n: usize) -> Vec<u8> {
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
