@@ -136,14 +136,15 @@ fn eip_01_eip_08_eip_09_eip_10_eip_11_eip_13_eip_18_elastic_ips_on_pod_nics_are_
 }
 
 #[test]
-fn nat_03_pol_03_an_attached_elastic_ip_reaches_a_subnet_pod_from_outside_and_is_its_way_out() {
+fn nat_03_pol_03_an_attached_elastic_ip_reaches_a_subnet_pod_from_outside_is_its_way_out_and_follows_it_to_another_node()
+ {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let stdout = once_with(
         "scenarios/stack/elastic-ip-attachment.yaml",
         "the ElasticIPAttachment scenario failed",
     );
-    assert!(stdout.contains("step 21:"), "{stdout}");
-    assert!(!stdout.contains("step 22:"), "{stdout}");
+    assert!(stdout.contains("step 28:"), "{stdout}");
+    assert!(!stdout.contains("step 29:"), "{stdout}");
     assert!(
         stdout.contains(
             "default/web-eipa             10.99.0.110      10.50.0.2    node-a   Attached  True Attached"

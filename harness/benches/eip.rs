@@ -18,7 +18,7 @@ use juneau_harness::{
     bench::{Measurement, median, write_part},
     frames::{self, BROADCAST, fixtures::*},
     router::{self, Seg},
-    testrun::{PortBed, TC_ACT_REDIRECT, run_tc, run_tc_on_dev},
+    testrun::{PortBed, TC_ACT_REDIRECT, run_tc, run_tc_on_dev_here},
 };
 
 const VNI: u32 = 4097;
@@ -151,17 +151,34 @@ fn main() {
     // the Node.
     let turned = frames::udp((pod_mac(1), eip(1)), (UPLINK_MAC, eip(0)), &[0; 18]);
     let time = |prog, ifindex, frame: &[u8]| {
-        let r = run_tc_on_dev(&bed.ns, prog, ifindex, frame);
+        let r = run_tc_on_dev_here(prog, ifindex, frame);
         assert_eq!(r.verdict, TC_ACT_REDIRECT);
         r.per_run.as_nanos() as f64
     };
-    let got = interleaved(&[
-        &|| time(uplink, bed.ifindex(0), &from_outside),
-        &|| time(port, bed.ifindex(2), &switched),
-        &|| time(port, bed.ifindex(1), &to_eip),
-        &|| time(uplink, bed.ifindex(0), &turned),
-        &|| time(uplink, bed.ifindex(0), &to_attached),
-    ]);
+    // One thread in the bed's namespace runs every case (see `run_tc_on_dev_here`).
+    let got = bed.ns.run(|| {
+        let cases: [&dyn Fn() -> f64; 5] = [
+            &|| time(uplink, bed.ifindex(0), &from_outside),
+            &|| time(port, bed.ifindex(2), &switched),
+            &|| time(port, bed.ifindex(1), &to_eip),
+            &|| time(uplink, bed.ifindex(0), &turned),
+            &|| time(uplink, bed.ifindex(0), &to_attached),
+        ];
+        // `JN_EIP_ONLY=<0..4>` runs one case alone and prints, to profile it alone
+        // (`perf record -a`).
+        if let Ok(only) = std::env::var("JN_EIP_ONLY") {
+            let i = only.parse::<usize>().expect("a case index");
+            for _ in 0..ROUNDS {
+                let mut run: Vec<f64> = (0..SINGLE * 20).map(|_| cases[i]()).collect();
+                println!("case {i}: {:.0} ns", median(&mut run));
+            }
+            return None;
+        }
+        Some(interleaved(&cases))
+    });
+    let Some(got) = got else {
+        return;
+    };
     let (delivery, l2, in_place, via_uplink, attached) = (got[0], got[1], got[2], got[3], got[4]);
     let mut out = vec![
         Measurement::new(

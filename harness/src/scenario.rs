@@ -253,7 +253,7 @@ fn steps(s: &Scenario, r: &mut Running, say: &mut dyn FnMut(String)) -> Result<(
             Step::Daemon { .. } | Step::Run { .. } | Step::Ping { .. } | Step::Sleep { .. } => {
                 unreachable!("shared steps are run by run_common")
             }
-            Step::DeletePod { .. } | Step::Apply { .. } => {
+            Step::DeletePod { .. } | Step::AddPod { .. } | Step::Apply { .. } => {
                 unreachable!("refused by Scenario::check")
             }
         }

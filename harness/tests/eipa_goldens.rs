@@ -290,10 +290,97 @@ fn nat_03_a_connection_the_nat_gateway_mapped_before_the_attachment_keeps_its_ma
         &nat(0),
         "the live connection keeps its NATGateway mapping"
     );
+    // A datagram of it in two fragments: both halves by the NATGateway, the later one
+    // (no ports) by what its first recorded.
+    let (first, later) = frames::fragments(&query(41000, &[7; 40]), 24, 0x4242);
+    for (what, piece) in [("first", first), ("later", later)] {
+        let seen = s.send(0, 1, &piece);
+        let out = s.frames(&seen, "underlay-node0");
+        assert_eq!(out.len(), 1, "the {what} fragment out");
+        assert_eq!(
+            &out[0][26..30],
+            &nat(0),
+            "the {what} fragment by the NATGateway"
+        );
+    }
     let seen = s.send(0, 1, &query(41001, b"new"));
     assert_eq!(
         &s.frames(&seen, "underlay-node0")[0][26..30],
         &[10, 99, 0, 106],
         "a new one leaves from its ElasticIP"
     );
+    // A new connection's fragments both leave from the ElasticIP.
+    let (first, later) = frames::fragments(&query(41002, &[7; 40]), 24, 0x4343);
+    for (what, piece) in [("first", first), ("later", later)] {
+        let seen = s.send(0, 1, &piece);
+        let out = s.frames(&seen, "underlay-node0");
+        assert_eq!(out.len(), 1, "the {what} fragment out");
+        assert_eq!(
+            &out[0][26..30],
+            &[10, 99, 0, 106],
+            "the {what} fragment 1:1"
+        );
+    }
+}
+
+/// UDP's pseudo-header of `frame` (IPv4 at 14) summed and folded, not complemented:
+/// what a `CHECKSUM_PARTIAL` packet carries in its checksum field.
+fn pseudo_sum(frame: &[u8]) -> u16 {
+    let len = u16::from_be_bytes([frame[16], frame[17]]) - 20;
+    let pseudo = [&frame[26..34], &[0, 17], &len.to_be_bytes()[..]].concat();
+    !ones_complement(&pseudo)
+}
+
+/// The UDP datagram to `dst` whose full checksum equals its pseudo-header's sum: the
+/// one value that cannot tell a finished checksum from a partial one.
+fn ambiguous(src: ([u8; 6], [u8; 4], u16), dst: ([u8; 6], [u8; 4], u16)) -> Vec<u8> {
+    (0..=u16::MAX)
+        .map(|w| frames::udp_ports(src, dst, &w.to_be_bytes()))
+        .find(|f| f[40..42] == pseudo_sum(f).to_be_bytes())
+        .expect("a payload word that makes the checksum equal the pseudo-header's sum")
+}
+
+/// Whether the UDP checksum of `frame` is right (or absent).
+fn udp_checksum_right(frame: &[u8]) -> bool {
+    let len = u16::from_be_bytes([frame[38], frame[39]]);
+    let pseudo = [&frame[26..34], &[0, 17], &len.to_be_bytes()[..]].concat();
+    frame[40..42] == [0, 0]
+        || ones_complement(&[&pseudo[..], &frame[34..34 + usize::from(len)]].concat()) == 0
+}
+
+#[test]
+fn nat_03_the_transport_checksum_is_updated_right_whatever_the_field_holds() {
+    let mut s = scene();
+    // No checksum (0): a UDP datagram keeps none.
+    let mut bare = frames::udp_ports((ROUTER.0, CLIENT, 40001), (mac(0), EIP, 8080), b"bare");
+    bare[40..42].fill(0);
+    let seen = from_router(&mut s, 0, &bare);
+    let mut want = hopped(to_pod(&bare, pod_ip(0)));
+    want[40..42].fill(0);
+    assert_eq!(
+        s.frames(&seen, "node0-pod0"),
+        &vec![want],
+        "no checksum made up"
+    );
+    // A full checksum that equals the pseudo-header's sum (the datapath leaves the
+    // update to the kernel then): still right at the Pod.
+    let odd = ambiguous((ROUTER.0, CLIENT, 40002), (mac(0), EIP, 8080));
+    let seen = from_router(&mut s, 0, &odd);
+    let got = s.frames(&seen, "node0-pod0");
+    assert_eq!(got, &vec![hopped(to_pod(&odd, pod_ip(0)))]);
+    assert!(udp_checksum_right(&got[0]));
+    // The same both ways out of the Pod: a datagram without a checksum, one whose
+    // checksum equals its pseudo-header's sum, and an ordinary one.
+    let mut none = frames::udp_ports((pod_mac(0), pod_ip(0), 40003), (GW_A, CLIENT, 53), b"none");
+    none[40..42].fill(0);
+    let odd = ambiguous((pod_mac(0), pod_ip(0), 40004), (GW_A, CLIENT, 53));
+    let plain = frames::udp_ports((pod_mac(0), pod_ip(0), 40005), (GW_A, CLIENT, 53), b"plain");
+    for (what, frame) in [("none", none), ("ambiguous", odd), ("plain", plain)] {
+        let seen = s.send(0, 0, &frame);
+        let out = s.frames(&seen, "underlay-node0");
+        assert_eq!(out.len(), 1, "{what}: one datagram out");
+        assert_eq!(&out[0][26..30], &EIP, "{what}: from the ElasticIP");
+        assert_eq!(out[0][40..42] == [0, 0], frame[40..42] == [0, 0], "{what}");
+        assert!(udp_checksum_right(&out[0]), "{what}: its checksum right");
+    }
 }

@@ -124,6 +124,14 @@ pub enum Step {
     /// Stack layer: delete a Pod as a kubelet does (CNI DEL, then the API), and wait
     /// until the daemons have seen it.
     DeletePod { name: String },
+    /// Stack layer: create a Pod of the scenario again (after its `delete_pod`), as it
+    /// is declared under `pods`, on `node` when given (another Node: the Pod moved, as a
+    /// controller reschedules it), and wait until the daemons have seen it.
+    AddPod {
+        name: String,
+        #[serde(default)]
+        node: Option<String>,
+    },
     /// Stack layer: wait this many seconds (programs started by `daemon` run on).
     Sleep { seconds: f64 },
     /// Stack layer: replace one of the scenario's objects as `kubectl apply` does, and
@@ -230,11 +238,12 @@ impl Scenario {
                     "steps: {step:?} drives the datapath alone; put it in a datapath scenario"
                 ));
             }
-        } else if let Some(step) = self
-            .steps
-            .iter()
-            .find(|s| matches!(s, Step::DeletePod { .. } | Step::Apply { .. }))
-        {
+        } else if let Some(step) = self.steps.iter().find(|s| {
+            matches!(
+                s,
+                Step::DeletePod { .. } | Step::AddPod { .. } | Step::Apply { .. }
+            )
+        }) {
             return Err(format!(
                 "steps: {step:?} acts through the stack; put it in a stack scenario"
             ));
@@ -317,6 +326,18 @@ impl Scenario {
                     if !self.pods.iter().any(|p| &p.name == name) {
                         return Err(format!(
                             "steps: step {n}: delete_pod: {name:?} is not a Pod of this scenario"
+                        ));
+                    }
+                }
+                Step::AddPod { name, node } => {
+                    if !self.pods.iter().any(|p| &p.name == name) {
+                        return Err(format!(
+                            "steps: step {n}: add_pod: {name:?} is not a Pod of this scenario (declare it under pods; add_pod creates it again)"
+                        ));
+                    }
+                    if let Some(node) = node.as_ref().filter(|n| !self.nodes.contains(n)) {
+                        return Err(format!(
+                            "steps: step {n}: add_pod: node {node:?} is not listed under nodes"
                         ));
                     }
                 }

@@ -119,7 +119,11 @@ pub fn run_common(
             std::thread::sleep(Duration::from_secs_f64(seconds.clamp(0.0, 600.0)));
             say(format!("  step {n}: slept {seconds} s"));
         }
-        Step::Send { .. } | Step::Age { .. } | Step::DeletePod { .. } | Step::Apply { .. } => {
+        Step::Send { .. }
+        | Step::Age { .. }
+        | Step::DeletePod { .. }
+        | Step::AddPod { .. }
+        | Step::Apply { .. } => {
             return Ok(false);
         }
     }

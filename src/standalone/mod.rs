@@ -368,6 +368,12 @@ fn run_steps(
             out(format!("  step {}: deleted pod {name}", n + 1));
             continue;
         }
+        if let crate::scenario::Step::AddPod { name, node } = step {
+            let at = run.add_pod_again(s, name, node.as_deref())?;
+            run.settle();
+            out(format!("  step {}: added pod {name} on {at}", n + 1));
+            continue;
+        }
         if let crate::scenario::Step::Apply { object } = step {
             let took = run.apply(object)?;
             out(format!(

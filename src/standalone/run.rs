@@ -350,6 +350,32 @@ impl Run {
         Ok(())
     }
 
+    /// Creates Pod `name` of scenario `s` again, as declared, on `node` when given (a
+    /// Pod moved to another Node); refused while it runs. Returns its Node.
+    pub fn add_pod_again(
+        &mut self,
+        s: &crate::scenario::Scenario,
+        name: &str,
+        node: Option<&str>,
+    ) -> Result<String, StandaloneError> {
+        if self.pod(name).is_some() {
+            return Err(StandaloneError::Scenario(format!(
+                "add_pod: {name:?} is running; delete_pod it first"
+            )));
+        }
+        let mut def = s
+            .pods
+            .iter()
+            .find(|p| p.name == name)
+            .cloned()
+            .ok_or_else(|| StandaloneError::Scenario(format!("no pod {name:?}")))?;
+        if let Some(node) = node {
+            def.node = node.to_string();
+        }
+        self.add_pod(&def)?;
+        Ok(def.node)
+    }
+
     /// CNI ADD again for a Pod whose ADD failed.
     pub fn retry_add(&self, name: &str) -> Result<String, StandaloneError> {
         let pod = self

@@ -427,6 +427,7 @@ fn bench() -> Result<()> {
         "policy",
         "policy_pps",
         "nat",
+        "eipa",
         "crr",
     ] {
         run(cargo().args(["bench", "--quiet", "-p", "juneau-harness", "--bench", b]))?;
@@ -447,6 +448,7 @@ fn bench() -> Result<()> {
         "policy",
         "policy_pps",
         "nat",
+        "eipa",
     ] {
         let text = std::fs::read_to_string(parts.join(format!("{part}.json")))
             .with_context(|| format!("benchmark part {part} is missing"))?;

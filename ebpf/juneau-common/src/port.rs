@@ -27,6 +27,12 @@ pub const PORT_EIP: u32 = 1 << 4;
 /// that entry is denied (a NIC attached before the daemon wrote its groups, or a source
 /// address that is not the NIC's), never let through.
 pub const PORT_SG: u32 = 1 << 5;
+/// With [`PORT_GATEWAY`]: the port's segment has a NetworkACL (`GwSegment::acl`),
+/// which judges what crosses its gateway. A packet the datapath brings in from outside
+/// (an attached ElasticIP's, NAT-03) to a port with neither this nor [`PORT_SG`] has
+/// no policy to meet and is delivered straight, without reading the segment. Written
+/// with the gateway bit by the router's sync.
+pub const PORT_ACL: u32 = 1 << 6;
 
 /// Value of `jn_l2_port[ifindex]`.
 #[repr(C)]

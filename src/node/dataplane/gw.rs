@@ -21,7 +21,7 @@ use juneau_common::{
     map_names,
 };
 
-use super::{Dataplane, DataplaneError, map_err};
+use super::{Dataplane, DataplaneError, Gateway, map_err};
 use crate::node::gateway::{RouteSpec, RouterState};
 
 /// What the router maps hold, as this daemon wrote (or found) them.
@@ -144,7 +144,7 @@ impl RouterWriter {
     pub fn sync(
         &mut self,
         want: &RouterState,
-        set_gateways: impl FnOnce(BTreeMap<u32, [u8; 6]>) -> Result<usize, DataplaneError>,
+        set_gateways: impl FnOnce(BTreeMap<u32, Gateway>) -> Result<usize, DataplaneError>,
     ) -> Result<RouterSync, DataplaneError> {
         if !self.record.synced {
             self.read_maps()?;
@@ -229,7 +229,13 @@ impl RouterWriter {
             .segments
             .iter()
             .filter(|(v, _)| serving.contains(*v))
-            .map(|(v, s)| (*v, s.gw_mac))
+            .map(|(v, s)| {
+                let g = Gateway {
+                    mac: s.gw_mac,
+                    acl: s.acl != 0,
+                };
+                (*v, g)
+            })
             .collect();
         done.ports = set_gateways(gateways)?;
         // 4. Segments that lost their gateway, now that no port enters through them;

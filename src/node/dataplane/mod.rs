@@ -49,7 +49,7 @@ use juneau_common::{l2::MAX_PORTS, map_names, prog_names};
 pub use l2::{PortKind, PortSpec, monotonic_coarse_ns};
 pub use pins::PinLayout;
 pub use policy::{PolicySync, PolicyWriter};
-pub use ports_gw::ServedSegments;
+pub use ports_gw::{Gateway, ServedSegments};
 pub use ports_public::PublicAddresses;
 pub use svc::{ServiceSync, ServiceWriter};
 pub use whole::Whole;
@@ -207,8 +207,9 @@ pub struct Dataplane {
     adopted: bool,
     /// How ports attached from now on get their program.
     port_attach: PortAttach,
-    /// Gateway MAC by VNI: the segments the router serves (given by its sync).
-    gateways: std::collections::BTreeMap<u32, [u8; 6]>,
+    /// The segments the router serves, by VNI: their gateway MACs and ACL bits (given
+    /// by its sync).
+    gateways: std::collections::BTreeMap<u32, Gateway>,
     /// The keys of `gateways`, shared with whoever asks without the lock.
     served: ports_gw::ServedSegments,
     /// The ElasticIP attached to each Subnet NIC here, as the ElasticIPs' last sync

@@ -13,11 +13,19 @@ use juneau_common::{
     FdbKey,
     gw::GwStat,
     map_names,
-    port::{PORT_EIP, PORT_GATEWAY},
+    port::{PORT_ACL, PORT_EIP, PORT_GATEWAY},
     tail::TAIL_PROGRAMS,
 };
 
 use super::{Dataplane, DataplaneError, map_err, prog_err};
+
+/// A segment the router serves, as its ports see it: the gateway's MAC, and whether
+/// the segment has a NetworkACL (`PORT_ACL`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Gateway {
+    pub mac: [u8; 6],
+    pub acl: bool,
+}
 
 /// What [`Dataplane::served_segments`] hands out: the VNIs of the segments the router
 /// serves, as its last sync set them.
@@ -46,12 +54,12 @@ impl Dataplane {
         Ok(())
     }
 
-    /// The segments the router serves now, with their gateway MACs: their ports get
-    /// the gateway bit (or lose it) and their listener lists are written. Returns how
-    /// many ports were written.
+    /// The segments the router serves now, with their gateway MACs and ACL bits: their
+    /// ports get the gateway bit (or lose it) and their listener lists are written.
+    /// Returns how many ports were written.
     pub fn set_gateways(
         &mut self,
-        gateways: BTreeMap<u32, [u8; 6]>,
+        gateways: BTreeMap<u32, Gateway>,
     ) -> Result<usize, DataplaneError> {
         *self.served.write().expect("served segments lock") = gateways.keys().copied().collect();
         self.gateways = gateways;
@@ -68,10 +76,13 @@ impl Dataplane {
         self.served.clone()
     }
 
-    /// The gateway bit and MAC a port of `vni` gets.
+    /// The gateway bits (`PORT_GATEWAY`, `PORT_ACL`) and MAC a port of `vni` gets.
     pub(super) fn gateway_bits(&self, vni: u32) -> (u32, FdbKey) {
         match self.gateways.get(&vni) {
-            Some(mac) => (PORT_GATEWAY, FdbKey::new(*mac)),
+            Some(g) => (
+                PORT_GATEWAY | if g.acl { PORT_ACL } else { 0 },
+                FdbKey::new(g.mac),
+            ),
             None => (0, FdbKey::default()),
         }
     }
@@ -90,10 +101,11 @@ impl Dataplane {
             // A direct ElasticIP NIC's MAC for 169.254.0.1 is its network's, never a
             // segment gateway's.
             let direct = port.flags & PORT_EIP != 0;
-            if direct || (port.flags & PORT_GATEWAY == bit && port.gw_mac == mac) {
+            let bits = PORT_GATEWAY | PORT_ACL;
+            if direct || (port.flags & bits == bit && port.gw_mac == mac) {
                 continue;
             }
-            port.flags = (port.flags & !PORT_GATEWAY) | bit;
+            port.flags = (port.flags & !bits) | bit;
             port.gw_mac = mac;
             self.write_port(ifindex, port)?;
             written += 1;

@@ -6,9 +6,9 @@
 //! decapsulation finds the port by the same pinned entry).
 use aya_ebpf::{bindings::TC_ACT_OK, programs::TcContext};
 use juneau_common::{
-    DropReason, EipEntry, FdbEntry, FdbKey,
+    DropReason, EipEntry, FdbEntry, FdbKey, GwSegment,
     eip::gateway_mac,
-    port::{PORT_ACTIVE, PORT_EIP, PORT_SG},
+    port::{PORT_ACL, PORT_ACTIVE, PORT_EIP, PORT_GATEWAY, PORT_ROUTED, PORT_SG},
 };
 
 use crate::{
@@ -17,61 +17,62 @@ use crate::{
     ipv4, maps, overlay,
 };
 
+/// To a NIC holding the ElasticIP itself, from its network's gateway MAC.
 #[inline(always)]
 pub fn to_holder(ctx: &TcContext, entry: &EipEntry, ttl: u8) -> Result<i32, DropReason> {
-    carry(
-        ctx,
-        entry,
-        ttl,
-        FdbKey::new(gateway_mac(entry.vni)),
-        PORT_EIP,
-        0,
-    )
+    carry(ctx, entry, ttl, PORT_EIP)
 }
 
-/// One hop to the NIC `entry` names, from `src`, delivered to its port here when that
-/// port is of `kind` (`PORT_EIP`: a direct holder; `PORT_ROUTED`: a Subnet NIC with an
-/// ElasticIP attached, NAT-03) with the entry's MAC, else by the segment's pinned
-/// entry, else over the overlay with the entry's VNI. A local port with neither
-/// SecurityGroups nor its segment's NetworkACL (`acl`, 0 for none) is entered straight:
-/// nothing of `deliver_svc` acts on an outside packet to it.
+/// To the Subnet NIC an ElasticIP is attached to (NAT-03, the address already the
+/// NIC's), from its Subnet's gateway MAC.
 #[inline(always)]
-pub fn carry(
-    ctx: &TcContext,
-    entry: &EipEntry,
-    ttl: u8,
-    src: FdbKey,
-    kind: u32,
-    acl: u32,
-) -> Result<i32, DropReason> {
+pub fn to_attached(ctx: &TcContext, entry: &EipEntry, ttl: u8) -> Result<i32, DropReason> {
+    carry(ctx, entry, ttl, PORT_ROUTED)
+}
+
+/// One hop to the NIC `entry` names, delivered to its port here when that port is of
+/// `kind` (`PORT_EIP`: a direct holder; `PORT_ROUTED`: a Subnet NIC with an ElasticIP
+/// attached) with the entry's MAC, else by the segment's pinned entry, else over the
+/// overlay with the entry's VNI. The source MAC is the gateway's the NIC sees: its
+/// port's own copy when it is here, else the network's (direct) or the Subnet's
+/// segment (attached). A local port with neither SecurityGroups nor its segment's
+/// NetworkACL is entered straight: nothing of `deliver_svc` acts on an outside packet
+/// to it.
+#[inline(always)]
+fn carry(ctx: &TcContext, entry: &EipEntry, ttl: u8, kind: u32) -> Result<i32, DropReason> {
     if ttl <= 1 {
         // The Node's stack answers with time exceeded.
         return Ok(TC_ACT_OK);
     }
-    let (start, end) = (ctx.data(), ctx.data_end());
-    if start + ETH_HLEN + 20 > end {
-        return Err(DropReason::BadIpHeader);
-    }
     let dst = entry.pod_mac;
-    // SAFETY: inside [start, start + ETH_HLEN + 20), checked above.
-    unsafe {
-        ipv4::decrement_ttl(start);
-        store::<u64>(start, eth::bits(&dst));
-        store::<u32>(start + 6, eth::bits(&src) as u32);
-        store::<u16>(start + 10, (eth::bits(&src) >> 32) as u16);
-    }
     if entry.ifindex != 0
         && let Some(port) = maps::jn_l2_port.get_ptr(entry.ifindex)
     {
         // SAFETY: array values live as long as the map; read once.
-        let (flags, own) = unsafe { ((*port).flags, (*port).own_mac) };
-        if flags & (PORT_ACTIVE | kind) == PORT_ACTIVE | kind && own == dst {
-            if acl == 0 && flags & PORT_SG == 0 {
+        let (flags, own, gw) = unsafe { ((*port).flags, (*port).own_mac, (*port).gw_mac) };
+        // A Subnet port has its gateway's MAC only while the router serves it.
+        let need = PORT_ACTIVE | kind | if kind == PORT_ROUTED { PORT_GATEWAY } else { 0 };
+        if flags & need == need && own == dst {
+            let src = if kind == PORT_EIP {
+                FdbKey::new(gateway_mac(entry.vni))
+            } else {
+                gw
+            };
+            hop(ctx, dst, src)?;
+            if flags & (PORT_SG | PORT_ACL) == 0 {
                 return Ok(straight(entry.ifindex, flags));
             }
             return to_port(ctx, entry.ifindex, flags);
         }
     }
+    let src = if kind == PORT_EIP {
+        FdbKey::new(gateway_mac(entry.vni))
+    } else {
+        // SAFETY: copied at once.
+        let seg: Option<GwSegment> = unsafe { maps::jn_gw_seg.get(entry.vni) }.copied();
+        seg.ok_or(DropReason::EipNoHolder)?.gw_mac
+    };
+    hop(ctx, dst, src)?;
     // SAFETY: copied at once.
     let slot = unsafe { maps::jn_l2_vni.get(entry.vni) }.copied();
     if let Some(fdb) = slot.and_then(|s| maps::jn_l2_fdb.get(s))
@@ -87,4 +88,22 @@ pub fn carry(
         return overlay::unicast(ctx, entry.vni, entry.vtep, &eth::Addrs { dst, src });
     }
     Err(DropReason::EipNoHolder)
+}
+
+/// TTL - 1 and the MACs of the hop to `dst` from `src`.
+#[inline(always)]
+fn hop(ctx: &TcContext, dst: FdbKey, src: FdbKey) -> Result<(), DropReason> {
+    let (start, end) = (ctx.data(), ctx.data_end());
+    if start + ETH_HLEN + 20 > end {
+        return Err(DropReason::BadIpHeader);
+    }
+    // SAFETY: inside [start, start + ETH_HLEN + 20), checked above; the caller saw a
+    // TTL above 1.
+    unsafe {
+        ipv4::decrement_ttl(start);
+        store::<u64>(start, eth::bits(&dst));
+        store::<u32>(start + 6, eth::bits(&src) as u32);
+        store::<u16>(start + 10, (eth::bits(&src) >> 32) as u16);
+    }
+    Ok(())
 }

@@ -14,12 +14,11 @@
 //! ```
 use aya_ebpf::{bindings::TC_ACT_OK, programs::TcContext};
 use juneau_common::{
-    DropReason, EipEntry, GwSegment,
+    DropReason, EipEntry,
     ct::{CT_F_NAT, CtKey},
-    port::PORT_ROUTED,
 };
 
-use crate::{conntrack, eip::carry, ipv4::Ipv4, l4, maps, quoted, xlate};
+use crate::{conntrack, eip::carry, ipv4::Ipv4, l4, quoted, xlate};
 
 /// An outside packet to an attached ElasticIP, on the Node that answers for it (or
 /// any Node it lands on): given the Pod's address and carried to its NIC.
@@ -29,10 +28,6 @@ pub fn inbound(ctx: &TcContext, entry: &EipEntry, ip: &Ipv4) -> Result<i32, Drop
         // The Node's stack answers with time exceeded, untranslated.
         return Ok(TC_ACT_OK);
     }
-    // SAFETY: copied at once.
-    let seg: GwSegment = unsafe { maps::jn_gw_seg.get(entry.vni) }
-        .copied()
-        .ok_or(DropReason::EipNoHolder)?;
     if !l4::plain_header(ctx) {
         // IPv4 options: the transport header is not where the rewrite would go.
         return Err(DropReason::EipNatUnmappable);
@@ -50,7 +45,7 @@ pub fn inbound(ctx: &TcContext, entry: &EipEntry, ip: &Ipv4) -> Result<i32, Drop
     } else {
         xlate::destination_addr(ctx, ip, entry.pod_ip)?;
     }
-    carry::carry(ctx, entry, ip.ttl, seg.gw_mac, PORT_ROUTED, seg.acl)
+    carry::to_attached(ctx, entry, ip.ttl)
 }
 
 /// A Subnet NIC's packet leaving by 1:1 (`nat_out` in its mode, the way out found):
@@ -75,10 +70,12 @@ pub fn outbound(ctx: &TcContext, ip: &Ipv4, public: u32) -> Result<(), DropReaso
 /// Whether the packet belongs to a connection the NATGateway already maps (made before
 /// the ElasticIP was attached): it keeps that mapping until it ends, since its server
 /// would reset a connection whose source changed. One lookup of the connection's
-/// entry in the NIC's zone; a later fragment (no ports) goes 1:1.
+/// entry in the NIC's zone; a later fragment by its datagram's ports as its first
+/// fragment recorded them (`frag::ports`), so that a datagram is never split between
+/// two sources.
 #[inline(always)]
 pub fn napt_mapped(ctx: &TcContext, zone: u32, ip: &Ipv4) -> bool {
-    let Some(ports) = l4::read(ctx, ip) else {
+    let Some(ports) = crate::frag::ports(ctx, ip, zone) else {
         return false;
     };
     let key = CtKey::new(zone, ip.saddr, ip.daddr, ports.sport, ports.dport, ip.proto);
