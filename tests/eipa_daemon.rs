@@ -117,3 +117,38 @@ fn nat_03_daemons_killed_during_an_inbound_32_mb_stream_lose_no_byte() {
     );
     run.teardown(&mut |_| {}).unwrap();
 }
+
+/// A layout change while the stream runs: the Pod's Node's daemon stops, what it pinned
+/// becomes "another version" (`v0`), and the next daemon builds its maps afresh from the
+/// cluster (the ElasticIP's entry, the port's public address), carries the connection
+/// table over and only then removes the old folder. The old programs keep the stream
+/// going until the new ones are attached.
+#[test]
+fn nat_03_a_layout_change_during_an_inbound_stream_loses_no_byte() {
+    let mut run = Run::start(&scenario(), &Options::default(), &mut |_| {}).expect("start");
+    run.add_pod(&web()).unwrap();
+    let pod_ns = run.pod("web").expect("the Pod").ns.path().to_owned();
+    let listener =
+        juneau::netns::run_in(&pod_ns, || TcpListener::bind(("0.0.0.0", PORT)).unwrap()).unwrap();
+    let data = std::sync::Arc::new(common::stream(STREAM_BYTES));
+    let (accepted, connected) = std::sync::mpsc::channel();
+    let receiver = common::streams::receive(listener, data.clone(), Some(accepted));
+    let dst: SocketAddr = format!("{EIP}:{PORT}").parse().unwrap();
+    let sender = common::streams::send(ns(&run, "client"), dst, data, Duration::from_millis(12));
+    connected
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the client's connection reached the Pod");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!sender.is_finished(), "the stream ended before the change");
+    run.daemons.stop(NODE);
+    let root = juneau::standalone::pin_dir_of(NODE);
+    let current = format!("v{}", juneau_common::LAYOUT_VERSION);
+    std::fs::rename(root.join(&current), root.join("v0")).unwrap();
+    run.daemons.start(NODE, Duration::from_secs(20)).unwrap();
+    assert!(!root.join("v0").exists(), "the old layout's pins are gone");
+    sender.join().unwrap();
+    let (got, peer) = receiver.join().unwrap();
+    assert_eq!(got, STREAM_BYTES, "the whole stream arrived");
+    assert_eq!(peer.ip().to_string(), CLIENT);
+    run.teardown(&mut |_| {}).unwrap();
+}

@@ -184,12 +184,20 @@ pub fn nat_route_of(
     })
 }
 
-/// NAT-03: the ElasticIP an ElasticIPAttachment maps onto this NIC, with its state.
-fn one_to_one_of(world: &World, nic: &NetworkInterface) -> Option<String> {
-    let a = world.objects.elastic_ip_attachments.iter().find(|a| {
+/// NAT-03: the ElasticIPAttachment that names this NIC, whatever its phase.
+pub fn attachment_of<'w>(
+    world: &'w World,
+    nic: &NetworkInterface,
+) -> Option<&'w crate::api::ElasticIPAttachment> {
+    world.objects.elastic_ip_attachments.iter().find(|a| {
         a.metadata.namespace.as_deref().unwrap_or("default") == ns_of(nic)
             && a.spec.target_ref.network_interface_name == name_of(nic)
-    })?;
+    })
+}
+
+/// NAT-03: the ElasticIP an ElasticIPAttachment maps onto this NIC, with its state.
+fn one_to_one_of(world: &World, nic: &NetworkInterface) -> Option<String> {
+    let a = attachment_of(world, nic)?;
     let st = a.status.clone().unwrap_or_default();
     let name = a.metadata.name.as_deref().unwrap_or("");
     let eip = &a.spec.elastic_ip_ref.name;

@@ -395,3 +395,105 @@ fn nat_03_describe_pod_shows_each_nics_public_address() {
             .contains("outside: ElasticIP web-eip (1:1")
     );
 }
+
+#[test]
+fn nat_03_trace_through_the_internet_gateway_shows_the_one_to_one_rewrite_or_its_fallback() {
+    use crate::api::{
+        ElasticIPAttachment,
+        elasticipattachment::{
+            ElasticIPAttachmentSpec, ElasticIPAttachmentStatus, NameRef, TargetRef,
+        },
+        routetable::{Route, Via},
+    };
+    let mut w = nat_world();
+    w.objects.route_tables[0].spec.routes[0].via = Via {
+        type_: "internetGateway".into(),
+        ..Default::default()
+    };
+    for (nic, address, mac, node) in [
+        ("c.eth0", "10.5.0.2/24", "02:00:00:00:00:0c", "n1"),
+        ("d.eth0", "10.5.0.3/24", "02:00:00:00:00:0d", "n2"),
+    ] {
+        w.endpoints.push(
+            serde_json::from_value(json!({"apiVersion": "juneau.loutres.me/v1alpha1",
+                "kind": "NetworkEndpoint", "metadata": meta(nic),
+                "spec": {"kind": "Pod", "subnet": "web-s", "address": address,
+                "macAddress": mac, "nodeName": node, "nodeIp": "172.18.0.1"}}))
+            .unwrap(),
+        );
+    }
+    let none = |_: &str, _: u32, _: &str| None;
+    let what = |w: &World, from: &str, to: &str| -> Vec<String> {
+        trace::trace(w, "default", from, to, &none)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.what)
+            .collect()
+    };
+    // No attachment: the Vpc's NATGateway, where this Node has an address...
+    let c = what(&w, "c", "198.51.100.10");
+    assert!(c[1].contains("0.0.0.0/0 via the internet gateway"), "{c:?}");
+    assert!(c[2].contains("through Vpc prod's NATGateway out"), "{c:?}");
+    assert!(
+        c[3].starts_with("nat_out: source 10.5.0.2:<port> becomes 192.0.2.50:<port>"),
+        "{c:?}"
+    );
+    // ... and refused by name where it has none.
+    let d = what(&w, "d", "198.51.100.10");
+    assert!(d.last().unwrap().contains("IGW_NO_PUBLIC_ADDRESS"), "{d:?}");
+    // c's NIC with web-eip attached: 1:1, replies carried from the answering Node.
+    let mut a = ElasticIPAttachment::new(
+        "web-eipa",
+        ElasticIPAttachmentSpec {
+            elastic_ip_ref: NameRef {
+                name: "web-eip".into(),
+            },
+            target_ref: TargetRef {
+                network_interface_name: "c.eth0".into(),
+            },
+        },
+    );
+    a.metadata.namespace = Some("default".into());
+    a.status = Some(ElasticIPAttachmentStatus {
+        elastic_ip: "192.0.2.60".into(),
+        pod_ip: "10.5.0.2".into(),
+        node_name: "n1".into(),
+        phase: "Pending".into(),
+        ..Default::default()
+    });
+    w.objects.elastic_ip_attachments.push(a);
+    // Not yet Attached: still the fallback.
+    let c = what(&w, "c", "198.51.100.10");
+    assert!(c[2].contains("NATGateway out"), "{c:?}");
+    w.objects.elastic_ip_attachments[0]
+        .status
+        .as_mut()
+        .unwrap()
+        .phase = "Attached".into();
+    let c = what(&w, "c", "198.51.100.10");
+    assert!(
+        c[2].contains(
+            "1:1 by ElasticIPAttachment web-eipa: source 10.5.0.2 becomes ElasticIP 192.0.2.60"
+        ),
+        "{c:?}"
+    );
+    assert!(c[3].contains("from 192.0.2.60"), "{c:?}");
+    assert!(
+        c[4].starts_with("replies to 192.0.2.60 reach the uplink of Node n1"),
+        "{c:?}"
+    );
+    // The cluster's own ranges stay refused; a longer NATGateway route wins.
+    w.objects.service_cidrs = vec!["10.96.0.0/12".into()];
+    let s = what(&w, "c", "10.96.0.10");
+    assert!(s[1].contains("never translated"), "{s:?}");
+    w.objects.route_tables[0].spec.routes.push(Route {
+        dst: "203.0.113.0/24".into(),
+        via: Via {
+            type_: "natGateway".into(),
+            nat_gateway: Some("out".into()),
+            ..Default::default()
+        },
+    });
+    let n = what(&w, "c", "203.0.113.7");
+    assert!(n[1].contains("203.0.113.0/24 via NATGateway out"), "{n:?}");
+}

@@ -1,17 +1,23 @@
-//! `kubectl juneau trace` to an address outside the cluster (NAT-01): when the source
-//! NIC's table routes it via a NATGateway, the steps of its translation on the source's
-//! own Node (no gateway Pod: every Node translates its own Pods), the way out and the
-//! way its replies come back. Refused, as the datapath does, for the cluster's own
+//! `kubectl juneau trace` to an address outside the cluster: when the source NIC's
+//! table routes it via a NATGateway (NAT-01), the steps of its translation on the
+//! source's own Node (no gateway Pod: every Node translates its own Pods), the way out
+//! and the way its replies come back; via the internet gateway (NAT-03), the 1:1
+//! rewrite to the NIC's attached ElasticIP, or the Vpc's NATGateway the datapath falls
+//! back to, or the refusal. Refused, as the datapath does, for the cluster's own
 //! ranges, which are never translated.
 use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
 
-use super::{CliError, describe::nat_route_of, trace::Hop};
+use super::{
+    CliError,
+    describe::{attachment_of, nat_route_of},
+    trace::Hop,
+};
 use crate::{api::NetworkInterface, cluster::World};
 
-/// The steps to `to` through the NIC's NATGateway, or `None` when no NATGateway route
-/// of its table covers `to` (the caller then says no NIC has the address).
+/// The steps to `to` through the NIC's NATGateway or internet gateway, or `None` when
+/// no such route of its table covers `to` (the caller then says no NIC has the address).
 pub fn outside_hops(
     world: &World,
     src: &NetworkInterface,
@@ -19,26 +25,17 @@ pub fn outside_hops(
     first: Hop,
     to: Ipv4Addr,
 ) -> Result<Option<Vec<Hop>>, CliError> {
-    let Some(route) = nat_route_of(world, src, node, Some(to)) else {
-        return Ok(None);
-    };
-    let covers = route
-        .dst
-        .parse::<Ipv4Net>()
-        .is_ok_and(|net| net.contains(&to));
-    if !covers {
-        return Ok(None);
-    }
     let hop = |what: String| Hop {
         node: node.to_owned(),
         what,
     };
-    let vpc = match (&src.spec.subnet, &src.spec.l2_network) {
-        (Some(s), _) => world.objects.subnet(s).map(|s| s.spec.vpc.clone()),
-        (None, Some(l)) => world.objects.l2network(l).map(|l| l.spec.vpc.clone()),
-        _ => None,
+    let vpc = vpc_of(world, src);
+    let nat = nat_route_of(world, src, node, Some(to))
+        .filter(|r| r.dst.parse::<Ipv4Net>().is_ok_and(|net| net.contains(&to)));
+    let igw = internet_gateway_route(world, src, &vpc, to);
+    if nat.is_none() && igw.is_none() {
+        return Ok(None);
     }
-    .unwrap_or_default();
     let mut hops = vec![first];
     if let Some(range) = crate::node::gateway::nat_cluster_ranges(world, &vpc)
         .into_iter()
@@ -51,36 +48,131 @@ pub fn outside_hops(
         )));
         return Ok(Some(hops));
     }
-    hops.push(hop(format!(
-        "routed by Vpc {vpc}'s router: {} via NATGateway {}, TTL decremented, then \
-         nat_out (tail call)",
-        route.dst, route.gateway
-    )));
-    let Some(address) = route.address else {
+    let client = src.status.as_ref().map_or("", |s| s.address.as_str());
+    let client = client.split('/').next().unwrap_or("");
+    if let Some(route) = nat {
         hops.push(hop(format!(
-            "no address on ExternalNetwork {} on this Node yet (its \
-             ExternalNetworkAttachment waits): refused, ICMP unreachable (administratively \
-             prohibited) to the Pod, counted as NAT_NO_ADDRESS",
-            route.external_network
+            "routed by Vpc {vpc}'s router: {} via NATGateway {}, TTL decremented, then \
+             nat_out (tail call)",
+            route.dst, route.gateway
+        )));
+        let Some(address) = route.address else {
+            hops.push(hop(format!(
+                "no address on ExternalNetwork {} on this Node yet (its \
+                 ExternalNetworkAttachment waits): refused, ICMP unreachable \
+                 (administratively prohibited) to the Pod, counted as NAT_NO_ADDRESS",
+                route.external_network
+            )));
+            return Ok(Some(hops));
+        };
+        hops.extend(napt(node, client, address, to, &route.external_network).map(hop));
+        return Ok(Some(hops));
+    }
+    let Some(route) = igw else {
+        return Ok(None);
+    };
+    hops.push(hop(format!(
+        "routed by Vpc {vpc}'s router: {route} via the internet gateway, TTL decremented"
+    )));
+    let attached = attachment_of(world, src)
+        .and_then(|a| Some((a, a.status.as_ref()?)))
+        .filter(|(_, st)| st.phase == "Attached");
+    if let Some((a, st)) = attached {
+        let name = a.metadata.name.as_deref().unwrap_or("");
+        let eip = &st.elastic_ip;
+        hops.push(hop(format!(
+            "nat_out (tail call), 1:1 by ElasticIPAttachment {name}: source {client} \
+             becomes ElasticIP {eip}, ports kept, no connection claimed (a connection the \
+             Vpc's NATGateway mapped before the attachment keeps its mapping)"
+        )));
+        hops.push(hop(format!(
+            "out by Node {node}'s own routing table (bpf_fib_lookup, bpf_redirect) to {to}, \
+             from {eip}"
+        )));
+        let vni = src.status.as_ref().map_or(0, |s| s.vni);
+        hops.push(hop(format!(
+            "replies to {eip} reach the uplink of Node {} (it answers ARP for {eip}), or of \
+             any Node the upstream sends them to, which carries them by VXLAN (VNI {vni}) to \
+             Node {node}: eip_uplink gives the Pod back {client} and delivers it through \
+             its Subnet's NetworkACL and its SecurityGroups",
+            st.node_name
+        )));
+        return Ok(Some(hops));
+    }
+    // No ElasticIP attached: the Vpc's NATGateway, as the route is written.
+    let through = crate::node::gateway::internet_gateway_fallback(world, node, &vpc);
+    let Some((gateway, address)) = through else {
+        hops.push(hop(format!(
+            "no ElasticIP attached to {} and no NATGateway of Vpc {vpc} with an address \
+             on Node {node}: refused, ICMP unreachable (administratively prohibited) to \
+             the Pod, counted as IGW_NO_PUBLIC_ADDRESS",
+            src.metadata.name.as_deref().unwrap_or("")
         )));
         return Ok(Some(hops));
     };
-    let client = src.status.as_ref().map_or("", |s| s.address.as_str());
-    let client = client.split('/').next().unwrap_or("");
     hops.push(hop(format!(
-        "nat_out: source {client}:<port> becomes {address}:<port> (the Pod's own port when \
-         free toward {to}, else one of 128 random ports claimed by an atomic insert; none \
-         free: refused, NAT_PORT_EXHAUSTED), the mapping in the connection table"
+        "no ElasticIP attached: through Vpc {vpc}'s NATGateway {}, then nat_out (tail call)",
+        gateway.metadata.name.as_deref().unwrap_or("")
     )));
-    hops.push(hop(format!(
-        "out by Node {node}'s own routing table (bpf_fib_lookup, bpf_redirect) to {to}, \
-         from {address} on ExternalNetwork {}",
-        route.external_network
-    )));
-    hops.push(hop(format!(
-        "replies to {address}:<port> reach Node {node}'s uplink (it alone answers ARP for \
-         {address}): eip_uplink gives the Pod back its address and port and delivers it \
-         through its NetworkACL and SecurityGroups"
-    )));
+    hops.extend(napt(node, client, address, to, &gateway.spec.external_network).map(hop));
     Ok(Some(hops))
+}
+
+/// The Vpc a Subnet or L2Network NIC is in.
+fn vpc_of(world: &World, src: &NetworkInterface) -> String {
+    match (&src.spec.subnet, &src.spec.l2_network) {
+        (Some(s), _) => world.objects.subnet(s).map(|s| s.spec.vpc.clone()),
+        (None, Some(l)) => world.objects.l2network(l).map(|l| l.spec.vpc.clone()),
+        _ => None,
+    }
+    .unwrap_or_default()
+}
+
+/// The longest route of a Subnet NIC's table covering `to`, when it is via the
+/// internet gateway (the datapath gives public addresses to Subnet ports only).
+fn internet_gateway_route(
+    world: &World,
+    src: &NetworkInterface,
+    vpc: &str,
+    to: Ipv4Addr,
+) -> Option<Ipv4Net> {
+    src.spec.subnet.as_ref()?;
+    let objects = &world.objects;
+    let table = objects.route_table(&objects.table_of(vpc, None))?;
+    let (net, route) = table
+        .spec
+        .routes
+        .iter()
+        .filter_map(|r| Some((r.dst.parse::<Ipv4Net>().ok()?, r)))
+        .filter(|(n, _)| n.contains(&to))
+        .max_by_key(|(n, _)| n.prefix_len())?;
+    (route.via.type_ == "internetGateway").then_some(net)
+}
+
+/// A NATGateway's translation from `address`, the way out and back.
+fn napt(
+    node: &str,
+    client: &str,
+    address: Ipv4Addr,
+    to: Ipv4Addr,
+    external_network: &str,
+) -> impl Iterator<Item = String> {
+    [
+        format!(
+            "nat_out: source {client}:<port> becomes {address}:<port> (the Pod's own port \
+             when free toward {to}, else one of 128 random ports claimed by an atomic \
+             insert; none free: refused, NAT_PORT_EXHAUSTED), the mapping in the \
+             connection table"
+        ),
+        format!(
+            "out by Node {node}'s own routing table (bpf_fib_lookup, bpf_redirect) to {to}, \
+             from {address} on ExternalNetwork {external_network}"
+        ),
+        format!(
+            "replies to {address}:<port> reach Node {node}'s uplink (it alone answers ARP \
+             for {address}): eip_uplink gives the Pod back its address and port and \
+             delivers it through its NetworkACL and SecurityGroups"
+        ),
+    ]
+    .into_iter()
 }

@@ -86,7 +86,7 @@ pub const ROUTE_UNREACHABLE: u32 = 6;
 /// counted as `SVC_NOT_CONSUMED`, never routed elsewhere.
 pub const ROUTE_NO_SERVICES: u32 = 7;
 /// A route via the Vpc's internet gateway (NAT-03). A NIC with an ElasticIP attached
-/// leaves with it as its source (1:1, not built yet); any other NIC leaves through the
+/// leaves with it as its source (1:1, `nat/one.rs`); any other NIC leaves through the
 /// Vpc's NATGateway as `ROUTE_NAT_GW` does, `RouteEntry::nh_ip` being this Node's
 /// address on that gateway's ExternalNetwork. With no NATGateway address here (0) it
 /// is refused at once and counted as `IGW_NO_PUBLIC_ADDRESS`, never routed by a

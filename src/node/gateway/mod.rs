@@ -25,7 +25,8 @@ use crate::{
 mod nat;
 
 pub use nat::{
-    address_of as nat_address_of, cluster_ranges as nat_cluster_ranges, via_internet_gateway,
+    address_of as nat_address_of, cluster_ranges as nat_cluster_ranges, internet_gateway_fallback,
+    via_internet_gateway,
 };
 
 /// One gateway segment.

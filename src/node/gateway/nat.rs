@@ -54,6 +54,20 @@ pub fn via_nat_gateway(
 
 /// The route to `dst` via the internet gateway of `vpc`, on `node`.
 pub fn via_internet_gateway(world: &World, node: &str, vpc: &str, dst: Ipv4Net) -> RouteSpec {
+    let address = internet_gateway_fallback(world, node, vpc).map(|(_, a)| a);
+    RouteSpec {
+        nh_ip: address.unwrap_or(Ipv4Addr::UNSPECIFIED),
+        ..dropping(dst, ROUTE_INTERNET_GW)
+    }
+}
+
+/// What a NIC of `vpc` without an ElasticIP attached leaves the internet gateway by on
+/// `node`: the Vpc's first NATGateway (by name) with an address there, and that address.
+pub fn internet_gateway_fallback<'w>(
+    world: &'w World,
+    node: &str,
+    vpc: &str,
+) -> Option<(&'w crate::api::NATGateway, Ipv4Addr)> {
     let mut gateways: Vec<_> = world
         .objects
         .nat_gateways
@@ -61,13 +75,9 @@ pub fn via_internet_gateway(world: &World, node: &str, vpc: &str, dst: Ipv4Net) 
         .filter(|g| g.spec.vpc == vpc)
         .collect();
     gateways.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    let address = gateways
-        .iter()
-        .find_map(|g| address_of(world, &g.spec.external_network, node));
-    RouteSpec {
-        nh_ip: address.unwrap_or(Ipv4Addr::UNSPECIFIED),
-        ..dropping(dst, ROUTE_INTERNET_GW)
-    }
+    gateways
+        .into_iter()
+        .find_map(|g| Some((g, address_of(world, &g.spec.external_network, node)?)))
 }
 
 /// Whether a route translates what it carries out of the cluster.
