@@ -4,7 +4,8 @@
 //! the Pod's Node over the overlay) and then the Pod's Node's daemon are killed with
 //! SIGKILL and started again by their supervisor. The mapping is the pinned ElasticIP
 //! entry and port, and the connection's policy state the pinned connection table: not
-//! one byte is lost, and the Pod sees the client's own address.
+//! one byte is lost, and the Pod sees the client's own address. The same stream
+//! through a layout change, and the end of a deleted attachment's mapping.
 use std::{
     net::{SocketAddr, TcpListener},
     path::PathBuf,
@@ -150,5 +151,79 @@ fn nat_03_a_layout_change_during_an_inbound_stream_loses_no_byte() {
     let (got, peer) = receiver.join().unwrap();
     assert_eq!(got, STREAM_BYTES, "the whole stream arrived");
     assert_eq!(peer.ip().to_string(), CLIENT);
+    run.teardown(&mut |_| {}).unwrap();
+}
+
+/// Deleting the attachment ends its mapping: the Pod's Node drops the ElasticIP's 1:1
+/// entry, and a datagram the client still sends to the address (its router's
+/// neighbour entry still names the Node) never reaches the Pod, read at its socket.
+#[test]
+fn nat_03_a_deleted_attachment_ends_its_mapping_and_new_packets_are_refused() {
+    use std::{net::UdpSocket, time::Instant};
+    let mut run = Run::start(&scenario(), &Options::default(), &mut |_| {}).expect("start");
+    run.add_pod(&web()).unwrap();
+    let pod_ns = run.pod("web").expect("the Pod").ns.path().to_owned();
+    let socket = juneau::netns::run_in(&pod_ns, || UdpSocket::bind(("0.0.0.0", PORT)))
+        .unwrap()
+        .unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let client = ns(&run, "client");
+    let send = |what: &str| {
+        juneau::netns::run_in(&client, || {
+            let s = UdpSocket::bind(("0.0.0.0", 0)).unwrap();
+            s.send_to(what.as_bytes(), (EIP, PORT)).unwrap();
+        })
+        .unwrap()
+    };
+    let mut buf = [0u8; 64];
+    // Reached while attached (written once the Pod's endpoint is).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        send("before");
+        if let Ok((n, peer)) = socket.recv_from(&mut buf)
+            && &buf[..n] == b"before"
+        {
+            assert_eq!(peer.ip().to_string(), CLIENT);
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the attached Pod was never reached"
+        );
+    }
+    let mapped = || {
+        common::kubectl_juneau_json(&["bpf", "dump", "nat", "--node", NODE])["one_to_one"]
+            .as_array()
+            .is_some_and(|rows| !rows.is_empty())
+    };
+    assert!(
+        mapped(),
+        "the Node maps the ElasticIP 1:1 while it is attached"
+    );
+    run.store
+        .write(|w| w.objects.elastic_ip_attachments.clear());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while mapped() {
+        assert!(
+            Instant::now() < deadline,
+            "the Node kept the 1:1 mapping of a deleted attachment"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // What was in flight before the deletion is read and set aside.
+    while socket.recv_from(&mut buf).is_ok() {}
+    for _ in 0..5 {
+        send("after");
+    }
+    socket
+        .set_read_timeout(Some(Duration::from_secs(1)))
+        .unwrap();
+    let got = socket.recv_from(&mut buf).map(|(n, _)| buf[..n].to_vec());
+    assert!(
+        got.is_err(),
+        "a datagram reached the Pod after its attachment was deleted: {got:?}"
+    );
     run.teardown(&mut |_| {}).unwrap();
 }
