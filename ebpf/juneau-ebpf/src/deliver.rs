@@ -31,12 +31,7 @@ use crate::{eth, maps, policy, svc, tail};
 #[inline(always)]
 pub fn to_port(ctx: &TcContext, ifindex: u32, flags: u32) -> Result<i32, DropReason> {
     if flags & (PORT_ROUTED | PORT_GATEWAY) != 0 && flags & PORT_EIP == 0 && eth::is_ip(ctx) {
-        // SAFETY: the context pointer is valid for the program's run; cb is scratch
-        // space the program owns.
-        unsafe {
-            (*ctx.skb.skb).cb[0] = ifindex;
-            (*ctx.skb.skb).cb[1] = flags;
-        }
+        crate::cb::ToDeliver { ifindex, flags }.put(ctx);
         tail::call(ctx, TAIL_DELIVER_SVC);
         return Err(DropReason::NoDeliveryProgram);
     }
@@ -85,8 +80,7 @@ fn redirect(ifindex: u32, flags: u32) -> i32 {
 /// port's zone), then the redirect.
 #[inline(always)]
 pub fn svc_port(ctx: &TcContext) -> Result<i32, DropReason> {
-    // SAFETY: as above.
-    let (ifindex, flags) = unsafe { ((*ctx.skb.skb).cb[0], (*ctx.skb.skb).cb[1]) };
+    let crate::cb::ToDeliver { ifindex, flags } = crate::cb::ToDeliver::take(ctx);
     // SAFETY: copied at once.
     let port: PortConfig = maps::jn_l2_port
         .get(ifindex)

@@ -7,6 +7,7 @@
 #![no_main]
 
 mod arp;
+mod cb;
 mod conntrack;
 mod deliver;
 mod drop;

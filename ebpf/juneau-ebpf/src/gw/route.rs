@@ -17,6 +17,7 @@ use juneau_common::{
 
 use super::icmp::{self, IcmpError};
 use crate::{
+    cb,
     deliver::to_port,
     eth::{self, load, store},
     ipv4::{self, Ipv4, martian},
@@ -25,12 +26,6 @@ use crate::{
 };
 
 const IPPROTO_ICMP: u8 = 1;
-/// How `gw_forward` takes a packet (`cb[1]`): routed by its segment's table,
-/// into the Node's stack (a host backend), or routed by the provider Vpc's table (a
-/// provider Pod from another Vpc, SVC-02).
-const VIA_ROUTE: u32 = 0;
-const VIA_HOST: u32 = 1;
-const VIA_PROVIDER: u32 = 2;
 /// The DF bit of the fragment word, as loaded raw (network order in memory).
 const DF_RAW: u16 = 0x0040;
 
@@ -72,14 +67,14 @@ pub fn ipv4(
             (other, settled)
         }
     };
-    policy::mark_settled(ctx, settled);
+    cb::put_settled(ctx, settled);
     let via = match services {
         svc::Egress::Pass
         | svc::Egress::Settled
         | svc::Egress::Translated
-        | svc::Egress::Nat { .. } => VIA_ROUTE,
-        svc::Egress::Host => VIA_HOST,
-        svc::Egress::Provider => VIA_PROVIDER,
+        | svc::Egress::Nat { .. } => cb::VIA_ROUTE,
+        svc::Egress::Host => cb::VIA_HOST,
+        svc::Egress::Provider => cb::VIA_PROVIDER,
         svc::Egress::Reject => {
             let from = ip.daddr;
             return icmp::error(
@@ -94,13 +89,12 @@ pub fn ipv4(
     };
     // The rest is its own program (`gw_forward`), verified once: the port in the
     // control block, the packet as the Service stage left it.
-    // SAFETY: the context pointer is valid for the program's run; cb is scratch
-    // space the program owns.
-    unsafe {
-        (*ctx.skb.skb).cb[0] = ifindex;
-        (*ctx.skb.skb).cb[1] = via;
-        (*ctx.skb.skb).cb[2] = ip.saddr;
+    cb::ToForward {
+        ifindex,
+        via,
+        sender: ip.saddr,
     }
+    .put(ctx);
     tail::call(ctx, TAIL_GW_FORWARD);
     Err(DropReason::NoRouter)
 }
@@ -109,12 +103,12 @@ pub fn ipv4(
 /// hop (or, for a backend through the Node's stack, the Service device).
 #[inline(always)]
 pub fn forward_ipv4(ctx: &TcContext) -> Result<i32, DropReason> {
-    // SAFETY: as above.
-    let (ifindex, via, sender) = unsafe {
-        let cb = &(*ctx.skb.skb).cb;
-        (cb[0], cb[1], cb[2])
-    };
-    let host = via == VIA_HOST;
+    let cb::ToForward {
+        ifindex,
+        via,
+        sender,
+    } = cb::ToForward::take(ctx);
+    let host = via == cb::VIA_HOST;
     // SAFETY: array value, copied at once.
     let port: PortConfig = unsafe {
         *maps::jn_l2_port
@@ -133,14 +127,14 @@ pub fn forward_ipv4(ctx: &TcContext) -> Result<i32, DropReason> {
     // outside its own prefix or through the Node's stack), its SecurityGroups on all
     // of it. The sender's NIC is the source as it came (a Service's translation may
     // have changed it since).
-    let crossing = !routed_port || via != VIA_ROUTE || !seg.contains(ip.daddr);
+    let crossing = !routed_port || via != cb::VIA_ROUTE || !seg.contains(ip.daddr);
     let acl = if crossing { seg.acl } else { 0 };
     policy::egress(ctx, port, acl, sender)?;
     if host {
         return svc::to_host(ctx);
     }
     // A provider Pod from another Vpc: the provider's table, where its Subnets are.
-    let table_slot = if via == VIA_PROVIDER {
+    let table_slot = if via == cb::VIA_PROVIDER {
         provider_table()?
     } else {
         seg.table

@@ -27,7 +27,7 @@ pub mod reply;
 use aya_ebpf::programs::TcContext;
 use juneau_common::{DropReason, tail::TAIL_NAT_OUT};
 
-use crate::tail;
+use crate::{cb, tail};
 
 /// From `gw_forward`, for a route via a NATGateway whose address on this Node is
 /// `nat_ip` (the port the packet came by is `ifindex`): the call does not return on
@@ -37,7 +37,7 @@ pub fn enter(ctx: &TcContext, ifindex: u32, nat_ip: u32) -> Result<i32, DropReas
     if nat_ip == 0 {
         return Err(DropReason::NatNoAddress);
     }
-    to_nat_out(ctx, ifindex, nat_ip, NAPT)
+    to_nat_out(ctx, ifindex, nat_ip, cb::NAPT)
 }
 
 /// From `gw_forward`, for a route via the internet gateway from a Subnet NIC with
@@ -45,24 +45,17 @@ pub fn enter(ctx: &TcContext, ifindex: u32, nat_ip: u32) -> Result<i32, DropReas
 /// else changes. The call does not return on success.
 #[inline(always)]
 pub fn enter_one_to_one(ctx: &TcContext, ifindex: u32, public_ip: u32) -> Result<i32, DropReason> {
-    to_nat_out(ctx, ifindex, public_ip, ONE_TO_ONE)
+    to_nat_out(ctx, ifindex, public_ip, cb::ONE_TO_ONE)
 }
-
-/// `cb` slot of `nat_out`'s mode ([`NAPT`] or [`ONE_TO_ONE`]); slots 0 and 1 carry the
-/// port and the address, 2 the way out's MTU back, 3 policy's settled mark.
-pub const CB_MODE: usize = 4;
-const NAPT: u32 = 0;
-pub const ONE_TO_ONE: u32 = 1;
 
 #[inline(always)]
 fn to_nat_out(ctx: &TcContext, ifindex: u32, addr: u32, mode: u32) -> Result<i32, DropReason> {
-    // SAFETY: the context pointer is valid for the program's run; cb is scratch space
-    // the program owns.
-    unsafe {
-        (*ctx.skb.skb).cb[0] = ifindex;
-        (*ctx.skb.skb).cb[1] = addr;
-        (*ctx.skb.skb).cb[CB_MODE] = mode;
+    cb::ToNatOut {
+        ifindex,
+        addr,
+        mode,
     }
+    .put(ctx);
     tail::call(ctx, TAIL_NAT_OUT);
     Err(DropReason::NoRouter)
 }

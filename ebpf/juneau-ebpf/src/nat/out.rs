@@ -47,9 +47,8 @@ pub fn run(ctx: &TcContext) -> Result<i32, DropReason> {
             | DropReason::NatNoRoute
             | DropReason::NatUnmappable),
         ) => IcmpError::Refused(reason),
-        // SAFETY: the context pointer is valid for the program's run; `translate`
-        // left the way out's MTU in the control block.
-        Err(DropReason::FragNeeded) => IcmpError::FragNeeded(unsafe { (*ctx.skb.skb).cb[2] }),
+        // `translate` left the way out's MTU in the control block.
+        Err(DropReason::FragNeeded) => IcmpError::FragNeeded(crate::cb::mtu(ctx)),
         done => return done,
     };
     answer(ctx, kind)
@@ -62,8 +61,7 @@ fn answer(ctx: &TcContext, kind: IcmpError) -> Result<i32, DropReason> {
         IcmpError::Refused(reason) => reason,
         _ => DropReason::FragNeeded,
     };
-    // SAFETY: the context pointer is valid for the program's run.
-    let ifindex = unsafe { (*ctx.skb.skb).cb[0] };
+    let ifindex = crate::cb::ToNatOut::ifindex(ctx);
     // SAFETY: array and hash values, copied at once.
     let port: PortConfig = maps::jn_l2_port.get(ifindex).copied().ok_or(reason)?;
     let seg: GwSegment = unsafe { maps::jn_gw_seg.get(port.vni) }
@@ -75,12 +73,12 @@ fn answer(ctx: &TcContext, kind: IcmpError) -> Result<i32, DropReason> {
 
 #[inline(always)]
 fn translate(ctx: &TcContext) -> Result<i32, DropReason> {
-    // SAFETY: the context pointer is valid for the program's run; `nat::enter` wrote
-    // the control block.
-    let (ifindex, nat_ip, mode) = unsafe {
-        let cb = &(*ctx.skb.skb).cb;
-        (cb[0], cb[1], cb[super::CB_MODE])
-    };
+    // `nat::enter` wrote the control block.
+    let crate::cb::ToNatOut {
+        ifindex,
+        addr: nat_ip,
+        mode,
+    } = crate::cb::ToNatOut::take(ctx);
     // SAFETY: array value, copied at once.
     let port: PortConfig = maps::jn_l2_port
         .get(ifindex)
@@ -88,7 +86,7 @@ fn translate(ctx: &TcContext) -> Result<i32, DropReason> {
         .ok_or(DropReason::NotAPort)?;
     let zone = port.vni;
     let ip = ipv4::read(ctx)?;
-    let one = mode == super::ONE_TO_ONE;
+    let one = mode == crate::cb::ONE_TO_ONE;
     let ports = if one {
         // 1:1 reads no ports: every packet of the address is the Pod's.
         crate::l4::Ports::default()
@@ -98,11 +96,8 @@ fn translate(ctx: &TcContext) -> Result<i32, DropReason> {
     let found = fib::lookup(ctx, ifindex, nat_ip, ip.daddr, ip.proto, 0);
     let neigh = found.rc == BPF_FIB_LKUP_RET_NO_NEIGH as i64;
     if found.rc == BPF_FIB_LKUP_RET_FRAG_NEEDED as i64 && ip.frag & DF_RAW != 0 {
-        // SAFETY: the union's member the kernel wrote on FRAG_NEEDED; cb is scratch
-        // space the program owns.
-        unsafe {
-            (*ctx.skb.skb).cb[2] = found.req.__bindgen_anon_1.mtu_result as u32;
-        }
+        // SAFETY: the union's member the kernel wrote on FRAG_NEEDED.
+        crate::cb::put_mtu(ctx, unsafe { found.req.__bindgen_anon_1.mtu_result } as u32);
         return Err(DropReason::FragNeeded);
     }
     if found.rc != BPF_FIB_LKUP_RET_SUCCESS as i64 && !neigh {

@@ -108,7 +108,7 @@ const INGRESS: Hook = Hook {
 /// the router's Service stage found for it (`key`: the packet as it came, in the
 /// sender's zone, which is the key [`egress`] would look up): a reply, or an original
 /// direction allowed under the current epoch. Then the stage tells [`egress`] so
-/// ([`mark_settled`]) and the packet's sender side costs no second lookup. Whatever
+/// (`cb::put_settled`) and the packet's sender side costs no second lookup. Whatever
 /// else (a Service's own entry, a verdict to take again) is left to [`egress`].
 /// A fragmented datagram's first fragment is never settled here: [`egress`] records its
 /// ports for the later fragments.
@@ -136,25 +136,12 @@ pub fn egress_settled(entry: *mut CtEntry, key: &CtKey, ip: &ipv4::Ipv4, tcp_fla
     true
 }
 
-/// The control block word by which the router's first program hands [`egress`] a
-/// settled sender side (the router's other words: the port, the host flag, the sender).
-const CB_SETTLED: usize = 3;
-
-/// Records for [`egress`], in the packet's control block, whether its sender side is
-/// settled; written for every routed packet, so no earlier value leaks through.
-#[inline(always)]
-pub fn mark_settled(ctx: &TcContext, settled: bool) {
-    // SAFETY: the context pointer is valid for the program's run; cb is scratch space
-    // the program owns.
-    unsafe { (*ctx.skb.skb).cb[CB_SETTLED] = settled as u32 };
-}
-
 /// A packet leaving `port` through the router, as it is now (after a Service's
 /// translation); `nic_ip`: the sender's address as it came.
 #[inline(always)]
 pub fn egress(ctx: &TcContext, port: &PortConfig, acl: u32, nic_ip: u32) -> Result<(), DropReason> {
-    // SAFETY: as in `mark_settled`.
-    if open(port, acl) || unsafe { (*ctx.skb.skb).cb[CB_SETTLED] } != 0 {
+    // The router's first program marked a settled sender side (`cb::put_settled`).
+    if open(port, acl) || crate::cb::settled(ctx) {
         return Ok(());
     }
     let mut maybe_reply = false;
