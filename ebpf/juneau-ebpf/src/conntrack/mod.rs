@@ -11,6 +11,10 @@ use crate::{
     maps,
 };
 
+mod settled;
+
+pub use settled::egress_settled;
+
 const BPF_NOEXIST: u64 = 1;
 const EEXIST: i32 = 17;
 

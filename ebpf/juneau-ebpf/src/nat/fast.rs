@@ -20,14 +20,14 @@ use juneau_common::{
     port::PORT_SG,
 };
 
-use crate::{conntrack, eth::ETH_HLEN, fib, ipv4::Ipv4, l4::Ports, maps, policy, xlate};
+use crate::{conntrack, eth::ETH_HLEN, fib, ipv4::Ipv4, l4::Ports, maps, xlate};
 
 /// What the fast path made of a packet.
 pub enum Fast {
     /// Sent: the verdict to return.
     Done(i32),
     /// Left to the slow path; `settled`: the sender's side of policy is decided by the
-    /// entry (`policy::egress_settled` said so, and moved it).
+    /// entry (`conntrack::egress_settled` said so, and moved it).
     Slow { settled: bool },
 }
 
@@ -58,7 +58,7 @@ pub fn try_send(
             ports.dport,
             ip.proto,
         );
-        if !policy::egress_settled(entry, &key, ip, ports.tcp_flags) {
+        if !conntrack::egress_settled(entry, &key, ip, ports.tcp_flags) {
             return Ok(Fast::Slow { settled: false });
         }
     }

@@ -24,10 +24,7 @@ mod rules;
 use aya_ebpf::programs::TcContext;
 use juneau_common::{
     DropReason, NbrKey, PortConfig,
-    ct::{
-        CT_F_REPLY, CT_F_SERVICE, CT_NEW, CtEntry, CtKey, PROTO_ICMP, PROTO_SCTP, PROTO_TCP,
-        PROTO_UDP,
-    },
+    ct::{CT_F_REPLY, CT_F_SERVICE, CT_NEW, CtKey, PROTO_ICMP, PROTO_SCTP, PROTO_TCP, PROTO_UDP},
     policy::{DIR_EGRESS, DIR_INGRESS, POL_F_EGRESS, POL_F_INGRESS, PolNic},
     port::PORT_SG,
 };
@@ -103,38 +100,6 @@ const INGRESS: Hook = Hook {
     acl_drop: DropReason::PolicyAclIngress,
     sg_drop: DropReason::PolicySgIngress,
 };
-
-/// Whether the sender's side of a packet is already decided by the connection entry
-/// the router's Service stage found for it (`key`: the packet as it came, in the
-/// sender's zone, which is the key [`egress`] would look up): a reply, or an original
-/// direction allowed under the current epoch. Then the stage tells [`egress`] so
-/// (`cb::put_settled`) and the packet's sender side costs no second lookup. Whatever
-/// else (a Service's own entry, a verdict to take again) is left to [`egress`].
-/// A fragmented datagram's first fragment is never settled here: [`egress`] records its
-/// ports for the later fragments.
-#[inline(always)]
-pub fn egress_settled(entry: *mut CtEntry, key: &CtKey, ip: &ipv4::Ipv4, tcp_flags: u8) -> bool {
-    if frag::first(ip) {
-        return false;
-    }
-    // SAFETY: a map value pointer, read at once.
-    let (flags, bits, version) =
-        unsafe { ((*entry).flags, (*entry).policy, (*entry).policy_version) };
-    let mine = flags & CT_F_SERVICE == 0;
-    if flags & CT_F_REPLY != 0 {
-        if mine {
-            conntrack::answered(entry, &key.reversed(), key.proto, tcp_flags);
-        }
-        return true;
-    }
-    // SAFETY: copied at once; an absent epoch is epoch 0.
-    let epoch = maps::jn_pol_epoch.get(0).copied().unwrap_or(0);
-    if !mine || bits & POL_F_EGRESS == 0 || version != epoch {
-        return false;
-    }
-    conntrack::seen(entry, key.proto, tcp_flags, false);
-    true
-}
 
 /// A packet leaving `port` through the router, as it is now (after a Service's
 /// translation); `nic_ip`: the sender's address as it came.

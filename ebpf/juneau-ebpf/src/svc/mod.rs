@@ -44,7 +44,7 @@ pub enum Egress {
     /// Not to a Service: routed as it is.
     Pass,
     /// Not to a Service, and the sender's side of policy is already decided by the
-    /// connection's entry (`policy::egress_settled`): routed as it is.
+    /// connection's entry (`conntrack::egress_settled`): routed as it is.
     Settled,
     /// Translated: routed to the backend, the packet's new destination.
     Translated,
@@ -132,7 +132,7 @@ pub fn egress(
                 return Ok(Egress::Nat { entry, ports });
             }
             // Not a Service's: policy's entry, found once for both stages.
-            if crate::policy::egress_settled(entry, &key, ip, ports.tcp_flags) {
+            if crate::conntrack::egress_settled(entry, &key, ip, ports.tcp_flags) {
                 return Ok(Egress::Settled);
             }
             return Ok(Egress::Pass);
