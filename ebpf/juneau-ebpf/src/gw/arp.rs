@@ -63,7 +63,7 @@ pub fn answer(
         return switch_from_port(ctx, port, ifindex);
     }
     reply(ctx, eth::bits(&seg.gw_mac), seg.gw_ip)?;
-    super::count(GwStat::ArpReplies);
+    crate::stats::gw(GwStat::ArpReplies);
     to_port(ctx, ifindex, port.flags)
 }
 
@@ -109,6 +109,6 @@ pub fn answer_routed(
         }
     };
     reply(ctx, mac, target_ip)?;
-    super::count(GwStat::ArpReplies);
+    crate::stats::gw(GwStat::ArpReplies);
     to_port(ctx, ifindex, port.flags)
 }

@@ -129,7 +129,7 @@ pub fn echo_reply(
         store::<u32>(start + 6, gw as u32);
         store::<u16>(start + 10, (gw >> 32) as u16);
     }
-    super::count(GwStat::EchoReplies);
+    crate::stats::gw(GwStat::EchoReplies);
     to_port(ctx, ifindex, port.flags)
 }
 
@@ -205,7 +205,7 @@ pub fn error(
     let icmp_error = ip.proto == IPPROTO_ICMP && inner_type != ICMP_ECHO;
     if ver_ihl != 0x45 || later_fragment || icmp_error || !take_token() {
         if ver_ihl == 0x45 && !later_fragment && !icmp_error {
-            super::count(GwStat::IcmpSuppressed);
+            crate::stats::gw(GwStat::IcmpSuppressed);
         }
         return Err(reason);
     }
@@ -264,8 +264,8 @@ pub fn error(
         };
         store::<u16>(start + icmp_at + 2, sum);
     }
-    super::count(GwStat::IcmpErrors);
+    crate::stats::gw(GwStat::IcmpErrors);
     // The packet itself went no further: counted under its reason all the same.
-    crate::drop::count(reason);
+    crate::stats::drop(reason);
     to_port(ctx, ifindex, port.flags)
 }

@@ -8,7 +8,7 @@ use core::ffi::c_void;
 use aya_ebpf::{bindings::__sk_buff, helpers::bpf_loop, programs::TcContext};
 use juneau_common::{DropReason, RemoteList, l2::MAX_REMOTE_VTEPS};
 
-use crate::{drop, maps, overlay};
+use crate::{maps, overlay, stats};
 
 #[repr(C)]
 struct Copies {
@@ -52,7 +52,7 @@ extern "C" fn one(index: u32, ctx: *mut c_void) -> i64 {
     if vtep != 0
         && let Err(reason) = overlay::send_skb(state.skb, state.vni, vtep, true)
     {
-        drop::count(reason);
+        stats::drop(reason);
     }
     0
 }

@@ -18,7 +18,6 @@ pub mod snoop;
 use aya_ebpf::programs::TcContext;
 use juneau_common::{
     DropReason, GwSegment, PortConfig,
-    gw::GwStat,
     port::{PORT_ACTIVE, PORT_GATEWAY, PORT_ROUTED, PORT_SG},
     tail::TAIL_ROUTER,
 };
@@ -54,14 +53,6 @@ pub fn enter_routed(ctx: &TcContext) -> Result<i32, DropReason> {
 #[inline(always)]
 pub fn spoofs_gateway(port: &PortConfig, addrs: &eth::Addrs) -> bool {
     port.flags & PORT_GATEWAY != 0 && eth::bits(&addrs.src) == eth::bits(&port.gw_mac)
-}
-
-#[inline(always)]
-pub fn count(stat: GwStat) {
-    if let Some(slot) = maps::jn_gw_stats.get_ptr_mut(stat as u32) {
-        // SAFETY: per-CPU slot, only this CPU writes it while the program runs.
-        unsafe { *slot += 1 };
-    }
 }
 
 /// The router program: the port and its segment's gateway, then ARP or IPv4.

@@ -136,8 +136,8 @@ pub fn send(
             + len_word;
         store::<u16>(start + l4 + 16, fold(words::<10>(start + l4) + pseudo));
     }
-    super::count(GwStat::IcmpErrors);
-    crate::drop::count(reason);
+    crate::stats::gw(GwStat::IcmpErrors);
+    crate::stats::drop(reason);
     to_port(ctx, ifindex, port.flags)
 }
 

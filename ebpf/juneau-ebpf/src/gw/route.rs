@@ -270,7 +270,7 @@ fn forward(
         store::<u16>(start + 10, (eth::bits(&src) >> 32) as u16);
         src
     };
-    super::count(GwStat::Routed);
+    crate::stats::gw(GwStat::Routed);
     let addrs = eth::Addrs { dst, src };
     // The destination segment's table, when this Node has a port on it: the freshest
     // place of the MAC (a Pod here, or where it was last heard).

@@ -62,7 +62,7 @@ pub fn learn(vni: u32, seg: &GwSegment, ip: u32, mac: &FdbKey, vtep: u32) {
         flags: NBR_SNOOPED,
     };
     if maps::jn_gw_snoop.insert(key, entry, 0).is_ok() {
-        super::count(GwStat::Snooped);
+        crate::stats::gw(GwStat::Snooped);
     }
 }
 

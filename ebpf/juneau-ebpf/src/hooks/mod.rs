@@ -7,7 +7,7 @@
 //! hooks (port, overlay, underlay)
 //!   -> gw (the router), eip (ElasticIPs)         entered by tail call, or inline
 //!   -> l2 (learn, forward, flood), overlay (encap, decap, tunnel keys)
-//!   -> deliver (to_port: the delivery stage), tail, drop
+//!   -> deliver (to_port: the delivery stage), tail, stats
 //!   -> wire formats (eth, arp, ipv4), maps
 //! ```
 pub mod overlay;
@@ -17,7 +17,7 @@ pub mod underlay;
 use aya_ebpf::bindings::TC_ACT_SHOT;
 use juneau_common::DropReason;
 
-use crate::drop;
+use crate::stats;
 
 /// A pipeline's result as the kernel takes it: a drop is counted under its reason.
 #[inline(always)]
@@ -25,7 +25,7 @@ pub fn verdict(result: Result<i32, DropReason>) -> i32 {
     match result {
         Ok(verdict) => verdict,
         Err(reason) => {
-            drop::count(reason);
+            stats::drop(reason);
             TC_ACT_SHOT
         }
     }

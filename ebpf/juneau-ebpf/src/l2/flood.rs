@@ -19,7 +19,7 @@ use juneau_common::{
     port::PORT_ROUTED,
 };
 
-use crate::{deliver::to_port, drop, maps, overlay};
+use crate::{deliver::to_port, maps, overlay, stats};
 
 /// State shared with the loop bodies: the one target not yet sent to.
 #[repr(C)]
@@ -48,7 +48,7 @@ impl FloodCtx {
         if self.pending_port != 0 {
             // SAFETY: the skb pointer is the program's context.
             if unsafe { bpf_clone_redirect(self.skb, self.pending_port, 0) } != 0 {
-                drop::count(DropReason::CloneFailed);
+                stats::drop(DropReason::CloneFailed);
             }
             self.sent += 1;
             self.pending_port = 0;
@@ -62,7 +62,7 @@ impl FloodCtx {
     fn flush_remote(&mut self) {
         if self.pending_vtep != 0 {
             if let Err(reason) = overlay::send_skb(self.skb, self.vni, self.pending_vtep, true) {
-                drop::count(reason);
+                stats::drop(reason);
             }
             self.sent += 1;
             self.pending_vtep = 0;

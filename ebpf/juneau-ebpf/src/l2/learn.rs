@@ -9,7 +9,7 @@ use juneau_common::{
 };
 
 use crate::{
-    drop, eth,
+    eth,
     maps::{self, Fdb},
 };
 
@@ -102,7 +102,7 @@ fn learn(fdb: &Fdb, src: &FdbKey, ifindex: u32, vtep: u32, flags: u32, now: u64)
         pad: 0,
     };
     if fdb.insert(src, entry, 0).is_err() {
-        drop::count(DropReason::LearnFailed);
+        crate::stats::drop(DropReason::LearnFailed);
         return false;
     }
     true

@@ -92,7 +92,7 @@ pub fn try_send(
         xlate::icmp_id(ctx, ports.sport, nat_port)?;
     }
     fib::hop_by(ctx, dmac, smac)?;
-    crate::gw::count(GwStat::NatFast);
+    crate::stats::gw(GwStat::NatFast);
     // SAFETY: plain helper call.
     Ok(Fast::Done(unsafe { bpf_redirect(out, 0) } as i32))
 }
