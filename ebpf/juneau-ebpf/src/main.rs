@@ -16,6 +16,7 @@ mod fib;
 mod frag;
 mod gw;
 mod hooks;
+mod icmp;
 mod ipv4;
 mod l2;
 mod l4;

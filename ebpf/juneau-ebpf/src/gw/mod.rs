@@ -7,11 +7,9 @@
 //!
 //! The router program (`gw_route`) is verified alone, so the port program stays small:
 //! `arp` answers for the gateway, `route` forwards IPv4 between the segments of a Vpc,
-//! `icmp` answers pings to a gateway and sends the router's ICMP errors.
+//! the crate's `icmp` answers pings to a gateway and sends the router's ICMP errors.
 pub mod arp;
-pub mod icmp;
 pub mod listen;
-pub mod reset;
 pub mod route;
 pub mod snoop;
 

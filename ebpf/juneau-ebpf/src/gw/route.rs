@@ -15,7 +15,7 @@ use juneau_common::{
     tail::{TAIL_GW_FORWARD, TAIL_SVC_HOST},
 };
 
-use super::icmp::{self, IcmpError};
+use crate::icmp::{self, IcmpError};
 use crate::{
     cb,
     deliver::to_port,

@@ -24,7 +24,7 @@ use juneau_common::{
 
 use crate::{
     conntrack, fib, frag,
-    gw::{self, icmp::IcmpError},
+    icmp::{self, IcmpError},
     ipv4, maps, xlate,
 };
 
@@ -68,7 +68,7 @@ fn answer(ctx: &TcContext, kind: IcmpError) -> Result<i32, DropReason> {
         .copied()
         .ok_or(reason)?;
     let ip = ipv4::read(ctx).map_err(|_| reason)?;
-    gw::icmp::error(ctx, ifindex, &port, &seg, &ip, kind)
+    icmp::error(ctx, ifindex, &port, &seg, &ip, kind)
 }
 
 #[inline(always)]

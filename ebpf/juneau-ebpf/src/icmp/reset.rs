@@ -84,7 +84,7 @@ pub fn send(
     // RFC 793: SEQ is the segment's ACK when it had one; the reset acknowledges it.
     let seq_out = if flags & TCP_ACK != 0 { ack } else { 0 };
     let ack_out = seq.wrapping_add(used).to_be();
-    if !super::icmp::take_token() {
+    if !super::take_token() {
         return Err(reason);
     }
     // SAFETY: a plain helper call on the program's context.

@@ -4,6 +4,8 @@
 //! network and host unreachable, so a sender learns at once instead of timing out).
 //! Built in place and sent back to the port the packet came from: the sender is always
 //! on this Node (every Node is the gateway of its own workloads).
+mod reset;
+
 use aya_ebpf::{
     bindings::bpf_adj_room_mode::BPF_ADJ_ROOM_MAC,
     helpers::{bpf_ktime_get_ns, bpf_skb_adjust_room, bpf_skb_change_tail},
@@ -182,9 +184,9 @@ pub fn error(
     // A refused TCP connection is told by a reset, which its socket takes at once
     // (`reset.rs` says why an ICMP error waits for the SYN's retransmission).
     if matches!(kind, IcmpError::PortUnreachable(_) | IcmpError::Refused(_))
-        && super::reset::answers(ctx, ip)
+        && reset::answers(ctx, ip)
     {
-        return super::reset::send(ctx, ifindex, port, seg, ip, reason);
+        return reset::send(ctx, ifindex, port, seg, ip, reason);
     }
     let from = match kind {
         IcmpError::PortUnreachable(service) => service,
