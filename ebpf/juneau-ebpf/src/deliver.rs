@@ -16,13 +16,13 @@ use aya_ebpf::{
     programs::TcContext,
 };
 use juneau_common::{
-    DropReason, FdbEntry, FdbKey, GwSegment, NbrEntry, NbrKey, PortConfig,
+    DropReason, FdbEntry, FdbKey, GwSegment, NbrEntry, NbrKey,
     port::{PORT_EIP, PORT_GATEWAY, PORT_PEER, PORT_ROUTED},
 };
 
 use juneau_common::tail::TAIL_DELIVER_SVC;
 
-use crate::{eth, maps, policy, svc, tail};
+use crate::{eth, maps, tail};
 
 /// Straight into the peer's namespace when the port is a Pod veth (its ingress is
 /// entered directly, no veth transmit or backlog hop), else to the port's egress.
@@ -38,26 +38,9 @@ pub fn to_port(ctx: &TcContext, ifindex: u32, flags: u32) -> Result<i32, DropRea
     Ok(redirect(ifindex, flags))
 }
 
-/// Whether the packet came across the gateway, and then its segment's NetworkACL (0 for
-/// none): the router gave it the segment's gateway MAC as source (a frame switched
-/// inside the segment, or delivered within a Subnet, keeps its sender's). `None`: it
-/// did not cross.
-#[inline(always)]
-fn crossed(ctx: &TcContext, port: &PortConfig) -> Result<Option<u32>, DropReason> {
-    let src = eth::addrs(ctx).ok_or(DropReason::ShortFrame)?.src;
-    if src != port.gw_mac {
-        return Ok(None);
-    }
-    // SAFETY: copied at once.
-    Ok(Some(
-        unsafe { maps::jn_gw_seg.get(port.vni) }
-            .map(|s| s.acl)
-            .unwrap_or(0),
-    ))
-}
-
-/// Straight to the port, for a packet no stage of `deliver_svc` acts on: an outside
-/// packet (never a Service's reply) to a NIC no policy applies to (NAT-03's way in).
+/// Straight to the port, for a packet no stage of `deliver_svc` acts on (an outside
+/// packet, never a Service's reply, to a NIC no policy applies to: NAT-03's way in),
+/// and `deliver_svc`'s own last step.
 #[inline(always)]
 pub fn straight(ifindex: u32, flags: u32) -> i32 {
     redirect(ifindex, flags)
@@ -73,32 +56,6 @@ fn redirect(ifindex: u32, flags: u32) -> i32 {
             bpf_redirect(ifindex, 0) as i32
         }
     }
-}
-
-/// `deliver_svc`: the port handed over in the control block, the receiver's side of
-/// policy (`policy::ingress`), the reply's translation back (`svc::reverse`, in the
-/// port's zone), then the redirect.
-#[inline(always)]
-pub fn svc_port(ctx: &TcContext) -> Result<i32, DropReason> {
-    let crate::cb::ToDeliver { ifindex, flags } = crate::cb::ToDeliver::take(ctx);
-    // SAFETY: copied at once.
-    let port: PortConfig = maps::jn_l2_port
-        .get(ifindex)
-        .copied()
-        .ok_or(DropReason::NotAPort)?;
-    // Whether the connection's entry in this zone may be a Service's reply: policy,
-    // where it looks the entry up, says (one lookup for both stages).
-    let maybe_reply = match crossed(ctx, &port)? {
-        Some(acl) => policy::ingress(ctx, &port, acl)?,
-        // Within a Subnet: its NIC's SecurityGroups, never its segment's ACL.
-        None if port.flags & PORT_ROUTED != 0 => policy::ingress(ctx, &port, 0)?,
-        // Switched inside an L2Network: neither (L2-19, L2-31).
-        None => true,
-    };
-    if maybe_reply {
-        svc::reverse(ctx, port.vni)?;
-    }
-    Ok(redirect(ifindex, flags))
 }
 
 /// Where a translated reply goes in when it is given its client back (SVC-02's through

@@ -86,7 +86,7 @@ pub fn eip_port(ctx: TcContext) -> i32 {
 /// stage of every hook.
 #[classifier]
 pub fn deliver_svc(ctx: TcContext) -> i32 {
-    verdict(deliver::svc_port(&ctx))
+    verdict(hooks::deliver::run(&ctx))
 }
 
 /// Ingress of the peer of the Node's Service device (a tc filter): replies to this

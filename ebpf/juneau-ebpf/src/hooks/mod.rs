@@ -10,6 +10,7 @@
 //!   -> deliver (to_port: the delivery stage), tail, stats
 //!   -> wire formats (eth, arp, ipv4), maps
 //! ```
+pub mod deliver;
 pub mod overlay;
 pub mod port;
 pub mod underlay;
