@@ -93,7 +93,7 @@ pub fn deliver_svc(ctx: TcContext) -> i32 {
 /// Node's Service source address, given back to their clients (SVC-02).
 #[classifier]
 pub fn svc_host(ctx: TcContext) -> i32 {
-    verdict(svc::host_reply(&ctx))
+    verdict(hooks::svc_host::run(&ctx))
 }
 
 /// A NATGateway's way out (NAT-01), entered from `gw_forward` by a tail call.

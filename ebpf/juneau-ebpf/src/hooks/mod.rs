@@ -13,6 +13,7 @@
 pub mod deliver;
 pub mod overlay;
 pub mod port;
+pub mod svc_host;
 pub mod underlay;
 
 use aya_ebpf::bindings::TC_ACT_SHOT;

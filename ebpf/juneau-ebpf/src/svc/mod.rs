@@ -17,7 +17,7 @@
 mod error;
 mod host;
 
-pub use host::{reply as host_reply, to_host};
+pub use host::to_host;
 
 use aya_ebpf::programs::TcContext;
 use juneau_common::{
