@@ -99,7 +99,7 @@ pub fn svc_host(ctx: TcContext) -> i32 {
 /// A NATGateway's way out (NAT-01), entered from `gw_forward` by a tail call.
 #[classifier]
 pub fn nat_out(ctx: TcContext) -> i32 {
-    verdict(nat::out::run(&ctx))
+    verdict(hooks::nat_out::run(&ctx))
 }
 
 /// ElasticIPs on the uplink, entered from `underlay_ingress` by a tail call.

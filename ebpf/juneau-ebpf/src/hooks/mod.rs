@@ -11,6 +11,7 @@
 //!   -> wire formats (eth, arp, ipv4), maps
 //! ```
 pub mod deliver;
+pub mod nat_out;
 pub mod overlay;
 pub mod port;
 pub mod svc_host;

@@ -1,7 +1,8 @@
-//! `nat_out`: a packet routed via a NATGateway, from `gw_forward` (the sender's side of
-//! policy done, the TTL checked). The Node's routing table is asked first (a packet with
-//! no way out claims no port), then the connection's mapping is found or made, the
-//! source rewritten and the hop taken.
+//! `nat_out`'s way out (the program is `hooks/nat_out.rs`): a packet routed via a
+//! NATGateway, from `gw_forward` (the sender's side of policy done, the TTL checked).
+//! The Node's routing table is asked first (a packet with no way out claims no port),
+//! then the connection's mapping is found or made, the source rewritten and the hop
+//! taken.
 //!
 //! A new connection's port is claimed by inserting its reply's entry (`ZONE_HOST`,
 //! `BPF_NOEXIST`): the client's own port first (so a golden is deterministic and most
@@ -16,17 +17,13 @@ use aya_ebpf::{
     programs::TcContext,
 };
 use juneau_common::{
-    DropReason, GwSegment, PortConfig,
+    DropReason, PortConfig,
     ct::{
         CT_F_NAT, CT_F_REPLY, CT_NEW, CtEntry, CtKey, PROTO_ICMP, PROTO_TCP, PROTO_UDP, ZONE_HOST,
     },
 };
 
-use crate::{
-    conntrack, fib, frag,
-    icmp::{self, IcmpError},
-    ipv4, maps, xlate,
-};
+use crate::{conntrack, fib, frag, ipv4, maps, xlate};
 
 /// The DF bit of the fragment word, as loaded raw (network order in memory).
 const DF_RAW: u16 = 0x0040;
@@ -34,45 +31,11 @@ const DF_RAW: u16 = 0x0040;
 /// Tries of a port (an ICMP identifier) for a new connection, the client's own first.
 pub const TRIES: u32 = 128;
 
-/// The program: a connection refused here (no way out, no port free, nothing NAPT
-/// can map) is told so at once by an ICMP error from the segment's gateway (a TCP
-/// reset for TCP), counted under its reason, rather than left to time out (NAT-02); a
-/// packet too big for the way out with DF set gets fragmentation needed with that
-/// MTU (path MTU discovery through the gateway).
+/// The way out: the FIB, the mapping found or made, the source rewritten, the hop.
+/// A refusal (no way out, no port free, nothing NAPT can map) or a packet too big for
+/// the way out is returned for `nat_out`'s hook to answer.
 #[inline(always)]
-pub fn run(ctx: &TcContext) -> Result<i32, DropReason> {
-    let kind = match translate(ctx) {
-        Err(
-            reason @ (DropReason::NatPortExhausted
-            | DropReason::NatNoRoute
-            | DropReason::NatUnmappable),
-        ) => IcmpError::Refused(reason),
-        // `translate` left the way out's MTU in the control block.
-        Err(DropReason::FragNeeded) => IcmpError::FragNeeded(crate::cb::mtu(ctx)),
-        done => return done,
-    };
-    answer(ctx, kind)
-}
-
-/// The ICMP error (or reset) for the packet as it came, back to its sender's port.
-#[inline(always)]
-fn answer(ctx: &TcContext, kind: IcmpError) -> Result<i32, DropReason> {
-    let reason = match kind {
-        IcmpError::Refused(reason) => reason,
-        _ => DropReason::FragNeeded,
-    };
-    let ifindex = crate::cb::ToNatOut::ifindex(ctx);
-    // SAFETY: array and hash values, copied at once.
-    let port: PortConfig = maps::jn_l2_port.get(ifindex).copied().ok_or(reason)?;
-    let seg: GwSegment = unsafe { maps::jn_gw_seg.get(port.vni) }
-        .copied()
-        .ok_or(reason)?;
-    let ip = ipv4::read(ctx).map_err(|_| reason)?;
-    icmp::error(ctx, ifindex, &port, &seg, &ip, kind)
-}
-
-#[inline(always)]
-fn translate(ctx: &TcContext) -> Result<i32, DropReason> {
+pub fn translate(ctx: &TcContext) -> Result<i32, DropReason> {
     // `nat::enter` wrote the control block.
     let crate::cb::ToNatOut {
         ifindex,
