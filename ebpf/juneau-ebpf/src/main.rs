@@ -105,7 +105,7 @@ pub fn nat_out(ctx: TcContext) -> i32 {
 /// ElasticIPs on the uplink, entered from `underlay_ingress` by a tail call.
 #[classifier]
 pub fn eip_uplink(ctx: TcContext) -> i32 {
-    verdict(hooks::underlay::eip(&ctx))
+    verdict(hooks::uplink::run(&ctx))
 }
 
 #[cfg(not(test))]

@@ -16,6 +16,7 @@ pub mod overlay;
 pub mod port;
 pub mod svc_host;
 pub mod underlay;
+pub mod uplink;
 
 use aya_ebpf::bindings::TC_ACT_SHOT;
 use juneau_common::DropReason;

@@ -1,6 +1,6 @@
-//! TCX ingress of the Node's underlay NIC (`underlay_ingress`), and the program it
-//! enters by tail call for ElasticIPs (`eip_uplink`). Everything it does not take
-//! passes to the Node's stack untouched.
+//! TCX ingress of the Node's underlay NIC (`underlay_ingress`); the program it enters
+//! by tail call for ElasticIPs is `eip_uplink` (`uplink.rs`). Everything it does not
+//! take passes to the Node's stack untouched.
 //!
 //! ```text
 //! untagged ARP, or IPv4 that is no VXLAN to this Node -> tail: eip_uplink
@@ -39,10 +39,4 @@ pub fn ingress(ctx: &TcContext) -> Result<i32, DropReason> {
         _ => 0,
     };
     decap::to_local_port(ctx, own_vtep, learn::learn_remote)
-}
-
-/// `eip_uplink`: ARP for the ElasticIPs this Node advertises, IPv4 to any direct one.
-#[inline(always)]
-pub fn eip(ctx: &TcContext) -> Result<i32, DropReason> {
-    eip::uplink::try_uplink(ctx)
 }
