@@ -41,7 +41,9 @@ fn ipv4(ctx: &TcContext) -> Result<i32, DropReason> {
     let direct: Option<EipEntry> = unsafe { maps::jn_eip_direct.get(ip.daddr) }.copied();
     match direct {
         // Attached to a Subnet NIC: 1:1 NAT (NAT-03).
-        Some(entry) if entry.pod_ip != 0 => nat::one::inbound(ctx, &entry, &ip),
+        Some(entry) if entry.pod_ip != 0 => nat::one::inbound(ctx, &entry, &ip, || {
+            eip::carry::to_attached(ctx, &entry, ip.ttl)
+        }),
         Some(entry) => eip::carry::to_holder(ctx, &entry, ip.ttl),
         // Not an ElasticIP's: a NATGateway connection's reply, or the stack's.
         None => nat::reply::to_client(ctx, &ip),

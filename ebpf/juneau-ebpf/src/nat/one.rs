@@ -18,12 +18,18 @@ use juneau_common::{
     ct::{CT_F_NAT, CtKey},
 };
 
-use crate::{conntrack, eip::carry, ipv4::Ipv4, l4, quoted, xlate};
+use crate::{conntrack, ipv4::Ipv4, l4, quoted, xlate};
 
 /// An outside packet to an attached ElasticIP, on the Node that answers for it (or
-/// any Node it lands on): given the Pod's address and carried to its NIC.
+/// any Node it lands on): given the Pod's address, then handed to `carry` (the hook's
+/// way to the NIC: `eip::carry::to_attached`).
 #[inline(always)]
-pub fn inbound(ctx: &TcContext, entry: &EipEntry, ip: &Ipv4) -> Result<i32, DropReason> {
+pub fn inbound(
+    ctx: &TcContext,
+    entry: &EipEntry,
+    ip: &Ipv4,
+    carry: impl FnOnce() -> Result<i32, DropReason>,
+) -> Result<i32, DropReason> {
     if ip.ttl <= 1 {
         // The Node's stack answers with time exceeded, untranslated.
         return Ok(TC_ACT_OK);
@@ -45,7 +51,7 @@ pub fn inbound(ctx: &TcContext, entry: &EipEntry, ip: &Ipv4) -> Result<i32, Drop
     } else {
         xlate::destination_addr(ctx, ip, entry.pod_ip)?;
     }
-    carry::to_attached(ctx, entry, ip.ttl)
+    carry()
 }
 
 /// A Subnet NIC's packet leaving by 1:1 (`nat_out` in its mode, the way out found):
