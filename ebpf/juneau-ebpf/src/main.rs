@@ -64,7 +64,7 @@ pub fn underlay_ingress(ctx: TcContext) -> i32 {
 #[classifier]
 #[inline(always)]
 pub fn gw_route(ctx: TcContext) -> i32 {
-    verdict(hooks::port::router(&ctx))
+    verdict(hooks::router::run(&ctx))
 }
 
 /// The router's second half (policy, the route, the hop), entered from `gw_route` by a
@@ -72,7 +72,7 @@ pub fn gw_route(ctx: TcContext) -> i32 {
 #[classifier]
 #[inline(always)]
 pub fn gw_forward(ctx: TcContext) -> i32 {
-    verdict(hooks::port::forwarder(&ctx))
+    verdict(hooks::forward::run(&ctx))
 }
 
 /// A direct ElasticIP NIC's port: the ingress program of its veth (and entered from

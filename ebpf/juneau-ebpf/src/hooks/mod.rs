@@ -11,9 +11,11 @@
 //!   -> wire formats (eth, arp, ipv4), maps
 //! ```
 pub mod deliver;
+pub mod forward;
 pub mod nat_out;
 pub mod overlay;
 pub mod port;
+pub mod router;
 pub mod svc_host;
 pub mod underlay;
 pub mod uplink;

@@ -66,18 +66,6 @@ pub fn ingress(ctx: &TcContext) -> Result<i32, DropReason> {
     forward::forward(ctx, fdb, segment, vni, ifindex, &addrs, false)
 }
 
-/// `gw_route`: ARP for the gateway, pings to it, IPv4 between the segments of a Vpc.
-#[inline(always)]
-pub fn router(ctx: &TcContext) -> Result<i32, DropReason> {
-    gw::try_route(ctx)
-}
-
-/// `gw_forward`: the router after the Service stage (policy, route, hop).
-#[inline(always)]
-pub fn forwarder(ctx: &TcContext) -> Result<i32, DropReason> {
-    gw::route::forward_ipv4(ctx)
-}
-
 /// `eip_port`: ARP for 169.254.0.1, the source guard, ElasticIP to ElasticIP, the
 /// rest out by the Node's routing table.
 #[inline(always)]

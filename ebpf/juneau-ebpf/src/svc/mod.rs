@@ -507,3 +507,18 @@ pub fn reverse(ctx: &TcContext, zone: u32) -> Result<(), DropReason> {
     conntrack::answered(entry, &fwd_key, ip.proto, ports.tcp_flags);
     xlate::source(ctx, &ip, &ports, service_ip, service_port)
 }
+
+/// The table slot of the provider Vpc's `natSourceSubnet` segment (SVC-02).
+#[inline(always)]
+pub fn provider_table() -> Result<u32, DropReason> {
+    // SAFETY: copied at once.
+    let vni = maps::jn_svc_host
+        .get(0)
+        .map(|h| h.provider_vni)
+        .filter(|v| *v != 0)
+        .ok_or(DropReason::NoSourceAddress)?;
+    // SAFETY: copied at once.
+    unsafe { maps::jn_gw_seg.get(vni) }
+        .map(|s| s.table)
+        .ok_or(DropReason::NoSourceAddress)
+}
