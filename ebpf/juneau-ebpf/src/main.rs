@@ -79,7 +79,7 @@ pub fn gw_forward(ctx: TcContext) -> i32 {
 /// `port_ingress` by a tail call in test runs).
 #[classifier]
 pub fn eip_port(ctx: TcContext) -> i32 {
-    verdict(hooks::port::eip(&ctx))
+    verdict(hooks::eip_port::run(&ctx))
 }
 
 /// Delivery into a Service-consuming port, entered by a tail call from the delivery

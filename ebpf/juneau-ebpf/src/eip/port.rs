@@ -1,54 +1,20 @@
-//! The port of a direct ElasticIP NIC (EIP-08, EIP-13, EIP-16).
+//! The stages of a direct ElasticIP NIC's port (EIP-08, EIP-13, EIP-16); its program
+//! is `hooks/eip_port.rs`.
 use aya_ebpf::{bindings::TC_ACT_OK, programs::TcContext};
-use juneau_common::{
-    DropReason, EipEntry, PortConfig,
-    eip::NIC_GATEWAY,
-    port::{PORT_ACTIVE, PORT_EIP},
-};
+use juneau_common::{DropReason, EipEntry, PortConfig, eip::NIC_GATEWAY};
 
 use super::carry;
 use crate::{
-    arp::{self, ARP_ETH_IP4, ETH_P_ARP},
+    arp::{self, ARP_ETH_IP4},
     deliver::to_port,
     eth, ipv4, maps,
 };
-
-#[inline(always)]
-pub fn try_port(ctx: &TcContext) -> Result<i32, DropReason> {
-    // SAFETY: the context pointer is valid for the program's run.
-    let ifindex = unsafe { (*ctx.skb.skb).ingress_ifindex };
-    // SAFETY: array value, copied at once.
-    let port: PortConfig = unsafe {
-        *maps::jn_l2_port
-            .get_ptr(ifindex)
-            .ok_or(DropReason::NotAPort)?
-    };
-    // Attached directly to the NIC's veth (no `port_ingress` before it): a port not
-    // (or no longer) written is none.
-    if port.flags & (PORT_ACTIVE | PORT_EIP) != PORT_ACTIVE | PORT_EIP {
-        return Err(DropReason::NotAPort);
-    }
-    // A VLAN tag the kernel moved into the skb's metadata: not plain IPv4.
-    // SAFETY: as above.
-    if unsafe { (*ctx.skb.skb).vlan_present } != 0 {
-        return Err(DropReason::EipNotIpv4);
-    }
-    let addrs = eth::addrs(ctx).ok_or(DropReason::ShortFrame)?;
-    if eth::bits(&addrs.src) != eth::bits(&port.own_mac) {
-        return Err(DropReason::SourceGuard);
-    }
-    match eth::ethertype(ctx) {
-        Some(ETH_P_ARP) => from_nic_arp(ctx, ifindex, &port),
-        Some(eth::ETH_P_IP) => from_nic_ipv4(ctx, ifindex, &port, &addrs),
-        _ => Err(DropReason::EipNotIpv4),
-    }
-}
 
 /// A request for 169.254.0.1 is answered with the gateway MAC, back into the Pod; a
 /// reply about the NIC's own address goes to the Node (whose stack asked, for the
 /// Node route of eth0's probes); nothing else.
 #[inline(always)]
-fn from_nic_arp(ctx: &TcContext, ifindex: u32, port: &PortConfig) -> Result<i32, DropReason> {
+pub fn from_nic_arp(ctx: &TcContext, ifindex: u32, port: &PortConfig) -> Result<i32, DropReason> {
     let a = arp::read(ctx)?;
     if a.head != ARP_ETH_IP4 {
         return Err(DropReason::ArpFiltered);
@@ -68,7 +34,7 @@ fn from_nic_arp(ctx: &TcContext, ifindex: u32, port: &PortConfig) -> Result<i32,
 }
 
 #[inline(always)]
-fn from_nic_ipv4(
+pub fn from_nic_ipv4(
     ctx: &TcContext,
     ifindex: u32,
     port: &PortConfig,

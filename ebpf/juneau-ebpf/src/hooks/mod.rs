@@ -11,6 +11,7 @@
 //!   -> wire formats (eth, arp, ipv4), maps
 //! ```
 pub mod deliver;
+pub mod eip_port;
 pub mod forward;
 pub mod nat_out;
 pub mod overlay;

@@ -65,10 +65,3 @@ pub fn ingress(ctx: &TcContext) -> Result<i32, DropReason> {
     }
     forward::forward(ctx, fdb, segment, vni, ifindex, &addrs, false)
 }
-
-/// `eip_port`: ARP for 169.254.0.1, the source guard, ElasticIP to ElasticIP, the
-/// rest out by the Node's routing table.
-#[inline(always)]
-pub fn eip(ctx: &TcContext) -> Result<i32, DropReason> {
-    eip::port::try_port(ctx)
-}
