@@ -23,11 +23,13 @@ const STREAM_BYTES: usize = 32 << 20;
 const CLIENT: &str = "198.51.100.10";
 const EIP: &str = "10.99.0.110";
 const PORT: u16 = 5012;
-/// The Pod's Node, and the one the upstream router sends the ElasticIP's packets to.
+/// The Pod's Node, and the one the upstream router sends the ElasticIP's packets to
+/// (each test has its own pair: the tests of this file run at once, and a Node's name
+/// is its daemon's socket and pin folder).
 const NODE: &str = "ek-a";
 const CARRIER: &str = "ek-b";
 
-fn scenario() -> Scenario {
+fn scenario(nodes: [&str; 2]) -> Scenario {
     let objects = [
         serde_json::json!({"apiVersion": "juneau.loutres.me/v1alpha1", "kind": "AddressPool",
             "metadata": {"name": "lan"},
@@ -55,15 +57,15 @@ fn scenario() -> Scenario {
         proves: vec!["NAT-03".into()],
         segments: Default::default(),
         steps: Vec::new(),
-        nodes: vec![NODE.into(), CARRIER.into()],
+        nodes: nodes.map(String::from).to_vec(),
         objects: objects.into(),
         pods: Vec::new(),
         outside: true,
     }
 }
 
-fn web() -> PodDef {
-    common::pod_def("web", NODE, &[("juneau.loutres.me/subnet", "web")])
+fn web(node: &str) -> PodDef {
+    common::pod_def("web", node, &[("juneau.loutres.me/subnet", "web")])
 }
 
 fn ns(run: &Run, host: &str) -> PathBuf {
@@ -72,8 +74,9 @@ fn ns(run: &Run, host: &str) -> PathBuf {
 
 #[test]
 fn nat_03_daemons_killed_during_an_inbound_32_mb_stream_lose_no_byte() {
-    let mut run = Run::start(&scenario(), &Options::default(), &mut |_| {}).expect("start");
-    run.add_pod(&web()).unwrap();
+    let mut run =
+        Run::start(&scenario([NODE, CARRIER]), &Options::default(), &mut |_| {}).expect("start");
+    run.add_pod(&web(NODE)).unwrap();
     // The upstream router sends the ElasticIP's packets to the carrier, whatever ARP
     // says: the overlay carry is in the path.
     let upstream = run.netns_name("upstream").unwrap();
@@ -126,8 +129,13 @@ fn nat_03_daemons_killed_during_an_inbound_32_mb_stream_lose_no_byte() {
 /// going until the new ones are attached.
 #[test]
 fn nat_03_a_layout_change_during_an_inbound_stream_loses_no_byte() {
-    let mut run = Run::start(&scenario(), &Options::default(), &mut |_| {}).expect("start");
-    run.add_pod(&web()).unwrap();
+    let mut run = Run::start(
+        &scenario(["el-a", "el-b"]),
+        &Options::default(),
+        &mut |_| {},
+    )
+    .expect("start");
+    run.add_pod(&web("el-a")).unwrap();
     let pod_ns = run.pod("web").expect("the Pod").ns.path().to_owned();
     let listener =
         juneau::netns::run_in(&pod_ns, || TcpListener::bind(("0.0.0.0", PORT)).unwrap()).unwrap();
@@ -135,18 +143,24 @@ fn nat_03_a_layout_change_during_an_inbound_stream_loses_no_byte() {
     let (accepted, connected) = std::sync::mpsc::channel();
     let receiver = common::streams::receive(listener, data.clone(), Some(accepted));
     let dst: SocketAddr = format!("{EIP}:{PORT}").parse().unwrap();
-    let sender = common::streams::send(ns(&run, "client"), dst, data, Duration::from_millis(12));
+    // 512 chunks, one every 32 ms: about 16 seconds, so that the stream runs on the
+    // new layout's programs and maps after the change.
+    let sender = common::streams::send(ns(&run, "client"), dst, data, Duration::from_millis(32));
     connected
         .recv_timeout(Duration::from_secs(20))
         .expect("the client's connection reached the Pod");
     std::thread::sleep(Duration::from_millis(300));
     assert!(!sender.is_finished(), "the stream ended before the change");
-    run.daemons.stop(NODE);
-    let root = juneau::standalone::pin_dir_of(NODE);
+    run.daemons.stop("el-a");
+    let root = juneau::standalone::pin_dir_of("el-a");
     let current = format!("v{}", juneau_common::LAYOUT_VERSION);
     std::fs::rename(root.join(&current), root.join("v0")).unwrap();
-    run.daemons.start(NODE, Duration::from_secs(20)).unwrap();
+    run.daemons.start("el-a", Duration::from_secs(20)).unwrap();
     assert!(!root.join("v0").exists(), "the old layout's pins are gone");
+    assert!(
+        !sender.is_finished(),
+        "the stream ended before the new layout took it"
+    );
     sender.join().unwrap();
     let (got, peer) = receiver.join().unwrap();
     assert_eq!(got, STREAM_BYTES, "the whole stream arrived");
@@ -160,8 +174,13 @@ fn nat_03_a_layout_change_during_an_inbound_stream_loses_no_byte() {
 #[test]
 fn nat_03_a_deleted_attachment_ends_its_mapping_and_new_packets_are_refused() {
     use std::{net::UdpSocket, time::Instant};
-    let mut run = Run::start(&scenario(), &Options::default(), &mut |_| {}).expect("start");
-    run.add_pod(&web()).unwrap();
+    let mut run = Run::start(
+        &scenario(["ed-a", "ed-b"]),
+        &Options::default(),
+        &mut |_| {},
+    )
+    .expect("start");
+    run.add_pod(&web("ed-a")).unwrap();
     let pod_ns = run.pod("web").expect("the Pod").ns.path().to_owned();
     let socket = juneau::netns::run_in(&pod_ns, || UdpSocket::bind(("0.0.0.0", PORT)))
         .unwrap()
@@ -176,6 +195,25 @@ fn nat_03_a_deleted_attachment_ends_its_mapping_and_new_packets_are_refused() {
             s.send_to(what.as_bytes(), (EIP, PORT)).unwrap();
         })
         .unwrap()
+    };
+    // The upstream router keeps sending the address to the Pod's Node, whatever ARP
+    // says after the deletion: the datagrams below reach it (counted on its uplink).
+    let upstream = run.netns_name("upstream").unwrap();
+    let pinned = std::process::Command::new("ip")
+        .args(["-n", &upstream, "neigh", "replace", EIP, "lladdr"])
+        .arg(juneau::standalone::topology::node_mac(0))
+        .args(["dev", "ul0", "nud", "permanent"])
+        .status()
+        .unwrap();
+    assert!(pinned.success());
+    let node_ns = run.netns_name("ed-a").unwrap();
+    let received = || -> u64 {
+        let out = std::process::Command::new("ip")
+            .args(["-n", &node_ns, "-j", "-s", "link", "show", "ul0"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v[0]["stats64"]["rx"]["packets"].as_u64().unwrap()
     };
     let mut buf = [0u8; 64];
     // Reached while attached (written once the Pod's endpoint is).
@@ -194,7 +232,7 @@ fn nat_03_a_deleted_attachment_ends_its_mapping_and_new_packets_are_refused() {
         );
     }
     let mapped = || {
-        common::kubectl_juneau_json(&["bpf", "dump", "nat", "--node", NODE])["one_to_one"]
+        common::kubectl_juneau_json(&["bpf", "dump", "nat", "--node", "ed-a"])["one_to_one"]
             .as_array()
             .is_some_and(|rows| !rows.is_empty())
     };
@@ -214,6 +252,7 @@ fn nat_03_a_deleted_attachment_ends_its_mapping_and_new_packets_are_refused() {
     }
     // What was in flight before the deletion is read and set aside.
     while socket.recv_from(&mut buf).is_ok() {}
+    let before = received();
     for _ in 0..5 {
         send("after");
     }
@@ -224,6 +263,10 @@ fn nat_03_a_deleted_attachment_ends_its_mapping_and_new_packets_are_refused() {
     assert!(
         got.is_err(),
         "a datagram reached the Pod after its attachment was deleted: {got:?}"
+    );
+    assert!(
+        received() >= before + 5,
+        "the datagrams sent after the deletion reached the Pod's Node"
     );
     run.teardown(&mut |_| {}).unwrap();
 }

@@ -133,10 +133,9 @@ pub fn nat_route_of(
         }
         _ => return None,
     };
-    let table = own
-        .as_deref()
-        .or(Some(vpc.as_str()))
-        .and_then(|t| objects.route_table(t))
+    // The table the Node routes the NIC's segment by (`node::gateway`).
+    let table = objects
+        .route_table(&objects.table_of(&vpc, own))
         .filter(|t| t.spec.vpc == vpc);
     let ready = |g: &crate::api::NATGateway| {
         g.status.as_ref().is_some_and(|s| {

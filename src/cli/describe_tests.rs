@@ -470,6 +470,15 @@ fn nat_03_trace_through_the_internet_gateway_shows_the_one_to_one_rewrite_or_its
         .as_mut()
         .unwrap()
         .phase = "Attached".into();
+    // Attached, but the ElasticIP still names another holder: the Node writes no 1:1
+    // mapping (`node::elasticip::attached`), and trace says what the datapath does.
+    let c = what(&w, "c", "198.51.100.10");
+    assert!(c[2].contains("NATGateway out"), "{c:?}");
+    w.objects.elastic_ips[0].status.as_mut().unwrap().attachment =
+        Some(crate::api::elasticip::Attachment {
+            kind: "ElasticIPAttachment".into(),
+            name: "web-eipa".into(),
+        });
     let c = what(&w, "c", "198.51.100.10");
     assert!(
         c[2].contains(

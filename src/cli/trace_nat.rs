@@ -74,12 +74,22 @@ pub fn outside_hops(
     hops.push(hop(format!(
         "routed by Vpc {vpc}'s router: {route} via the internet gateway, TTL decremented"
     )));
-    let attached = attachment_of(world, src)
-        .and_then(|a| Some((a, a.status.as_ref()?)))
-        .filter(|(_, st)| st.phase == "Attached");
-    if let Some((a, st)) = attached {
+    // Attached as the Node writes it (`node::elasticip::attached`: the attachment
+    // Attached, the ElasticIP naming it, the NIC's endpoint at its address); only a
+    // Subnet port carries a public address.
+    let vni = src.status.as_ref().map_or(0, |s| s.vni);
+    let public = client
+        .parse::<Ipv4Addr>()
+        .ok()
+        .filter(|_| src.spec.subnet.is_some())
+        .and_then(|ip| {
+            crate::node::elasticip::attached(world)
+                .find(|(_, h)| h.vni == vni && h.pod_ip == Some(ip))
+                .map(|(eip, _)| eip)
+        });
+    if let Some((eip, a)) = public.zip(attachment_of(world, src)) {
         let name = a.metadata.name.as_deref().unwrap_or("");
-        let eip = &st.elastic_ip;
+        let answering = a.status.as_ref().map_or("", |s| s.node_name.as_str());
         hops.push(hop(format!(
             "nat_out (tail call), 1:1 by ElasticIPAttachment {name}: source {client} \
              becomes ElasticIP {eip}, ports kept, no connection claimed (a connection the \
@@ -89,13 +99,11 @@ pub fn outside_hops(
             "out by Node {node}'s own routing table (bpf_fib_lookup, bpf_redirect) to {to}, \
              from {eip}"
         )));
-        let vni = src.status.as_ref().map_or(0, |s| s.vni);
         hops.push(hop(format!(
-            "replies to {eip} reach the uplink of Node {} (it answers ARP for {eip}), or of \
+            "replies to {eip} reach the uplink of Node {answering} (it answers ARP for {eip}), or of \
              any Node the upstream sends them to, which carries them by VXLAN (VNI {vni}) to \
              Node {node}: eip_uplink gives the Pod back {client} and delivers it through \
-             its Subnet's NetworkACL and its SecurityGroups",
-            st.node_name
+             its Subnet's NetworkACL and its SecurityGroups"
         )));
         return Ok(Some(hops));
     }
@@ -128,17 +136,28 @@ fn vpc_of(world: &World, src: &NetworkInterface) -> String {
     .unwrap_or_default()
 }
 
-/// The longest route of a Subnet NIC's table covering `to`, when it is via the
-/// internet gateway (the datapath gives public addresses to Subnet ports only).
+/// The longest route covering `to` of the table the Node routes the NIC's segment by
+/// (a Subnet's Vpc's, a gateway L2Network's own or its Vpc's), when it is via the
+/// internet gateway.
 fn internet_gateway_route(
     world: &World,
     src: &NetworkInterface,
     vpc: &str,
     to: Ipv4Addr,
 ) -> Option<Ipv4Net> {
-    src.spec.subnet.as_ref()?;
     let objects = &world.objects;
-    let table = objects.route_table(&objects.table_of(vpc, None))?;
+    let own = match (&src.spec.subnet, &src.spec.l2_network) {
+        (Some(_), _) => None,
+        (None, Some(l)) => objects
+            .l2network(l)?
+            .spec
+            .gateway
+            .as_ref()?
+            .route_table
+            .clone(),
+        _ => return None,
+    };
+    let table = objects.route_table(&objects.table_of(vpc, own))?;
     let (net, route) = table
         .spec
         .routes

@@ -77,7 +77,7 @@ pub fn holders(world: &World) -> BTreeMap<Ipv4Addr, Holder> {
 /// ElasticIPAttachment the controller reports `Attached`, held by that attachment's
 /// NIC (its NetworkEndpoint: MAC and Node; its status: the Subnet's VNI) at the Pod's
 /// address the attachment reports.
-fn attached(world: &World) -> impl Iterator<Item = (Ipv4Addr, Holder)> + '_ {
+pub fn attached(world: &World) -> impl Iterator<Item = (Ipv4Addr, Holder)> + '_ {
     let objects = &world.objects;
     objects.elastic_ip_attachments.iter().filter_map(move |a| {
         let ns = a.metadata.namespace.as_deref().unwrap_or("default");

@@ -73,7 +73,9 @@ macro_rules! slots {
 /// A daemon adopts only pins of its own version (under `v<LAYOUT_VERSION>/` of its pin
 /// folder); any change to a map type, size or meaning must bump it, so that a new
 /// daemon builds its maps afresh and migrates instead of reading an old map wrongly.
-pub const LAYOUT_VERSION: u32 = 15;
+/// 16: `PORT_ACL` (a port whose segment has a NetworkACL, entered straight from the
+/// uplink only without it): a port of an older layout lacks the bit it needs.
+pub const LAYOUT_VERSION: u32 = 16;
 
 /// The names under which the maps are created and pinned. One prefix (`jn_`) so that a
 /// `bpftool map list` tells Juneau's maps apart from any other tenant of the machine.

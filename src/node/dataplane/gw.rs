@@ -144,7 +144,7 @@ impl RouterWriter {
     pub fn sync(
         &mut self,
         want: &RouterState,
-        set_gateways: impl FnOnce(BTreeMap<u32, Gateway>) -> Result<usize, DataplaneError>,
+        mut set_gateways: impl FnMut(BTreeMap<u32, Gateway>) -> Result<usize, DataplaneError>,
     ) -> Result<RouterSync, DataplaneError> {
         if !self.record.synced {
             self.read_maps()?;
@@ -193,6 +193,31 @@ impl RouterWriter {
             if let Some((slot, _)) = self.record.tables.remove(&t) {
                 self.record.stale_slots.insert(slot);
             }
+        }
+        // 2a. A served segment that gains a NetworkACL: its ports carry `PORT_ACL` before
+        //     the segment names the ACL, so that no outside packet enters one of them
+        //     straight in between (the bit fails closed; step 3 sets the rest).
+        let gaining = want
+            .segments
+            .iter()
+            .any(|(v, s)| s.acl != 0 && self.record.segments.get(v).is_some_and(|r| r.acl == 0));
+        if gaining {
+            let early = self
+                .record
+                .segments
+                .iter()
+                .map(|(v, r)| {
+                    let acl = r.acl != 0 || want.segments.get(v).is_some_and(|s| s.acl != 0);
+                    (
+                        *v,
+                        Gateway {
+                            mac: r.gw_mac.mac,
+                            acl,
+                        },
+                    )
+                })
+                .collect();
+            set_gateways(early)?;
         }
         // 2. Segments, pointing at their tables.
         let mut serving = BTreeSet::new();

@@ -12,17 +12,18 @@ use juneau_common::{DropReason, GwSegment, NbrKey, PortConfig, gw::GwStat};
 use crate::{
     arp::{ARP_END, ARP_ETH_IP4, Arp, read, reply},
     deliver::to_port,
-    eth,
-    l2::forward::switch_from_port,
-    maps,
+    eth, maps,
 };
 
+/// ARP on a gateway L2Network's port: a request for the gateway is answered here;
+/// any other is handed to `switch` (the hook's switch, as without a gateway).
 #[inline(always)]
 pub fn answer(
     ctx: &TcContext,
     ifindex: u32,
     port: &PortConfig,
     seg: &GwSegment,
+    switch: impl FnOnce() -> Result<i32, DropReason>,
 ) -> Result<i32, DropReason> {
     let Arp {
         head,
@@ -60,7 +61,7 @@ pub fn answer(
             return Err(DropReason::NotForRouter);
         }
         // Not about the gateway: switched as without a gateway.
-        return switch_from_port(ctx, port, ifindex);
+        return switch();
     }
     reply(ctx, eth::bits(&seg.gw_mac), seg.gw_ip)?;
     crate::stats::gw(GwStat::ArpReplies);

@@ -15,21 +15,25 @@ use crate::{
     eth::{self, load, store},
     icmp,
     ipv4::{self, Ipv4},
-    l2::flood,
-    maps, overlay, svc,
+    maps, overlay,
 };
 
 const IPPROTO_ICMP: u8 = 1;
 
 /// One hop: TTL - 1 (checksum updated), the destination segment's gateway as source,
 /// the neighbour as destination, then switched in the destination segment. Without
-/// `hop` (within a Subnet) only the destination MAC is written.
+/// `hop` (within a Subnet) only the destination MAC is written. The hook gives the
+/// last resorts of other features: whether a VNI is the Services' provider segment
+/// (`provider`, for a reply to this Node's Service source address) and the flood to
+/// a segment's local ports (`flood(slot, vni)`, for a neighbour not heard yet).
 #[inline(always)]
 pub fn forward(
     ctx: &TcContext,
     route: &RouteEntry,
     nbr: &NbrEntry,
     hop: bool,
+    provider: impl FnOnce(u32) -> bool,
+    flood: impl FnOnce(u32, u32) -> Result<i32, DropReason>,
 ) -> Result<i32, DropReason> {
     let (start, end) = (ctx.data(), ctx.data_end());
     if start + ipv4::IP_END > end {
@@ -78,7 +82,7 @@ pub fn forward(
     // This Node's Service source address (SVC-02): a provider Pod's reply to a
     // client of another Vpc, given its client back by `svc_host`.
     if eth::bits(&dst) == eth::bits(&juneau_common::FdbKey::new(SVC_SOURCE_MAC)) {
-        if !svc::is_provider_segment(route.vni) {
+        if !provider(route.vni) {
             return Err(DropReason::NotAReply);
         }
         crate::tail::call(ctx, TAIL_SVC_HOST);
@@ -88,7 +92,7 @@ pub fn forward(
         // Here but silent: every local port of the segment gets it (only its owner
         // takes a frame to its MAC). A Subnet's ports are routed and pinned, never
         // flooded: its neighbour is gone when the table does not have it.
-        Some(slot) => flood::flood(ctx, slot, route.vni, 0, false).map_err(|r| {
+        Some(slot) => flood(slot, route.vni).map_err(|r| {
             if r == DropReason::NoOtherPort {
                 DropReason::NoNeighbour
             } else {

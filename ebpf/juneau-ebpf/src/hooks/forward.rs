@@ -25,7 +25,7 @@ use juneau_common::{
 use crate::{
     cb, gw,
     icmp::{self, IcmpError},
-    ipv4, maps, nat, policy, svc,
+    ipv4, l2, maps, nat, policy, svc,
 };
 
 /// The DF bit of the fragment word, as loaded raw (network order in memory).
@@ -153,5 +153,12 @@ pub fn run(ctx: &TcContext) -> Result<i32, DropReason> {
             IcmpError::FragNeeded(route.mtu),
         );
     }
-    gw::route::forward(ctx, &route, &nbr, hop)
+    gw::route::forward(
+        ctx,
+        &route,
+        &nbr,
+        hop,
+        svc::is_provider_segment,
+        |slot, vni| l2::flood::flood(ctx, slot, vni, 0, false),
+    )
 }

@@ -23,7 +23,7 @@ use crate::{
     cb, eth, gw,
     icmp::{self, IcmpError},
     ipv4::{self, martian},
-    maps, nat, svc, tail,
+    l2, maps, nat, svc, tail,
 };
 
 #[inline(always)]
@@ -52,7 +52,9 @@ pub fn run(ctx: &TcContext) -> Result<i32, DropReason> {
         return from_routed_port(ctx, ifindex, &port, &seg);
     }
     match eth::ethertype(ctx) {
-        Some(ETH_P_ARP) => gw::arp::answer(ctx, ifindex, &port, &seg),
+        Some(ETH_P_ARP) => gw::arp::answer(ctx, ifindex, &port, &seg, || {
+            l2::forward::switch_from_port(ctx, &port, ifindex)
+        }),
         Some(eth::ETH_P_IP) => ipv4(ctx, ifindex, &port, &seg),
         _ => Err(not_ipv4(&port, &seg, DropReason::NotRoutable)),
     }
