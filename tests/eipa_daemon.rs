@@ -9,6 +9,7 @@
 use std::{
     net::{SocketAddr, TcpListener},
     path::PathBuf,
+    thread::JoinHandle,
     time::Duration,
 };
 
@@ -72,21 +73,24 @@ fn ns(run: &Run, host: &str) -> PathBuf {
     PathBuf::from("/run/netns").join(run.netns_name(host).unwrap())
 }
 
-#[test]
-fn nat_03_daemons_killed_during_an_inbound_32_mb_stream_lose_no_byte() {
-    let mut run =
-        Run::start(&scenario([NODE, CARRIER]), &Options::default(), &mut |_| {}).expect("start");
-    run.add_pod(&web(NODE)).unwrap();
-    // The upstream router sends the ElasticIP's packets to the carrier, whatever ARP
-    // says: the overlay carry is in the path.
+/// The upstream router sends the ElasticIP's packets to Node `n` (by its index),
+/// whatever ARP says.
+fn pin_upstream(run: &Run, n: usize) {
     let upstream = run.netns_name("upstream").unwrap();
     let pinned = std::process::Command::new("ip")
         .args(["-n", &upstream, "neigh", "replace", EIP, "lladdr"])
-        .arg(juneau::standalone::topology::node_mac(1))
+        .arg(juneau::standalone::topology::node_mac(n))
         .args(["dev", "ul0", "nud", "permanent"])
         .status()
         .unwrap();
     assert!(pinned.success());
+}
+
+/// The client's 32 MB stream to the ElasticIP, in 512 chunks of 64 KiB one every
+/// `every`, to the Pod's listener; returns once the connection reached the Pod (the
+/// attachment is written once the Pod's endpoint is: the sender connects until it
+/// is). Returns the sender and the receiver.
+fn start_stream(run: &Run, every: Duration) -> (JoinHandle<()>, JoinHandle<(usize, SocketAddr)>) {
     let pod_ns = run.pod("web").expect("the Pod").ns.path().to_owned();
     let listener =
         juneau::netns::run_in(&pod_ns, || TcpListener::bind(("0.0.0.0", PORT)).unwrap()).unwrap();
@@ -94,23 +98,16 @@ fn nat_03_daemons_killed_during_an_inbound_32_mb_stream_lose_no_byte() {
     let (accepted, connected) = std::sync::mpsc::channel();
     let receiver = common::streams::receive(listener, data.clone(), Some(accepted));
     let dst: SocketAddr = format!("{EIP}:{PORT}").parse().unwrap();
-    // 512 chunks of 64 KiB, one every 12 ms: about six seconds in all, for two kills
-    // and restarts. The attachment is written once the Pod's endpoint is: the sender
-    // connects until it is.
-    let sender = common::streams::send(ns(&run, "client"), dst, data, Duration::from_millis(12));
-    // Both kills while the stream runs.
+    let sender = common::streams::send(ns(run, "client"), dst, data, every);
     connected
         .recv_timeout(Duration::from_secs(20))
         .expect("the client's connection reached the Pod");
     std::thread::sleep(Duration::from_millis(300));
-    for node in [CARRIER, NODE] {
-        assert!(
-            !sender.is_finished(),
-            "the stream ended before {node}'s kill"
-        );
-        let old = common::sigkill_daemon(&run, node);
-        common::wait_restarted(&run, node, old);
-    }
+    (sender, receiver)
+}
+
+/// Every byte arrived, and the Pod saw the outside client's own address.
+fn finish_stream(sender: JoinHandle<()>, receiver: JoinHandle<(usize, SocketAddr)>) {
     sender.join().unwrap();
     let (got, peer) = receiver.join().unwrap();
     assert_eq!(got, STREAM_BYTES, "the whole stream arrived");
@@ -119,6 +116,27 @@ fn nat_03_daemons_killed_during_an_inbound_32_mb_stream_lose_no_byte() {
         CLIENT,
         "the Pod saw the outside client's own address"
     );
+}
+
+#[test]
+fn nat_03_daemons_killed_during_an_inbound_32_mb_stream_lose_no_byte() {
+    let mut run =
+        Run::start(&scenario([NODE, CARRIER]), &Options::default(), &mut |_| {}).expect("start");
+    run.add_pod(&web(NODE)).unwrap();
+    // The upstream router sends the ElasticIP's packets to the carrier: the overlay
+    // carry is in the path.
+    pin_upstream(&run, 1);
+    // One chunk every 12 ms: about six seconds in all, for two kills and restarts.
+    let (sender, receiver) = start_stream(&run, Duration::from_millis(12));
+    for node in [CARRIER, NODE] {
+        assert!(
+            !sender.is_finished(),
+            "the stream ended before {node}'s kill"
+        );
+        let old = common::sigkill_daemon(&run, node);
+        common::wait_restarted(&run, node, old);
+    }
+    finish_stream(sender, receiver);
     run.teardown(&mut |_| {}).unwrap();
 }
 
@@ -136,20 +154,9 @@ fn nat_03_a_layout_change_during_an_inbound_stream_loses_no_byte() {
     )
     .expect("start");
     run.add_pod(&web("el-a")).unwrap();
-    let pod_ns = run.pod("web").expect("the Pod").ns.path().to_owned();
-    let listener =
-        juneau::netns::run_in(&pod_ns, || TcpListener::bind(("0.0.0.0", PORT)).unwrap()).unwrap();
-    let data = std::sync::Arc::new(common::stream(STREAM_BYTES));
-    let (accepted, connected) = std::sync::mpsc::channel();
-    let receiver = common::streams::receive(listener, data.clone(), Some(accepted));
-    let dst: SocketAddr = format!("{EIP}:{PORT}").parse().unwrap();
-    // 512 chunks, one every 32 ms: about 16 seconds, so that the stream runs on the
-    // new layout's programs and maps after the change.
-    let sender = common::streams::send(ns(&run, "client"), dst, data, Duration::from_millis(32));
-    connected
-        .recv_timeout(Duration::from_secs(20))
-        .expect("the client's connection reached the Pod");
-    std::thread::sleep(Duration::from_millis(300));
+    // One chunk every 32 ms: about 16 seconds, so that the stream runs on the new
+    // layout's programs and maps after the change.
+    let (sender, receiver) = start_stream(&run, Duration::from_millis(32));
     assert!(!sender.is_finished(), "the stream ended before the change");
     run.daemons.stop("el-a");
     let root = juneau::standalone::pin_dir_of("el-a");
@@ -161,10 +168,7 @@ fn nat_03_a_layout_change_during_an_inbound_stream_loses_no_byte() {
         !sender.is_finished(),
         "the stream ended before the new layout took it"
     );
-    sender.join().unwrap();
-    let (got, peer) = receiver.join().unwrap();
-    assert_eq!(got, STREAM_BYTES, "the whole stream arrived");
-    assert_eq!(peer.ip().to_string(), CLIENT);
+    finish_stream(sender, receiver);
     run.teardown(&mut |_| {}).unwrap();
 }
 
@@ -198,14 +202,7 @@ fn nat_03_a_deleted_attachment_ends_its_mapping_and_new_packets_are_refused() {
     };
     // The upstream router keeps sending the address to the Pod's Node, whatever ARP
     // says after the deletion: the datagrams below reach it (counted on its uplink).
-    let upstream = run.netns_name("upstream").unwrap();
-    let pinned = std::process::Command::new("ip")
-        .args(["-n", &upstream, "neigh", "replace", EIP, "lladdr"])
-        .arg(juneau::standalone::topology::node_mac(0))
-        .args(["dev", "ul0", "nud", "permanent"])
-        .status()
-        .unwrap();
-    assert!(pinned.success());
+    pin_upstream(&run, 0);
     let node_ns = run.netns_name("ed-a").unwrap();
     let received = || -> u64 {
         let out = std::process::Command::new("ip")

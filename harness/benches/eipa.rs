@@ -23,7 +23,7 @@ use aya::programs::{SchedClassifier, TcAttachType};
 use juneau::node::dataplane::Holder;
 use juneau_harness::{
     Netns, Node,
-    bench::{LiveFrames, Measurement, gro_on, median, plain_pods, write_part},
+    bench::{LiveFrames, Measurement, gro_on, median, nft_load, plain_pods, write_part},
     capture::inject,
     frames::{self, fixtures::pod_mac},
     node::PodOptions,
@@ -84,11 +84,7 @@ fn dnat_bed() -> (Netns, Netns, Netns) {
     let rules = format!(
         "table ip {TABLE} {{\n  chain prerouting {{\n    type nat hook prerouting priority dstnat; policy accept;\n    ip daddr 10.99.0.110 counter dnat to 10.0.1.10\n  }}\n  chain postrouting {{\n    type nat hook postrouting priority srcnat; policy accept;\n    ip saddr 10.0.1.10 oifname \"ul0\" snat to 10.99.0.110\n  }}\n}}\n"
     );
-    let file = std::env::temp_dir().join(format!("juneau-bench-eipa-{}.nft", std::process::id()));
-    std::fs::write(&file, rules).expect("write the ruleset");
-    let loaded = node.try_exec(&["nft", "-f", file.to_str().unwrap()]);
-    let _ = std::fs::remove_file(&file);
-    loaded.expect("nft -f (is nftables installed? cargo xtask bootstrap installs it)");
+    nft_load(&node, &rules);
     gro_on(&node, "ul0");
     (node, pod, upstream)
 }

@@ -40,7 +40,7 @@ use juneau_common::{
 };
 use juneau_harness::{
     Netns, Node,
-    bench::{LiveFrames, Measurement, gro_on, median, plain_pods, write_part},
+    bench::{LiveFrames, Measurement, gro_on, median, nft_load, plain_pods, write_part},
     capture::inject,
     crr,
     frames::{self, fixtures::pod_mac},
@@ -96,11 +96,7 @@ fn masquerade_bed() -> (Netns, Netns, Netns, [u8; 6]) {
     let rules = format!(
         "table ip {TABLE} {{\n  chain postrouting {{\n    type nat hook postrouting priority srcnat; policy accept;\n    oifname \"ul0\" counter masquerade\n  }}\n}}\n"
     );
-    let file = std::env::temp_dir().join(format!("juneau-bench-nat-{}.nft", std::process::id()));
-    std::fs::write(&file, rules).expect("write the ruleset");
-    let loaded = node.try_exec(&["nft", "-f", file.to_str().unwrap()]);
-    let _ = std::fs::remove_file(&file);
-    loaded.expect("nft -f (is nftables installed? cargo xtask bootstrap installs it)");
+    nft_load(&node, &rules);
     gro_on(&node, "h0");
     let h0 = mac_of(&node, "h0");
     (node, pods.pop().unwrap(), upstream, h0)

@@ -20,7 +20,10 @@ use std::net::Ipv4Addr;
 
 use juneau_harness::{
     Netns, Node,
-    bench::{LiveFrames, Measurement, gro_on, median, plain_pods, redirect_peer_bed, write_part},
+    bench::{
+        LiveFrames, Measurement, gro_on, median, nft_load, plain_pods, redirect_peer_bed,
+        write_part,
+    },
     capture::inject,
     frames::{self, BROADCAST, fixtures::pod_mac},
     node::PodOptions,
@@ -124,11 +127,7 @@ fn netfilter_bed() -> (Netns, Netns, Netns, [u8; 6]) {
         ]);
     }
     let rules = Tables::new(64, flow(), false).nft(TABLE, SEG_A.cidr, ip(2).into());
-    let file = std::env::temp_dir().join(format!("juneau-bench-nft-{}.nft", std::process::id()));
-    std::fs::write(&file, rules).expect("write the ruleset");
-    let loaded = node.try_exec(&["nft", "-f", file.to_str().unwrap()]);
-    let _ = std::fs::remove_file(&file);
-    loaded.expect("nft -f (is nftables installed? cargo xtask bootstrap installs it)");
+    nft_load(&node, &rules);
     gro_on(&node, "h0");
     gro_on(&node, "h1");
     let (h0, h1) = (mac_of(&node, "h0"), mac_of(&node, "h1"));

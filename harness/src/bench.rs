@@ -94,6 +94,20 @@ pub fn pin_to_cpu(cpu: usize) {
     }
 }
 
+/// Loads an nftables ruleset into `ns` (the kernel baselines' netfilter), from a file
+/// written for `nft -f` and removed after.
+pub fn nft_load(ns: &crate::Netns, rules: &str) {
+    let file = std::env::temp_dir().join(format!(
+        "juneau-bench-{}-{}.nft",
+        std::process::id(),
+        ns.name()
+    ));
+    std::fs::write(&file, rules).expect("write the ruleset");
+    let loaded = ns.try_exec(&["nft", "-f", file.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&file);
+    loaded.expect("nft -f (is nftables installed? cargo xtask bootstrap installs it)");
+}
+
 /// Turns GRO on for `dev` in `ns`: the XDP live-frames generator's frames are dropped by
 /// a veth whose peer has it off.
 pub fn gro_on(ns: &crate::Netns, dev: &str) {

@@ -335,14 +335,35 @@ fn nat_01_describe_pod_says_which_nat_gateway_a_nic_goes_out_by_and_from_which_a
     );
 }
 
+/// ElasticIPAttachment web-eipa of web-eip onto c.eth0 (10.5.0.2 on n1), in `phase`.
+fn web_eipa(phase: &str) -> crate::api::ElasticIPAttachment {
+    use crate::api::elasticipattachment::{
+        ElasticIPAttachmentSpec, ElasticIPAttachmentStatus, NameRef, TargetRef,
+    };
+    let mut a = crate::api::ElasticIPAttachment::new(
+        "web-eipa",
+        ElasticIPAttachmentSpec {
+            elastic_ip_ref: NameRef {
+                name: "web-eip".into(),
+            },
+            target_ref: TargetRef {
+                network_interface_name: "c.eth0".into(),
+            },
+        },
+    );
+    a.metadata.namespace = Some("default".into());
+    a.status = Some(ElasticIPAttachmentStatus {
+        elastic_ip: "192.0.2.60".into(),
+        pod_ip: "10.5.0.2".into(),
+        node_name: "n1".into(),
+        phase: phase.into(),
+        ..Default::default()
+    });
+    a
+}
+
 #[test]
 fn nat_03_describe_pod_shows_each_nics_public_address() {
-    use crate::api::{
-        ElasticIPAttachment,
-        elasticipattachment::{
-            ElasticIPAttachmentSpec, ElasticIPAttachmentStatus, NameRef, TargetRef,
-        },
-    };
     let mut w = nat_world();
     w.objects.route_tables[0].spec.routes[0].via = crate::api::routetable::Via {
         type_: "internetGateway".into(),
@@ -366,26 +387,7 @@ fn nat_03_describe_pod_shows_each_nics_public_address() {
     );
     assert!(outside(&w, "d").contains("IGW_NO_PUBLIC_ADDRESS"));
     // c's NIC with web-eip attached.
-    let mut a = ElasticIPAttachment::new(
-        "web-eipa",
-        ElasticIPAttachmentSpec {
-            elastic_ip_ref: NameRef {
-                name: "web-eip".into(),
-            },
-            target_ref: TargetRef {
-                network_interface_name: "c.eth0".into(),
-            },
-        },
-    );
-    a.metadata.namespace = Some("default".into());
-    a.status = Some(ElasticIPAttachmentStatus {
-        elastic_ip: "192.0.2.60".into(),
-        pod_ip: "10.5.0.2".into(),
-        node_name: "n1".into(),
-        phase: "Attached".into(),
-        ..Default::default()
-    });
-    w.objects.elastic_ip_attachments.push(a);
+    w.objects.elastic_ip_attachments.push(web_eipa("Attached"));
     assert_eq!(
         outside(&w, "c"),
         "ElasticIP web-eip (1:1 by ElasticIPAttachment web-eipa, 192.0.2.60 <-> 10.5.0.2, answered by n1)"
@@ -398,13 +400,7 @@ fn nat_03_describe_pod_shows_each_nics_public_address() {
 
 #[test]
 fn nat_03_trace_through_the_internet_gateway_shows_the_one_to_one_rewrite_or_its_fallback() {
-    use crate::api::{
-        ElasticIPAttachment,
-        elasticipattachment::{
-            ElasticIPAttachmentSpec, ElasticIPAttachmentStatus, NameRef, TargetRef,
-        },
-        routetable::{Route, Via},
-    };
+    use crate::api::routetable::{Route, Via};
     let mut w = nat_world();
     w.objects.route_tables[0].spec.routes[0].via = Via {
         type_: "internetGateway".into(),
@@ -442,26 +438,7 @@ fn nat_03_trace_through_the_internet_gateway_shows_the_one_to_one_rewrite_or_its
     let d = what(&w, "d", "198.51.100.10");
     assert!(d.last().unwrap().contains("IGW_NO_PUBLIC_ADDRESS"), "{d:?}");
     // c's NIC with web-eip attached: 1:1, replies carried from the answering Node.
-    let mut a = ElasticIPAttachment::new(
-        "web-eipa",
-        ElasticIPAttachmentSpec {
-            elastic_ip_ref: NameRef {
-                name: "web-eip".into(),
-            },
-            target_ref: TargetRef {
-                network_interface_name: "c.eth0".into(),
-            },
-        },
-    );
-    a.metadata.namespace = Some("default".into());
-    a.status = Some(ElasticIPAttachmentStatus {
-        elastic_ip: "192.0.2.60".into(),
-        pod_ip: "10.5.0.2".into(),
-        node_name: "n1".into(),
-        phase: "Pending".into(),
-        ..Default::default()
-    });
-    w.objects.elastic_ip_attachments.push(a);
+    w.objects.elastic_ip_attachments.push(web_eipa("Pending"));
     // Not yet Attached: still the fallback.
     let c = what(&w, "c", "198.51.100.10");
     assert!(c[2].contains("NATGateway out"), "{c:?}");

@@ -209,25 +209,6 @@ impl Segments {
         Ok(true)
     }
 
-    /// Counts one endpoint less. True when the Node leaves the remote list.
-    pub fn remove_remote(&mut self, vni: u32, vtep: u32) -> bool {
-        let Some(nodes) = self.remotes.get_mut(&vni) else {
-            return false;
-        };
-        let Some(n) = nodes.get_mut(&vtep) else {
-            return false;
-        };
-        *n -= 1;
-        if *n > 0 {
-            return false;
-        }
-        nodes.remove(&vtep);
-        if nodes.is_empty() {
-            self.remotes.remove(&vni);
-        }
-        true
-    }
-
     /// The other Nodes of segment `vni`, in address order.
     pub fn remote_list(&self, vni: u32) -> RemoteList {
         let mut list = RemoteList::default();
@@ -312,7 +293,7 @@ mod tests {
     }
 
     #[test]
-    fn l2_28_remote_nodes_are_reference_counted_by_endpoints() {
+    fn l2_28_a_remote_node_is_listed_once_however_many_endpoints_it_has() {
         let mut s = Segments::default();
         assert!(
             s.add_remote(100, 0x0a000002).unwrap(),
@@ -326,16 +307,6 @@ mod tests {
         let list = s.remote_list(100);
         assert_eq!(list.count, 2);
         assert_eq!(&list.vteps[..2], &[0x0a000001, 0x0a000002]);
-        assert!(
-            !s.remove_remote(100, 0x0a000002),
-            "one endpoint left on that Node"
-        );
-        assert!(s.remove_remote(100, 0x0a000002));
-        assert_eq!(s.remote_list(100).count, 1);
-        assert!(
-            !s.remove_remote(100, 0x0a000009),
-            "unknown Node: nothing changes"
-        );
         assert_eq!(s.remote_list(200).count, 0);
     }
 

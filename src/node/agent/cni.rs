@@ -277,12 +277,7 @@ impl Agent {
     fn remove_nics(&self, links: Vec<PortLink>, what: &str) -> Result<(), CniError> {
         let mut errors = Vec::new();
         for (name, ifindex, alias) in links {
-            errors.extend(nic::driver_for_port(&alias).teardown(
-                &self.dataplane,
-                &name,
-                ifindex,
-                &alias,
-            ));
+            errors.extend(nic::teardown_port(&self.dataplane, &name, ifindex, &alias));
             let ep = format!("{}.{}", alias.pod, alias.interface);
             if let Err(e) = self.cluster.delete_endpoint(&alias.namespace, &ep) {
                 errors.push(e.to_string());

@@ -139,16 +139,6 @@ impl Dataplane {
         Ok(())
     }
 
-    /// One endpoint of segment `vni` on the Node `vtep` is gone. When it was the last
-    /// one, the Node leaves the segment's remote list and its learned MACs are dropped.
-    pub fn remove_remote(&mut self, vni: u32, vtep: Ipv4Addr) -> Result<(), DataplaneError> {
-        if self.segments.remove_remote(vni, vtep.to_bits()) {
-            self.write_remote_list(vni)?;
-            self.forget(vni, |e| e.vtep == vtep.to_bits())?;
-        }
-        Ok(())
-    }
-
     /// Makes the remote lists exactly `want` (VNI -> other Node -> its endpoints of the
     /// segment), as read from the cluster's NetworkEndpoints. Only lists that change
     /// are written, so calling it with an unchanged cluster (or right after adopting a

@@ -105,18 +105,6 @@ pub trait NicDriver: Sync {
         result: &mut CniResult,
     ) -> Result<(), CniError>;
 
-    /// Removes a NIC found by its host link's alias; every error is collected, none
-    /// stops the rest. Every kind so far is a veth pair and its port.
-    fn teardown(
-        &self,
-        dataplane: &Mutex<Dataplane>,
-        host: &str,
-        ifindex: u32,
-        alias: &PortAlias,
-    ) -> Vec<String> {
-        veth_nic::teardown(dataplane, host, ifindex, alias)
-    }
-
     /// Checks that `nic` is still as setup left it (CNI CHECK): the veth pair, its
     /// port, MTU and address, and for a held port that it is written as its spec.
     fn check(
@@ -160,10 +148,17 @@ pub fn driver_for(nic: &NetworkInterface) -> Result<&'static dyn NicDriver, CniE
     })
 }
 
-/// Every host-side port link, whatever its kind, tears down the same way today (a
-/// veth pair and its port).
-pub fn driver_for_port(_alias: &PortAlias) -> &'static dyn NicDriver {
-    &L2NetworkNic
+/// Removes a NIC found by its host link (a CNI DEL, or a Pod gone): every kind is a
+/// veth pair and its port, so one teardown serves all (a kind of another shape would
+/// read its kind from the link's alias); every error is collected, none stops the
+/// rest.
+pub fn teardown_port(
+    dataplane: &Mutex<Dataplane>,
+    host: &str,
+    ifindex: u32,
+    alias: &PortAlias,
+) -> Vec<String> {
+    veth_nic::teardown(dataplane, host, ifindex, alias)
 }
 
 /// The part of a port every kind shares: its segment (the NIC's VNI) and MTU.
