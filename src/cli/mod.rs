@@ -9,6 +9,7 @@ pub mod dump;
 mod eip;
 mod filter;
 mod gw;
+mod hop;
 mod maps;
 pub mod nat;
 pub mod output;

@@ -7,8 +7,6 @@
 //! by the destination's port and protocol (`<to>:<port>[/proto]`).
 use std::net::Ipv4Addr;
 
-use serde::Serialize;
-
 use super::CliError;
 use crate::{
     admission::validate::Snapshot,
@@ -19,12 +17,7 @@ use crate::{
 /// The refusal of EIP-21, word for word.
 pub const UNSUPPORTED: &str = "tracing such a NIC is not supported yet";
 
-#[derive(Debug, Serialize, PartialEq)]
-pub struct Hop {
-    /// The Node the step happens on.
-    pub node: String,
-    pub what: String,
-}
+pub use super::hop::Hop;
 
 fn name_of<K: kube::Resource>(o: &K) -> &str {
     o.meta().name.as_deref().unwrap_or("")

@@ -12,7 +12,7 @@ use ipnet::Ipv4Net;
 use super::{
     CliError,
     describe::{attachment_of, nat_route_of},
-    trace::Hop,
+    hop::Hop,
 };
 use crate::{api::NetworkInterface, cluster::World};
 

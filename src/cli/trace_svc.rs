@@ -10,7 +10,7 @@
 //! the ClusterIP's.
 use std::net::Ipv4Addr;
 
-use super::{CliError, trace::Hop};
+use super::{CliError, hop::Hop};
 use crate::{
     api::service::ip_proto,
     cluster::World,

@@ -3,11 +3,7 @@
 //! (`holder.rs`): an attachment and a NIC naming one ElasticIP both wait (EIP-22).
 use std::net::Ipv4Addr;
 
-use super::{
-    Outcome,
-    holder::{KIND_EIPA, advertise, name, ns, waiting},
-    key,
-};
+use super::{KIND_EIPA, Outcome, advertise::advertise, key, name, ns, waiting};
 use crate::{
     admission::validate::Snapshot,
     api::{

@@ -8,40 +8,22 @@ use std::{
     net::Ipv4Addr,
 };
 
-use super::{NIC_GATEWAY, Outcome, RULE_PRIORITY, address::Unallocated, key};
+use super::{
+    KIND_NIC, NIC_GATEWAY, Outcome, RULE_PRIORITY, address::Unallocated, advertise::advertise, key,
+    name, ns, waiting,
+};
 use crate::{
     admission::validate::Snapshot,
     api::{
-        ARPAdvertisement, ElasticIP, ElasticIPAttachment, NetworkInterface, PodRecord,
-        arpadvertisement::{ARPAdvertisementSpec, name_for_eip},
+        ElasticIP, ElasticIPAttachment, NetworkInterface, PodRecord,
         condition::Condition,
         elasticip::{
             Attachment, ElasticIPStatus, PHASE_ATTACHED, PHASE_AVAILABLE, PHASE_ERROR,
             PHASE_PENDING,
         },
-        externalnetwork::TYPE_ARP,
         networkinterface::{NetworkInterfaceStatus, NicRoute, NicRule},
     },
 };
-
-pub(super) const KIND_NIC: &str = "NetworkInterface";
-pub(super) const KIND_EIPA: &str = "ElasticIPAttachment";
-
-pub(super) fn ns(o: &impl kube::Resource) -> &str {
-    o.meta().namespace.as_deref().unwrap_or("default")
-}
-
-pub(super) fn name(o: &impl kube::Resource) -> &str {
-    o.meta().name.as_deref().unwrap_or("")
-}
-
-pub(super) fn waiting(reason: &str, message: String) -> NetworkInterfaceStatus {
-    NetworkInterfaceStatus {
-        phase: "Pending".into(),
-        conditions: vec![Condition::new("Allocated", false, reason, message)],
-        ..Default::default()
-    }
-}
 
 /// Why a direct NIC naming `eip` cannot be built yet, if it cannot (EIP-03, EIP-25).
 fn not_ready(
@@ -227,30 +209,6 @@ fn keep_running_holder(
     };
     st.attachment = Some(held.clone());
     advertise(snap, e, eip, &interfaces[h], out);
-}
-
-/// The ARPAdvertisement of an `arp` network's ElasticIP, on its holder NIC's Node.
-pub(super) fn advertise(
-    snap: &Snapshot,
-    e: &ElasticIP,
-    eip: Ipv4Addr,
-    holder: &NetworkInterface,
-    out: &mut Outcome,
-) {
-    let node = holder.spec.node_name.clone();
-    let network = snap.external_network(&e.spec.external_network);
-    if let Some(net) = network.filter(|n| n.spec.type_ == TYPE_ARP)
-        && !node.is_empty()
-    {
-        out.arp_advertisements.push(ARPAdvertisement::new(
-            &name_for_eip(ns(e), name(e)),
-            ARPAdvertisementSpec {
-                external_network: name(net).to_owned(),
-                address: eip.to_string(),
-                node_name: node,
-            },
-        ));
-    }
 }
 
 fn conflict(e: &ElasticIP, eipas: &[&ElasticIPAttachment], nics: &[String]) -> Condition {

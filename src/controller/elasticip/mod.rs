@@ -5,6 +5,7 @@
 //! and their conflicts with a NIC (EIP-22), and the ARPAdvertisement of an `arp`
 //! network that follows the holder's Node (EIP-11).
 mod address;
+mod advertise;
 mod attachment;
 #[cfg(test)]
 mod attachment_tests;
@@ -32,6 +33,31 @@ use crate::cluster::key;
 pub const NIC_GATEWAY: &str = "169.254.0.1";
 /// Priority of a secondary direct NIC's `from <EIP>` rule, ahead of main (EIP-10).
 pub const RULE_PRIORITY: u32 = 100;
+
+const KIND_NIC: &str = "NetworkInterface";
+const KIND_EIPA: &str = "ElasticIPAttachment";
+
+fn ns(o: &impl kube::Resource) -> &str {
+    o.meta().namespace.as_deref().unwrap_or("default")
+}
+
+fn name(o: &impl kube::Resource) -> &str {
+    o.meta().name.as_deref().unwrap_or("")
+}
+
+/// A NIC's status while its ElasticIP cannot be used yet, and why.
+fn waiting(reason: &str, message: String) -> crate::api::networkinterface::NetworkInterfaceStatus {
+    crate::api::networkinterface::NetworkInterfaceStatus {
+        phase: "Pending".into(),
+        conditions: vec![crate::api::condition::Condition::new(
+            "Allocated",
+            false,
+            reason,
+            message,
+        )],
+        ..Default::default()
+    }
+}
 
 /// What the ElasticIP reconciler wants written.
 #[derive(Clone, Debug, Default, PartialEq)]
