@@ -87,10 +87,15 @@ fn pin_upstream(run: &Run, n: usize) {
 }
 
 /// The client's 32 MB stream to the ElasticIP, in 512 chunks of 64 KiB one every
-/// `every`, to the Pod's listener; returns once the connection reached the Pod (the
+/// `every` (stopping halfway until `hold` says go on, when given), to the Pod's
+/// listener; returns once the connection reached the Pod (the
 /// attachment is written once the Pod's endpoint is: the sender connects until it
 /// is). Returns the sender and the receiver.
-fn start_stream(run: &Run, every: Duration) -> (JoinHandle<()>, JoinHandle<(usize, SocketAddr)>) {
+fn start_stream(
+    run: &Run,
+    every: Duration,
+    hold: Option<std::sync::mpsc::Receiver<()>>,
+) -> (JoinHandle<()>, JoinHandle<(usize, SocketAddr)>) {
     let pod_ns = run.pod("web").expect("the Pod").ns.path().to_owned();
     let listener =
         juneau::netns::run_in(&pod_ns, || TcpListener::bind(("0.0.0.0", PORT)).unwrap()).unwrap();
@@ -98,7 +103,7 @@ fn start_stream(run: &Run, every: Duration) -> (JoinHandle<()>, JoinHandle<(usiz
     let (accepted, connected) = std::sync::mpsc::channel();
     let receiver = common::streams::receive(listener, data.clone(), Some(accepted));
     let dst: SocketAddr = format!("{EIP}:{PORT}").parse().unwrap();
-    let sender = common::streams::send(ns(run, "client"), dst, data, every);
+    let sender = common::streams::send_held(ns(run, "client"), dst, data, every, hold);
     connected
         .recv_timeout(Duration::from_secs(20))
         .expect("the client's connection reached the Pod");
@@ -126,16 +131,15 @@ fn nat_03_daemons_killed_during_an_inbound_32_mb_stream_lose_no_byte() {
     // The upstream router sends the ElasticIP's packets to the carrier: the overlay
     // carry is in the path.
     pin_upstream(&run, 1);
-    // One chunk every 12 ms: about six seconds in all, for two kills and restarts.
-    let (sender, receiver) = start_stream(&run, Duration::from_millis(12));
+    // One chunk every 12 ms, stopping halfway until both daemons were killed and
+    // started again: the kills fall inside the stream, however long a restart takes.
+    let (go_on, hold) = std::sync::mpsc::channel();
+    let (sender, receiver) = start_stream(&run, Duration::from_millis(12), Some(hold));
     for node in [CARRIER, NODE] {
-        assert!(
-            !sender.is_finished(),
-            "the stream ended before {node}'s kill"
-        );
         let old = common::sigkill_daemon(&run, node);
         common::wait_restarted(&run, node, old);
     }
+    go_on.send(()).unwrap();
     finish_stream(sender, receiver);
     run.teardown(&mut |_| {}).unwrap();
 }
@@ -154,20 +158,18 @@ fn nat_03_a_layout_change_during_an_inbound_stream_loses_no_byte() {
     )
     .expect("start");
     run.add_pod(&web("el-a")).unwrap();
-    // One chunk every 32 ms: about 16 seconds, so that the stream runs on the new
-    // layout's programs and maps after the change.
-    let (sender, receiver) = start_stream(&run, Duration::from_millis(32));
-    assert!(!sender.is_finished(), "the stream ended before the change");
+    // The stream stops halfway until the change is done: its first half runs on the
+    // old layout, its second on the new one's programs and maps, whatever the time the
+    // change takes.
+    let (go_on, hold) = std::sync::mpsc::channel();
+    let (sender, receiver) = start_stream(&run, Duration::from_millis(12), Some(hold));
     run.daemons.stop("el-a");
     let root = juneau::standalone::pin_dir_of("el-a");
     let current = format!("v{}", juneau_common::LAYOUT_VERSION);
     std::fs::rename(root.join(&current), root.join("v0")).unwrap();
     run.daemons.start("el-a", Duration::from_secs(20)).unwrap();
     assert!(!root.join("v0").exists(), "the old layout's pins are gone");
-    assert!(
-        !sender.is_finished(),
-        "the stream ended before the new layout took it"
-    );
+    go_on.send(()).unwrap();
     finish_stream(sender, receiver);
     run.teardown(&mut |_| {}).unwrap();
 }

@@ -131,8 +131,11 @@ fn nat_01_a_daemon_killed_mid_stream_loses_no_byte_and_the_connection_keeps_its_
     let client_ns = client_netns(&run, NODE);
     let client_again = client_ns.clone();
     let dst: SocketAddr = format!("{SERVER}:{PORT}").parse().unwrap();
-    // 512 chunks of 64 KiB, one every 6 ms: about three seconds in all.
-    let sender = common::streams::send(client_ns, dst, data, Duration::from_millis(6));
+    // 512 chunks of 64 KiB, one every 6 ms, stopping halfway until the daemon was
+    // killed and started again: the kill falls inside the stream.
+    let (go_on, hold) = std::sync::mpsc::channel();
+    let sender =
+        common::streams::send_held(client_ns, dst, data, Duration::from_millis(6), Some(hold));
     let deadline = Instant::now() + Duration::from_secs(12);
     let before = loop {
         if let Some(m) = mapping() {
@@ -149,9 +152,9 @@ fn nat_01_a_daemon_killed_mid_stream_loses_no_byte_and_the_connection_keeps_its_
         "{programs:?}"
     );
     std::thread::sleep(Duration::from_millis(500));
-    assert!(!sender.is_finished(), "the stream ended before the kill");
     let old = common::sigkill_daemon(&run, NODE);
     common::wait_restarted(&run, NODE, old);
+    go_on.send(()).unwrap();
     // The new daemon switched the port's filter to its own router program, in place.
     let after = client_programs();
     assert!(

@@ -35,7 +35,10 @@ use juneau::node::dataplane::Holder;
 use juneau_common::eip::gateway_mac;
 use juneau_harness::{
     Netns, Node,
-    bench::{LiveFrames, Measurement, gro_on, median, plain_pods, redirect_peer_bed, write_part},
+    bench::{
+        LiveFrames, Measurement, forwarded, gro_on, median, plain_pods, redirect_peer_bed,
+        write_part,
+    },
     frames::{self, fixtures::pod_mac},
     uplink::{self, ROUTER_MAC, UPLINK_MAC, if_index, ip, mac_of, uplink},
 };
@@ -44,18 +47,6 @@ const VNI: u32 = 4097;
 const OUTSIDE: [u8; 4] = [198, 51, 100, 10];
 const fn eip(i: u8) -> [u8; 4] {
     [10, 99, 0, 100 + i]
-}
-
-/// `Ip: ForwDatagrams` of `ns`: packets its kernel forwarded.
-fn forwarded(ns: &Netns) -> u64 {
-    let snmp = ns.exec(&["cat", "/proc/net/snmp"]);
-    let mut ip = snmp.lines().filter(|l| l.starts_with("Ip:"));
-    let (names, values) = (ip.next().unwrap(), ip.next().unwrap());
-    let i = names
-        .split_whitespace()
-        .position(|n| n == "ForwDatagrams")
-        .expect("ForwDatagrams");
-    values.split_whitespace().nth(i).unwrap().parse().unwrap()
 }
 
 /// A Node brought up by the daemon's own code on `ul0`, with Pods 0 and 1 holding

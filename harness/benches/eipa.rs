@@ -23,7 +23,10 @@ use aya::programs::{SchedClassifier, TcAttachType};
 use juneau::node::dataplane::Holder;
 use juneau_harness::{
     Netns, Node,
-    bench::{LiveFrames, Measurement, gro_on, median, nft_load, plain_pods, write_part},
+    bench::{
+        LiveFrames, Measurement, forwarded, gro_on, median, nft_counted, nft_load, plain_pods,
+        write_part,
+    },
     capture::inject,
     frames::{self, fixtures::pod_mac},
     node::PodOptions,
@@ -91,25 +94,7 @@ fn dnat_bed() -> (Netns, Netns, Netns) {
 
 /// Frames the DNAT rule translated (one per new connection).
 fn dnatted(node: &Netns) -> u64 {
-    let chain = node.exec(&["nft", "list", "chain", "ip", TABLE, "prerouting"]);
-    let words: Vec<&str> = chain.split_whitespace().collect();
-    let at = words
-        .iter()
-        .position(|w| *w == "packets")
-        .expect("a counter");
-    words[at + 1].parse().expect("a count")
-}
-
-/// `Ip: ForwDatagrams` of `ns`: packets its kernel forwarded.
-fn forwarded(ns: &Netns) -> u64 {
-    let snmp = ns.exec(&["cat", "/proc/net/snmp"]);
-    let mut ip = snmp.lines().filter(|l| l.starts_with("Ip:"));
-    let (names, values) = (ip.next().unwrap(), ip.next().unwrap());
-    let i = names
-        .split_whitespace()
-        .position(|n| n == "ForwDatagrams")
-        .expect("ForwDatagrams");
-    values.split_whitespace().nth(i).unwrap().parse().unwrap()
+    nft_counted(node, TABLE, "prerouting")
 }
 
 fn main() {

@@ -40,7 +40,9 @@ use juneau_common::{
 };
 use juneau_harness::{
     Netns, Node,
-    bench::{LiveFrames, Measurement, gro_on, median, nft_load, plain_pods, write_part},
+    bench::{
+        LiveFrames, Measurement, gro_on, median, nft_counted, nft_load, plain_pods, write_part,
+    },
     capture::inject,
     crr,
     frames::{self, fixtures::pod_mac},
@@ -139,13 +141,7 @@ fn attach(floor: &mut aya::Ebpf, name: &str, ns: &Netns, dev: &str) {
 
 /// Packets the masquerade rule translated (one per new connection).
 fn masqueraded(node: &Netns) -> u64 {
-    let chain = node.exec(&["nft", "list", "chain", "ip", TABLE, "postrouting"]);
-    let words: Vec<&str> = chain.split_whitespace().collect();
-    let at = words
-        .iter()
-        .position(|w| *w == "packets")
-        .expect("a counter");
-    words[at + 1].parse().expect("a count")
+    nft_counted(node, TABLE, "postrouting")
 }
 
 /// NAT-02's exhaustion: the share of `tries` new connections that got a port with 90% of

@@ -108,6 +108,31 @@ pub fn nft_load(ns: &crate::Netns, rules: &str) {
     loaded.expect("nft -f (is nftables installed? cargo xtask bootstrap installs it)");
 }
 
+/// `Ip: ForwDatagrams` of `ns`: packets its kernel forwarded (a baseline's proof that
+/// its kernel did the work, a Juneau bed's that its kernel did none).
+pub fn forwarded(ns: &crate::Netns) -> u64 {
+    let snmp = ns.exec(&["cat", "/proc/net/snmp"]);
+    let mut ip = snmp.lines().filter(|l| l.starts_with("Ip:"));
+    let (names, values) = (ip.next().unwrap(), ip.next().unwrap());
+    let i = names
+        .split_whitespace()
+        .position(|n| n == "ForwDatagrams")
+        .expect("ForwDatagrams");
+    values.split_whitespace().nth(i).unwrap().parse().unwrap()
+}
+
+/// The packets the first counter of nftables chain `chain` of table `ip table` in `ns`
+/// counted (a NAT rule's: one per new connection).
+pub fn nft_counted(ns: &crate::Netns, table: &str, chain: &str) -> u64 {
+    let listed = ns.exec(&["nft", "list", "chain", "ip", table, chain]);
+    let words: Vec<&str> = listed.split_whitespace().collect();
+    let at = words
+        .iter()
+        .position(|w| *w == "packets")
+        .expect("a counter");
+    words[at + 1].parse().expect("a count")
+}
+
 /// Turns GRO on for `dev` in `ns`: the XDP live-frames generator's frames are dropped by
 /// a veth whose peer has it off.
 pub fn gro_on(ns: &crate::Netns, dev: &str) {

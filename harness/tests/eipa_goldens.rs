@@ -292,17 +292,13 @@ fn nat_03_a_connection_the_nat_gateway_mapped_before_the_attachment_keeps_its_ma
     );
     // A datagram of it in two fragments: both halves by the NATGateway, the later one
     // (no ports) by what its first recorded.
-    let (first, later) = frames::fragments(&query(41000, &[7; 40]), 24, 0x4242);
-    for (what, piece) in [("first", first), ("later", later)] {
-        let seen = s.send(0, 1, &piece);
-        let out = s.frames(&seen, "underlay-node0");
-        assert_eq!(out.len(), 1, "the {what} fragment out");
-        assert_eq!(
-            &out[0][26..30],
-            &nat(0),
-            "the {what} fragment by the NATGateway"
-        );
-    }
+    fragments_leave_from(
+        &mut s,
+        &query(41000, &[7; 40]),
+        0x4242,
+        nat(0),
+        "by the NATGateway",
+    );
     let seen = s.send(0, 1, &query(41001, b"new"));
     assert_eq!(
         &s.frames(&seen, "underlay-node0")[0][26..30],
@@ -310,16 +306,24 @@ fn nat_03_a_connection_the_nat_gateway_mapped_before_the_attachment_keeps_its_ma
         "a new one leaves from its ElasticIP"
     );
     // A new connection's fragments both leave from the ElasticIP.
-    let (first, later) = frames::fragments(&query(41002, &[7; 40]), 24, 0x4343);
+    fragments_leave_from(
+        &mut s,
+        &query(41002, &[7; 40]),
+        0x4343,
+        [10, 99, 0, 106],
+        "1:1",
+    );
+}
+
+/// Both fragments of `datagram` (IPv4 identification `id`), sent into Node 0's port 1,
+/// leave Node 0 from `from`.
+fn fragments_leave_from(s: &mut Scene, datagram: &[u8], id: u16, from: [u8; 4], how: &str) {
+    let (first, later) = frames::fragments(datagram, 24, id);
     for (what, piece) in [("first", first), ("later", later)] {
         let seen = s.send(0, 1, &piece);
         let out = s.frames(&seen, "underlay-node0");
         assert_eq!(out.len(), 1, "the {what} fragment out");
-        assert_eq!(
-            &out[0][26..30],
-            &[10, 99, 0, 106],
-            "the {what} fragment 1:1"
-        );
+        assert_eq!(&out[0][26..30], &from, "the {what} fragment {how}");
     }
 }
 

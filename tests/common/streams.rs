@@ -4,7 +4,10 @@ use std::{
     io::{Read, Write},
     net::{SocketAddr, TcpListener, TcpStream},
     path::PathBuf,
-    sync::{Arc, mpsc::Sender},
+    sync::{
+        Arc,
+        mpsc::{Receiver, Sender},
+    },
     thread::JoinHandle,
     time::{Duration, Instant},
 };
@@ -21,7 +24,7 @@ pub fn receive(
         if let Some(tell) = accepted {
             let _ = tell.send(());
         }
-        conn.set_read_timeout(Some(Duration::from_secs(20)))
+        conn.set_read_timeout(Some(Duration::from_secs(60)))
             .unwrap();
         let mut got = Vec::with_capacity(expected.len());
         conn.read_to_end(&mut got).unwrap();
@@ -36,6 +39,18 @@ pub fn receive(
 /// the first SYN may meet a datapath not written yet) and sends `data` in chunks of
 /// 64 KiB, one every `every`.
 pub fn send(ns: PathBuf, dst: SocketAddr, data: Arc<Vec<u8>>, every: Duration) -> JoinHandle<()> {
+    send_held(ns, dst, data, every, None)
+}
+
+/// [`send`], stopping halfway until `hold` says go on (when given): what happens
+/// meanwhile happens in the middle of the stream, however long it takes.
+pub fn send_held(
+    ns: PathBuf,
+    dst: SocketAddr,
+    data: Arc<Vec<u8>>,
+    every: Duration,
+    hold: Option<Receiver<()>>,
+) -> JoinHandle<()> {
     std::thread::spawn(move || {
         let deadline = Instant::now() + Duration::from_secs(10);
         let mut conn = loop {
@@ -55,9 +70,19 @@ pub fn send(ns: PathBuf, dst: SocketAddr, data: Arc<Vec<u8>>, every: Duration) -
         conn.set_write_timeout(Some(Duration::from_secs(20)))
             .unwrap();
         let start = Instant::now();
+        let chunks = data.len().div_ceil(1 << 16);
+        let mut paused = Duration::ZERO;
         for (i, chunk) in data.chunks(1 << 16).enumerate() {
+            if i == chunks / 2
+                && let Some(hold) = &hold
+            {
+                let at = Instant::now();
+                hold.recv_timeout(Duration::from_secs(120))
+                    .expect("told to go on");
+                paused = at.elapsed();
+            }
             conn.write_all(chunk).unwrap();
-            if let Some(wait) = (every * i as u32).checked_sub(start.elapsed()) {
+            if let Some(wait) = (every * i as u32 + paused).checked_sub(start.elapsed()) {
                 std::thread::sleep(wait);
             }
         }
