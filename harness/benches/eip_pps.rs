@@ -208,13 +208,7 @@ fn main() {
     let (fwd_j, fwd_k) = (forwarded(&node.ns) - fwd_j, forwarded(&k_node) - fwd_k);
     assert_eq!(fwd_j, 0, "the Juneau Node's kernel forwarded frames");
     assert!(fwd_k > 0, "the baseline's kernel forwarded nothing");
-    let drops: BTreeMap<_, _> = node
-        .dataplane
-        .drops()
-        .unwrap()
-        .into_iter()
-        .filter(|d| d.1 > 0)
-        .collect();
+    let drops = node.dropped();
     assert!(drops.is_empty(), "the datapath dropped frames: {drops:?}");
     println!(
         "eip pps, one Node, median of {rounds} rotated rounds of {count}: {:?}",

@@ -172,13 +172,7 @@ fn main() {
         1,
         "the DNAT rule ran again during the rounds"
     );
-    let drops: BTreeMap<_, _> = node
-        .dataplane
-        .drops()
-        .unwrap()
-        .into_iter()
-        .filter(|d| d.1 > 0)
-        .collect();
+    let drops = node.dropped();
     assert!(drops.is_empty(), "the datapath dropped frames: {drops:?}");
     println!(
         "eipa pps, one Node, median of {rounds} rotated rounds of {count}: {:?}",

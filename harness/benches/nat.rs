@@ -303,13 +303,7 @@ fn main() {
         [0, 1, 2].map(|i| (std::mem::take(&mut crr_rates[i]), crr_failed[i]));
     println!("crr: failed connections juneau {fj}, masquerade {fk}, bare redirect {fc}");
     if std::env::var_os("JN_NAT_CRR_ONLY").is_some() {
-        let d: BTreeMap<_, _> = node
-            .dataplane
-            .drops()
-            .unwrap()
-            .into_iter()
-            .filter(|d| d.1 > 0)
-            .collect();
+        let d = node.dropped();
         println!("crr: {cj:?} {ck:?} {cc:?} drops {d:?}");
         return;
     }
@@ -318,13 +312,7 @@ fn main() {
         s.join().unwrap();
     }
     let (crr_j, crr_k, crr_c) = (median(&mut cj), median(&mut ck), median(&mut cc));
-    let crr_drops: BTreeMap<_, _> = node
-        .dataplane
-        .drops()
-        .unwrap()
-        .into_iter()
-        .filter(|d| d.1 > 0)
-        .collect();
+    let crr_drops = node.dropped();
     assert!(crr_drops.is_empty(), "the datapath dropped: {crr_drops:?}");
     for ns in [&upstream, &k_upstream, &c_upstream] {
         attach(&mut floor, "floor_drop", ns, "eth0");
@@ -374,13 +362,7 @@ fn main() {
         masq_before,
         "the masquerade rule ran again during the rounds"
     );
-    let drops: BTreeMap<_, _> = node
-        .dataplane
-        .drops()
-        .unwrap()
-        .into_iter()
-        .filter(|d| d.1 > 0)
-        .collect();
+    let drops = node.dropped();
     assert!(drops.is_empty(), "the datapath dropped frames: {drops:?}");
     let tries = if quick { 10_000 } else { 100_000 };
     let alloc = alloc_at_90pct(&mut node, tries);

@@ -73,6 +73,17 @@ pub struct Node {
 }
 
 impl Node {
+    /// The drop reasons this Node's datapath counted at least once, with their counts
+    /// (a benchmark's proof that its path dropped nothing).
+    pub fn dropped(&self) -> std::collections::BTreeMap<&'static str, u64> {
+        self.dataplane
+            .drops()
+            .expect("read the drop counters")
+            .into_iter()
+            .filter(|d| d.1 > 0)
+            .collect()
+    }
+
     pub fn new() -> Node {
         let ns = Netns::new("node");
         Node {
