@@ -4,6 +4,7 @@
 //! The eBPF object built from `ebpf/juneau-ebpf` is embedded here ([`EBPF_OBJECT`]).
 
 pub mod admission;
+pub mod alloc;
 pub mod api;
 pub mod child;
 pub mod cli;
@@ -16,6 +17,7 @@ pub mod node;
 pub mod scenario;
 pub mod standalone;
 pub mod store;
+pub mod supervisor;
 pub mod unixsock;
 pub mod webhook;
 

@@ -90,8 +90,11 @@ fn l2_06_the_components_work_with_their_service_accounts_and_fail_clearly_withou
         .first()
         .expect("a NetworkInterface");
     assert_eq!(
-        nic.status.as_ref().map(|s| s.address.as_str()),
-        Some("10.70.0.2/24")
+        nic.status
+            .as_ref()
+            .and_then(|s| s.address)
+            .map(|a| a.to_string()),
+        Some("10.70.0.2/24".to_owned())
     );
     // The node daemon's writes as juneau-node; the webhook's reads as juneau-webhook.
     let node = KubeCluster::connect(Some(&as_account(&cp, "juneau-node")), NODE).unwrap();
@@ -100,10 +103,10 @@ fn l2_06_the_components_work_with_their_service_accounts_and_fail_clearly_withou
         juneau::api::networkendpoint::NetworkEndpointSpec {
             kind: "Pod".into(),
             l2_network: Some("lab-net".into()),
-            address: "10.70.0.2/24".into(),
-            mac_address: "02:00:00:00:00:01".into(),
+            address: "10.70.0.2/24".parse().ok(),
+            mac_address: "02:00:00:00:00:01".parse().ok(),
             node_name: "node-a".into(),
-            node_ip: "10.99.0.1".into(),
+            node_ip: "10.99.0.1".parse().ok(),
             ..Default::default()
         },
     );

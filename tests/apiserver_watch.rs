@@ -68,10 +68,10 @@ fn publish_endpoints(node: &KubeCluster, node_name: &str) -> usize {
                 kind: "Pod".into(),
                 l2_network: nic.spec.l2_network.clone(),
                 subnet: nic.spec.subnet.clone(),
-                address: status.address.clone(),
-                mac_address: "02:00:00:00:00:01".into(),
+                address: status.address,
+                mac_address: "02:00:00:00:00:01".parse().ok(),
                 node_name: node_name.into(),
-                node_ip: "10.99.0.1".into(),
+                node_ip: "10.99.0.1".parse().ok(),
                 ..Default::default()
             },
         );

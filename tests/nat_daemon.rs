@@ -237,7 +237,7 @@ fn nat_02_a_node_out_of_ports_refuses_at_once_counts_it_and_says_so_on_its_attac
             .unwrap_or_default()
     };
     let deadline = Instant::now() + Duration::from_secs(15);
-    while status(&run).assigned_ip != "10.99.0.100" {
+    while status(&run).assigned_ip != "10.99.0.100".parse().ok() {
         assert!(Instant::now() < deadline, "no address: {:?}", status(&run));
         std::thread::sleep(Duration::from_millis(100));
     }

@@ -94,8 +94,7 @@ fn pol_03_a_killed_daemon_and_a_layout_change_lose_no_byte_and_let_no_denied_pac
     let client_ns = run.pod("pk-client").unwrap().ns.path().to_owned();
     let sink_ip = {
         let nics = run.store.interfaces_of("default", "pk-sink");
-        let st = nics[0].status.as_ref().expect("allocated");
-        st.address.split('/').next().unwrap().to_owned()
+        nics[0].ip().expect("allocated").to_string()
     };
     let (listener, denied) = juneau::netns::run_in(&sink_ns, || {
         (

@@ -94,7 +94,7 @@ fn daemon(node: String, cluster: Arc<dyn Cluster>, seen: Seen, stop: Arc<AtomicB
                 seen.entry((node.clone(), name)).or_insert(now);
             }
             for nic in &world.objects.interfaces {
-                if nic.status.as_ref().is_some_and(|s| !s.address.is_empty()) {
+                if nic.status.as_ref().is_some_and(|s| s.address.is_some()) {
                     let name = format!("nic:{}", nic.metadata.name.as_deref().unwrap_or(""));
                     seen.entry((node.clone(), name)).or_insert(now);
                 }
@@ -118,7 +118,7 @@ fn publish(node: &str, world: &World, cluster: &dyn Cluster) -> Result<(), Clust
         .collect();
     let mut wanted = Vec::new();
     for nic in &world.objects.interfaces {
-        let Some(status) = nic.status.as_ref().filter(|s| !s.address.is_empty()) else {
+        let Some(status) = nic.status.as_ref().filter(|s| s.address.is_some()) else {
             continue;
         };
         let name = nic.metadata.name.clone().unwrap_or_default();
@@ -129,10 +129,10 @@ fn publish(node: &str, world: &World, cluster: &dyn Cluster) -> Result<(), Clust
                     kind: "Pod".into(),
                     l2_network: nic.spec.l2_network.clone(),
                     subnet: nic.spec.subnet.clone(),
-                    address: status.address.clone(),
-                    mac_address: "02:00:00:00:00:01".into(),
+                    address: status.address,
+                    mac_address: "02:00:00:00:00:01".parse().ok(),
                     node_name: node.into(),
-                    node_ip: "10.99.0.1".into(),
+                    node_ip: "10.99.0.1".parse().ok(),
                     ..Default::default()
                 },
             );

@@ -31,7 +31,9 @@ use serde::{Deserialize, Serialize};
 pub struct ARPAdvertisementSpec {
     pub external_network: String,
     /// Dotted IPv4 inside one of the ExternalNetwork's pools.
-    pub address: String,
+    #[serde(with = "super::net::or_empty")]
+    #[schemars(with = "String")]
+    pub address: Option<std::net::Ipv4Addr>,
     /// The Node that answers; the only field that changes.
     pub node_name: String,
 }

@@ -69,9 +69,10 @@ pub struct ElasticIPSpec {
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ElasticIPStatus {
-    /// Dotted IPv4, no prefix; empty until allocated.
-    #[serde(default)]
-    pub address: String,
+    /// Dotted IPv4, no prefix; unset (`""`) until allocated.
+    #[serde(default, with = "super::net::or_empty")]
+    #[schemars(with = "String")]
+    pub address: Option<std::net::Ipv4Addr>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attachment: Option<Attachment>,
     /// `Pending`, `Available`, `Attached`, `Error`.

@@ -60,10 +60,12 @@ pub struct TargetRef {
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ElasticIPAttachmentStatus {
-    #[serde(default, rename = "elasticIP")]
-    pub elastic_ip: String,
-    #[serde(default, rename = "podIP")]
-    pub pod_ip: String,
+    #[serde(default, rename = "elasticIP", with = "super::net::or_empty")]
+    #[schemars(with = "String")]
+    pub elastic_ip: Option<std::net::Ipv4Addr>,
+    #[serde(default, rename = "podIP", with = "super::net::or_empty")]
+    #[schemars(with = "String")]
+    pub pod_ip: Option<std::net::Ipv4Addr>,
     #[serde(default)]
     pub node_name: String,
     /// `Pending`, `Attached`, `Error`.

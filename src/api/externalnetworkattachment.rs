@@ -45,8 +45,9 @@ pub struct ExternalNetworkAttachmentSpec {
 pub struct ExternalNetworkAttachmentStatus {
     /// Dotted IPv4 from the ExternalNetwork's pools; empty while none is free. Kept
     /// once given, for as long as the Node is there.
-    #[serde(default, rename = "assignedIP")]
-    pub assigned_ip: String,
+    #[serde(default, rename = "assignedIP", with = "super::net::or_empty")]
+    #[schemars(with = "String")]
+    pub assigned_ip: Option<std::net::Ipv4Addr>,
     /// `Ready` (an address, announced by the Node); False says why (a pool too small
     /// for the Nodes names the pools to grow). `PortsExhausted` is the Node's daemon's:
     /// True while new connections find no free source port on the address.

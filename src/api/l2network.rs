@@ -67,12 +67,14 @@ pub struct L2NetworkStatus {
     /// Effective MTU.
     #[serde(default)]
     pub mtu: u32,
-    /// Resolved gateway address; empty without a gateway.
-    #[serde(default)]
-    pub gateway: String,
+    /// Resolved gateway address; unset (`""`) without a gateway.
+    #[serde(default, with = "super::net::or_empty")]
+    #[schemars(with = "String")]
+    pub gateway: Option<std::net::Ipv4Addr>,
     /// Chosen once, stable while the gateway exists.
-    #[serde(default, rename = "gatewayMAC")]
-    pub gateway_mac: String,
+    #[serde(default, rename = "gatewayMAC", with = "super::net::or_empty")]
+    #[schemars(with = "String")]
+    pub gateway_mac: Option<super::net::Mac>,
     /// The NetworkACL's id in the datapath and the version of its rules (L2-23).
     #[serde(
         default,

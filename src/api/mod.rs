@@ -13,6 +13,7 @@ pub mod externalnetworkattachment;
 pub mod kinds;
 pub mod l2network;
 pub mod natgateway;
+pub mod net;
 pub mod networkacl;
 pub mod networkendpoint;
 pub mod networkinterface;

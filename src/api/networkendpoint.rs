@@ -3,9 +3,14 @@
 // kube-derive's `printcolumn(...)` lists repeat the same keys by design.
 #![allow(clippy::duplicated_attributes)]
 
+use std::net::Ipv4Addr;
+
+use ipnet::Ipv4Net;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use super::net::Mac;
 
 #[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[kube(
@@ -31,13 +36,17 @@ pub struct NetworkEndpointSpec {
     /// A direct ElasticIP NIC: the ElasticIP (of the endpoint's namespace) it carries.
     #[serde(default, skip_serializing_if = "Option::is_none", rename = "elasticIP")]
     pub elastic_ip: Option<String>,
-    #[serde(default)]
-    pub address: String,
-    #[serde(default)]
-    pub mac_address: String,
+    /// The NIC's `<ip>/<prefix>` (its NetworkInterface's); unset on a cidr-less segment.
+    #[serde(default, with = "super::net::or_empty")]
+    #[schemars(with = "String")]
+    pub address: Option<Ipv4Net>,
+    #[serde(default, with = "super::net::or_empty")]
+    #[schemars(with = "String")]
+    pub mac_address: Option<Mac>,
     pub node_name: String,
     /// The Node's VTEP (underlay address), so other Nodes add it to the segment's
     /// remote list.
-    #[serde(default)]
-    pub node_ip: String,
+    #[serde(default, with = "super::net::or_empty")]
+    #[schemars(with = "String")]
+    pub node_ip: Option<Ipv4Addr>,
 }

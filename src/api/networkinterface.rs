@@ -2,6 +2,7 @@
 // kube-derive's `printcolumn(...)` lists repeat the same keys by design.
 #![allow(clippy::duplicated_attributes)]
 
+use ipnet::Ipv4Net;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -57,9 +58,10 @@ pub struct PodRef {
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct NetworkInterfaceStatus {
-    /// `<ip>/<prefix>`; empty on a cidr-less segment (L2-25).
-    #[serde(default)]
-    pub address: String,
+    /// `<ip>/<prefix>`; unset (`""`) on a cidr-less segment (L2-25).
+    #[serde(default, with = "super::net::or_empty")]
+    #[schemars(with = "String")]
+    pub address: Option<Ipv4Net>,
     /// Segment MTU for L2Network NICs; 0 keeps the kernel default.
     #[serde(default)]
     pub mtu: u32,
@@ -100,4 +102,11 @@ pub struct NicRule {
     pub from: String,
     pub table: u32,
     pub priority: u32,
+}
+
+impl NetworkInterface {
+    /// The NIC's address, once the controller allocated one.
+    pub fn ip(&self) -> Option<std::net::Ipv4Addr> {
+        Some(self.status.as_ref()?.address?.addr())
+    }
 }

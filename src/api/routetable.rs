@@ -25,6 +25,20 @@ pub struct Route {
     pub via: Via,
 }
 
+impl Route {
+    /// The route the NATGateway `default` gives the default Vpc (NAT-01).
+    pub fn default_nat() -> Self {
+        Route {
+            dst: "0.0.0.0/0".into(),
+            via: Via {
+                type_: "natGateway".into(),
+                nat_gateway: Some(super::natgateway::DEFAULT_NAT_GATEWAY.into()),
+                ..Default::default()
+            },
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Via {

@@ -4,11 +4,13 @@
 // kube-derive's `printcolumn(...)` lists repeat the same keys by design.
 #![allow(clippy::duplicated_attributes)]
 
+use std::net::Ipv4Addr;
+
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{condition::Condition, l2network::AclRef};
+use super::{condition::Condition, l2network::AclRef, net::Mac};
 
 #[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[kube(
@@ -42,11 +44,13 @@ pub struct SubnetStatus {
     #[serde(default)]
     pub vni: u32,
     /// The CIDR's first address.
-    #[serde(default)]
-    pub gateway: String,
+    #[serde(default, with = "super::net::or_empty")]
+    #[schemars(with = "String")]
+    pub gateway: Option<Ipv4Addr>,
     /// Chosen once, stable while the Subnet exists.
-    #[serde(default, rename = "gatewayMAC")]
-    pub gateway_mac: String,
+    #[serde(default, rename = "gatewayMAC", with = "super::net::or_empty")]
+    #[schemars(with = "String")]
+    pub gateway_mac: Option<Mac>,
     #[serde(default)]
     pub conditions: Vec<Condition>,
     /// The NetworkACL's id in the datapath and the version of its rules (empty while
@@ -69,8 +73,11 @@ pub struct SubnetStatus {
 #[serde(rename_all = "camelCase")]
 pub struct NodeAddress {
     pub node: String,
-    pub address: String,
+    #[serde(with = "super::net::or_empty")]
+    #[schemars(with = "String")]
+    pub address: Option<Ipv4Addr>,
     /// The Node's VTEP: the other Nodes route the address there.
-    #[serde(rename = "nodeIP")]
-    pub node_ip: String,
+    #[serde(rename = "nodeIP", with = "super::net::or_empty")]
+    #[schemars(with = "String")]
+    pub node_ip: Option<Ipv4Addr>,
 }

@@ -54,7 +54,7 @@ enum Cmd {
         /// The cluster's Service CIDR (kube-apiserver --service-cluster-ip-range);
         /// repeat for several. L2Networks may not overlap it (L2-08).
         #[arg(long = "service-cidr")]
-        service_cidrs: Vec<String>,
+        service_cidrs: Vec<ipnet::Ipv4Net>,
         /// The API's kubeconfig [default: KUBECONFIG, ~/.kube/config, or the Pod's
         /// service account].
         #[arg(long)]

@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::CliError;
 use crate::{
     admission::validate::Snapshot,
-    api::{ElasticIP, NetworkInterface},
+    api::{ElasticIP, NetworkInterface, net::shown},
     cluster::World,
 };
 
@@ -87,9 +87,10 @@ fn nic_row(world: &World, nic: &NetworkInterface, node: &str) -> NicRow {
         interface: nic.spec.interface.clone(),
         name: name_of(nic).to_owned(),
         phase: status.phase.clone(),
-        address: status.address.clone(),
+        address: status.address.map(|a| a.to_string()).unwrap_or_default(),
         mac: endpoint
-            .map(|e| e.spec.mac_address.clone())
+            .and_then(|e| e.spec.mac_address)
+            .map(|m| m.to_string())
             .unwrap_or_default(),
         network: network_of(&world.objects, nic, status.vni),
         waiting,
@@ -203,7 +204,9 @@ fn one_to_one_of(world: &World, nic: &NetworkInterface) -> Option<String> {
     Some(if st.phase == "Attached" {
         format!(
             "ElasticIP {eip} (1:1 by ElasticIPAttachment {name}, {} <-> {}, answered by {})",
-            st.elastic_ip, st.pod_ip, st.node_name
+            shown(&st.elastic_ip),
+            shown(&st.pod_ip),
+            st.node_name
         )
     } else {
         let why = st
@@ -288,11 +291,9 @@ pub fn network_of(objects: &Snapshot, nic: &NetworkInterface, vni: u32) -> Strin
 
 fn elastic_ip_line(objects: &Snapshot, eip: &ElasticIP, nic: &str) -> String {
     let status = eip.status.clone().unwrap_or_default();
-    let address = if status.address.is_empty() {
-        "no address yet"
-    } else {
-        status.address.as_str()
-    };
+    let address = status
+        .address
+        .map_or_else(|| "no address yet".to_owned(), |a| a.to_string());
     let carrier = match &status.attachment {
         Some(a) if a.kind == "NetworkInterface" && a.name == nic => {
             "carried by this NIC".to_owned()

@@ -61,8 +61,8 @@ fn world() -> World {
             ],
         },
         "endpoints": [
-            endpoint("a.eth0", "n1", "172.18.0.1", "10.1.0.2", "02:00:00:00:00:0a"),
-            endpoint("b.eth0", "n2", "172.18.0.2", "10.1.0.3", "02:00:00:00:00:0b"),
+            endpoint("a.eth0", "n1", "172.18.0.1", "10.1.0.2/24", "02:00:00:00:00:0a"),
+            endpoint("b.eth0", "n2", "172.18.0.2", "10.1.0.3/24", "02:00:00:00:00:0b"),
         ],
         "pods": [pod("web", "n1"), pod("web2", "n2"), pod("a", "n1"), pod("b", "n2")],
     }))
@@ -214,7 +214,7 @@ fn nat_world() -> World {
         },
     );
     ena.status = Some(ExternalNetworkAttachmentStatus {
-        assigned_ip: "192.0.2.50".into(),
+        assigned_ip: "192.0.2.50".parse().ok(),
         conditions: vec![],
     });
     w.objects.external_network_attachments.push(ena);
@@ -276,7 +276,7 @@ fn nat_01_describe_pod_says_which_nat_gateway_a_nic_goes_out_by_and_from_which_a
             "macAddress": "02:00:00:00:00:0c", "nodeName": "n1", "nodeIp": "172.18.0.1"}}))
         .unwrap(),
     );
-    w.objects.service_cidrs = vec!["10.96.0.0/12".into()];
+    w.objects.service_cidrs = vec!["10.96.0.0/12".parse().unwrap()];
     let none = |_: &str, _: u32, _: &str| None;
     let hops = trace::trace(&w, "default", "c", "198.51.100.10", &none).unwrap();
     let what: Vec<&str> = hops.iter().map(|h| h.what.as_str()).collect();
@@ -353,8 +353,8 @@ fn web_eipa(phase: &str) -> crate::api::ElasticIPAttachment {
     );
     a.metadata.namespace = Some("default".into());
     a.status = Some(ElasticIPAttachmentStatus {
-        elastic_ip: "192.0.2.60".into(),
-        pod_ip: "10.5.0.2".into(),
+        elastic_ip: "192.0.2.60".parse().ok(),
+        pod_ip: "10.5.0.2".parse().ok(),
         node_name: "n1".into(),
         phase: phase.into(),
         ..Default::default()
@@ -469,7 +469,7 @@ fn nat_03_trace_through_the_internet_gateway_shows_the_one_to_one_rewrite_or_its
         "{c:?}"
     );
     // The cluster's own ranges stay refused; a longer NATGateway route wins.
-    w.objects.service_cidrs = vec!["10.96.0.0/12".into()];
+    w.objects.service_cidrs = vec!["10.96.0.0/12".parse().unwrap()];
     let s = what(&w, "c", "10.96.0.10");
     assert!(s[1].contains("never translated"), "{s:?}");
     w.objects.route_tables[0].spec.routes.push(Route {

@@ -71,12 +71,13 @@ pub enum CliError {
 
 /// The folder of a Node's pinned maps (this build's layout version).
 pub fn node_dir(node: &str) -> PathBuf {
-    crate::node::dataplane::PinLayout::new(&crate::standalone::pin_dir_of(node)).maps_dir()
+    use crate::node::dataplane::pins;
+    pins::PinLayout::new(&pins::pin_dir_of(node)).maps_dir()
 }
 
 /// The network namespace a Node's daemon runs in, from its pid file.
 pub fn node_netns(node: &str) -> Result<PathBuf, CliError> {
-    let pid_file = crate::node::daemon::pid_file_of(&crate::standalone::socket_of(node));
+    let pid_file = crate::node::daemon::pid_file_of(&crate::node::daemon::socket_of(node));
     let fail = |why: String| CliError::NoNetns {
         node: node.to_owned(),
         why,

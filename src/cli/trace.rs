@@ -10,7 +10,7 @@ use std::net::Ipv4Addr;
 use super::CliError;
 use crate::{
     admission::validate::Snapshot,
-    api::{NetworkEndpoint, NetworkInterface},
+    api::{NetworkEndpoint, NetworkInterface, net::shown},
     cluster::World,
 };
 
@@ -40,8 +40,7 @@ fn nic_named<'w>(world: &'w World, namespace: &str, what: &str) -> Option<&'w Ne
 }
 
 fn ip_of(nic: &NetworkInterface) -> Option<Ipv4Addr> {
-    let s = nic.status.as_ref()?;
-    s.address.split('/').next()?.parse().ok()
+    nic.ip()
 }
 
 /// A NIC by name, or the NIC (of any namespace) whose address or ElasticIP `what` is.
@@ -152,7 +151,7 @@ pub fn source_nic(world: &World, namespace: &str, from: &str) -> Result<SourceNi
         name: name_of(src).to_owned(),
         program: ingress_program(src),
         node: ep.spec.node_name.clone(),
-        address: ep.spec.address.clone(),
+        address: ep.spec.address.map(|a| a.to_string()).unwrap_or_default(),
         ip: ip_of(src).ok_or_else(|| {
             CliError::Usage(format!("NetworkInterface {} has no address", name_of(src)))
         })?,
@@ -190,8 +189,8 @@ pub fn trace(
                 "{} on the host veth of {} ({}, {})",
                 ingress_program(src),
                 name_of(src),
-                ep.spec.address,
-                ep.spec.mac_address
+                shown(&ep.spec.address),
+                shown(&ep.spec.mac_address)
             ),
         };
         if let Some(hops) =
@@ -216,7 +215,7 @@ pub fn trace(
     let (s_seg, s_vpc, s_vni) = segment(&world.objects, src);
     let (d_seg, d_vpc, d_vni) = segment(&world.objects, dst);
     let s_node = s_ep.spec.node_name.clone();
-    let d_mac = &d_ep.spec.mac_address;
+    let d_mac = &shown(&d_ep.spec.mac_address);
     let hop = |node: &str, what: String| Hop {
         node: node.to_owned(),
         what,
@@ -227,8 +226,8 @@ pub fn trace(
             "{} on the host veth of {} ({}, {}) in {s_seg}, VNI {s_vni}",
             ingress_program(src),
             name_of(src),
-            s_ep.spec.address,
-            s_ep.spec.mac_address
+            shown(&s_ep.spec.address),
+            shown(&s_ep.spec.mac_address)
         ),
     )];
     if s_vni != d_vni {
@@ -276,7 +275,7 @@ pub fn trace(
             &s_node,
             format!(
                 "carried by VXLAN, VNI {d_vni}, to Node {d_node} (VTEP {})",
-                d_ep.spec.node_ip
+                shown(&d_ep.spec.node_ip)
             ),
         ));
     }
@@ -297,7 +296,7 @@ pub fn trace(
             format!(
                 "overlay_ingress: delivered to {} ({})",
                 name_of(dst),
-                d_ep.spec.address
+                shown(&d_ep.spec.address)
             )
         },
     ));

@@ -48,8 +48,9 @@ pub fn outside_hops(
         )));
         return Ok(Some(hops));
     }
-    let client = src.status.as_ref().map_or("", |s| s.address.as_str());
-    let client = client.split('/').next().unwrap_or("");
+    let client_ip = src.ip();
+    let client = client_ip.map(|a| a.to_string()).unwrap_or_default();
+    let client = client.as_str();
     if let Some(route) = nat {
         hops.push(hop(format!(
             "routed by Vpc {vpc}'s router: {} via NATGateway {}, TTL decremented, then \
@@ -78,9 +79,7 @@ pub fn outside_hops(
     // Attached, the ElasticIP naming it, the NIC's endpoint at its address); only a
     // Subnet port carries a public address.
     let vni = src.status.as_ref().map_or(0, |s| s.vni);
-    let public = client
-        .parse::<Ipv4Addr>()
-        .ok()
+    let public = client_ip
         .filter(|_| src.spec.subnet.is_some())
         .and_then(|ip| {
             crate::node::elasticip::attached(world)

@@ -115,8 +115,7 @@ fn segment(world: &World, nic: &NetworkInterface) -> Segment {
 }
 
 fn ip_of(nic: &NetworkInterface) -> Option<Ipv4Addr> {
-    let s = nic.status.as_ref()?;
-    s.address.split('/').next()?.parse().ok()
+    nic.ip()
 }
 
 fn vni_of(nic: &NetworkInterface) -> u32 {

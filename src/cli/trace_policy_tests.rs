@@ -86,7 +86,7 @@ fn world() -> World {
             spec,
             json!({"address": format!("{addr}/24"), "vni": vni, "phase": "Ready"}),
         ));
-        let mut ep = json!({"kind": "Pod", "address": addr, "nodeName": node,
+        let mut ep = json!({"kind": "Pod", "address": format!("{addr}/24"), "nodeName": node,
             "nodeIp": "172.18.0.1", "macAddress": "02:00:00:00:00:01"});
         ep[key] = json!(seg);
         w.endpoints.push(obj::<NetworkEndpoint>(
@@ -201,7 +201,7 @@ fn pol_03_trace_meets_a_gateway_l2networks_groups_only_across_the_gateway() {
     // A second NIC of lan: switched inside the segment, no policy at all.
     let mut other = nic(&w, "box").clone();
     other.metadata.name = Some("box2.eth0".into());
-    other.status.as_mut().unwrap().address = "10.3.0.9/24".into();
+    other.status.as_mut().unwrap().address = "10.3.0.9/24".parse().ok();
     w.objects.interfaces.push(other);
     let j = judge(&w, nic(&w, "box2"), nic(&w, "box"), flow(6, 9999));
     assert_eq!(j, Judgement::default());

@@ -36,13 +36,7 @@ pub fn goes_to_a_nic(world: &World, (ip, port, proto): (Ipv4Addr, u16, u8)) -> b
                 .iter()
                 .any(|p| p.port == port && ip_proto(&p.protocol) == Some(proto))
     });
-    !service
-        && world.objects.interfaces.iter().any(|n| {
-            n.status
-                .as_ref()
-                .and_then(|s| s.address.split('/').next()?.parse::<Ipv4Addr>().ok())
-                == Some(ip)
-        })
+    !service && world.objects.interfaces.iter().any(|n| n.ip() == Some(ip))
 }
 
 /// The policy steps to each backend of `backends` that is a NIC of the client's Vpc.
@@ -321,7 +315,7 @@ mod tests {
             );
             nic.metadata.namespace = Some("default".into());
             nic.status = Some(NetworkInterfaceStatus {
-                address: format!("{ip}/16"),
+                address: format!("{ip}/16").parse().ok(),
                 vni: 2,
                 ..Default::default()
             });
@@ -331,7 +325,7 @@ mod tests {
                 NetworkEndpointSpec {
                     kind: "Pod".into(),
                     subnet: Some("default".into()),
-                    address: format!("{ip}/16"),
+                    address: format!("{ip}/16").parse().ok(),
                     node_name: node.into(),
                     ..Default::default()
                 },

@@ -21,7 +21,7 @@ macro_rules! define_snapshot {
             #[serde(default)]
             pub terminating_pods: Vec<String>,
             /// The cluster's Service CIDR(s) (kube-apiserver `--service-cluster-ip-range`).
-            pub service_cidrs: Vec<String>,
+            pub service_cidrs: Vec<ipnet::Ipv4Net>,
         }
     };
 }
@@ -32,6 +32,27 @@ fn name<K: kube::Resource>(o: &K) -> &str {
 }
 
 impl Snapshot {
+    /// The usable address ranges of an ExternalNetwork's pools, in the pools' order:
+    /// what ElasticIPs and the Nodes' attachments (NAT-02) are handed out of, first fit
+    /// (an `alloc::Pool` of them); what admission checks a requested address against.
+    pub fn pool_ranges(
+        &self,
+        net: &ExternalNetwork,
+    ) -> Vec<(std::net::Ipv4Addr, std::net::Ipv4Addr)> {
+        net.spec
+            .address_pools
+            .iter()
+            .filter_map(|p| self.address_pool(p))
+            .flat_map(|p| {
+                p.spec
+                    .addresses
+                    .iter()
+                    .filter_map(|a| crate::api::addresspool::usable(&p.spec.advertise_mode, a).ok())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
     pub fn vpc(&self, n: &str) -> Option<&Vpc> {
         self.vpcs.iter().find(|o| name(*o) == n)
     }

@@ -32,7 +32,7 @@ fn selects(selector: &BTreeMap<String, String>, pod: &PodRecord) -> bool {
 /// What the slices read of the Pods' NICs, indexed once per pass: each eth0's address,
 /// and which NICs their daemons attached (by `namespace`, NIC name).
 struct Nics<'a> {
-    address: HashMap<(&'a str, &'a str), &'a str>,
+    address: HashMap<(&'a str, &'a str), std::net::Ipv4Addr>,
     attached: HashSet<(&'a str, &'a str)>,
 }
 
@@ -49,10 +49,7 @@ impl<'a> Nics<'a> {
                 .objects
                 .interfaces
                 .iter()
-                .filter_map(|n| {
-                    let a = n.status.as_ref()?.address.split('/').next()?;
-                    (!a.is_empty()).then(|| (key(&n.metadata), a))
-                })
+                .filter_map(|n| Some((key(&n.metadata), n.ip()?)))
                 .collect(),
             attached: world.endpoints.iter().map(|e| key(&e.metadata)).collect(),
         }
@@ -89,7 +86,7 @@ fn slices_of(world: &World, nics: &Nics<'_>, svc: &ServiceRecord) -> Vec<Endpoin
             })
             .collect();
         groups.entry(ports).or_default().push(SliceEndpoint {
-            addresses: vec![address.to_owned()],
+            addresses: vec![address.to_string()],
             ready: attached && !pod.terminating,
             serving: attached,
             terminating: pod.terminating,
@@ -160,7 +157,7 @@ mod tests {
             );
             nic.metadata.namespace = Some("default".into());
             nic.status = Some(NetworkInterfaceStatus {
-                address: format!("10.16.0.{}/16", i + 10),
+                address: format!("10.16.0.{}/16", i + 10).parse().ok(),
                 ..Default::default()
             });
             w.objects.interfaces.push(nic);

@@ -1,9 +1,11 @@
 //! Addresses from an L2Network's `cidr`: only the gateway's one address is reserved
 //! (L2-17: no DNS resolver, no other infrastructure addresses), plus the network and
 //! broadcast addresses, which no host can use.
-use std::{collections::BTreeSet, net::Ipv4Addr};
+use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
+
+use crate::alloc::{Pool, Refused};
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum IpamError {
@@ -17,46 +19,33 @@ pub enum IpamError {
     Reserved { addr: Ipv4Addr },
 }
 
-/// The first free host address of `net`, or the requested one if it is free.
-pub fn allocate(
-    net: Ipv4Net,
-    gateway: Option<Ipv4Addr>,
-    held: &BTreeSet<Ipv4Addr>,
-    requested: Option<Ipv4Addr>,
-) -> Result<Ipv4Addr, IpamError> {
-    allocate_from(net, gateway, held, requested, &mut net.network())
+/// The pool of a segment's `net`: its every address, the network and broadcast
+/// addresses and the gateway reserved (so that asking for one of them is `Reserved`,
+/// not `Outside`).
+pub fn pool(net: Ipv4Net, gateway: Option<Ipv4Addr>) -> Pool<Ipv4Addr> {
+    let mut p = Pool::new([(net.network(), net.broadcast())]);
+    p.reserve(net.network()).reserve(net.broadcast());
+    if let Some(g) = gateway {
+        p.reserve(g);
+    }
+    p
 }
 
-/// [`allocate`] for a pass that only adds to `held`: no address below `cursor` is free,
-/// so the search starts there and moves it on (first-fit stays first-fit, and a pass
-/// over n NICs costs O(n) instead of O(n^2)).
-pub fn allocate_from(
+/// The first free host address of `pool` (the one made by [`pool`] for `net`), or the
+/// requested one if it is free; held either way.
+pub fn allocate(
+    pool: &mut Pool<Ipv4Addr>,
     net: Ipv4Net,
-    gateway: Option<Ipv4Addr>,
-    held: &BTreeSet<Ipv4Addr>,
     requested: Option<Ipv4Addr>,
-    cursor: &mut Ipv4Addr,
 ) -> Result<Ipv4Addr, IpamError> {
-    let reserved = |a: Ipv4Addr| a == net.network() || a == net.broadcast() || Some(a) == gateway;
-    if let Some(addr) = requested {
-        if !net.contains(&addr) {
-            return Err(IpamError::Outside { addr, cidr: net });
-        }
-        if reserved(addr) {
-            return Err(IpamError::Reserved { addr });
-        }
-        if held.contains(&addr) {
-            return Err(IpamError::Held { addr });
-        }
-        return Ok(addr);
+    match requested {
+        Some(addr) => pool.claim(addr).map_err(|r| match r {
+            Refused::Outside => IpamError::Outside { addr, cidr: net },
+            Refused::Reserved => IpamError::Reserved { addr },
+            Refused::Held => IpamError::Held { addr },
+        }),
+        None => pool.first_free().ok_or(IpamError::Exhausted { cidr: net }),
     }
-    let found = net
-        .hosts()
-        .skip_while(|a| a < cursor)
-        .find(|a| !reserved(*a) && !held.contains(a))
-        .ok_or(IpamError::Exhausted { cidr: net })?;
-    *cursor = found;
-    Ok(found)
 }
 
 #[cfg(test)]
@@ -67,10 +56,9 @@ mod tests {
     fn l2_17_only_the_gateway_address_is_reserved() {
         let net: Ipv4Net = "10.7.0.0/29".parse().unwrap();
         let gw = Some("10.7.0.1".parse().unwrap());
-        let mut held = BTreeSet::new();
+        let mut p = pool(net, gw);
         let mut got = Vec::new();
-        while let Ok(a) = allocate(net, gw, &held, None) {
-            held.insert(a);
+        while let Ok(a) = allocate(&mut p, net, None) {
             got.push(a.to_string());
         }
         assert_eq!(
@@ -78,12 +66,12 @@ mod tests {
             ["10.7.0.2", "10.7.0.3", "10.7.0.4", "10.7.0.5", "10.7.0.6"]
         );
         assert_eq!(
-            allocate(net, gw, &held, None),
+            allocate(&mut p, net, None),
             Err(IpamError::Exhausted { cidr: net })
         );
         // Without a gateway, .1 is a host like any other.
         assert_eq!(
-            allocate(net, None, &BTreeSet::new(), None)
+            allocate(&mut pool(net, None), net, None)
                 .unwrap()
                 .to_string(),
             "10.7.0.1"
@@ -94,24 +82,25 @@ mod tests {
     fn l2_17_requested_addresses_are_checked() {
         let net: Ipv4Net = "10.7.0.0/24".parse().unwrap();
         let gw = Some("10.7.0.1".parse().unwrap());
-        let held: BTreeSet<Ipv4Addr> = ["10.7.0.9".parse().unwrap()].into();
-        assert!(matches!(
-            allocate(net, gw, &held, Some("10.7.0.1".parse().unwrap())),
-            Err(IpamError::Reserved { .. })
-        ));
-        assert!(matches!(
-            allocate(net, gw, &held, Some("10.7.0.9".parse().unwrap())),
-            Err(IpamError::Held { .. })
-        ));
-        assert!(matches!(
-            allocate(net, gw, &held, Some("10.8.0.9".parse().unwrap())),
-            Err(IpamError::Outside { .. })
-        ));
+        let mut p = pool(net, gw);
+        p.hold("10.7.0.9".parse().unwrap());
+        for (asked, want) in [
+            ("10.7.0.1", "Reserved"),
+            ("10.7.0.0", "Reserved"),
+            ("10.7.0.255", "Reserved"),
+            ("10.7.0.9", "Held"),
+            ("10.8.0.9", "Outside"),
+        ] {
+            let got = allocate(&mut p, net, Some(asked.parse().unwrap())).unwrap_err();
+            assert!(format!("{got:?}").starts_with(want), "{asked}: {got:?}");
+        }
         assert_eq!(
-            allocate(net, gw, &held, Some("10.7.0.77".parse().unwrap()))
+            allocate(&mut p, net, Some("10.7.0.77".parse().unwrap()))
                 .unwrap()
                 .to_string(),
             "10.7.0.77"
         );
+        // A request does not move the first fit.
+        assert_eq!(allocate(&mut p, net, None).unwrap().to_string(), "10.7.0.2");
     }
 }

@@ -1,20 +1,26 @@
 //! L2Network status (L2-21, L2-22, L2-23): VNI from the shared `subnet-vni` pool, never
 //! reused while held; effective MTU; resolved gateway; a gateway MAC chosen once.
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use super::Config;
 use crate::{
     admission::validate::{Snapshot, first_host, parse_cidr},
+    alloc::Pool,
     api::{
         AllocationPool,
         condition::Condition,
         l2network::{AclRef, L2NetworkStatus},
+        net::Mac,
     },
 };
 
-/// VNIs held by any Subnet or L2Network.
-pub(super) fn held_vnis(snap: &Snapshot) -> BTreeSet<u32> {
-    snap.subnets
+/// The `subnet-vni` pool, holding the VNIs of every Subnet, L2Network and
+/// ExternalNetwork.
+pub(super) fn held_vnis(snap: &Snapshot) -> Pool<u32> {
+    let range = AllocationPool::subnet_vni().spec.number;
+    let mut pool = Pool::new([(range.min, range.max)]);
+    let held = snap
+        .subnets
         .iter()
         .filter_map(|s| s.status.as_ref().map(|st| st.vni))
         .chain(
@@ -28,23 +34,23 @@ pub(super) fn held_vnis(snap: &Snapshot) -> BTreeSet<u32> {
                 .iter()
                 .filter_map(|n| n.status.as_ref().map(|st| st.network_id)),
         )
-        .filter(|v| *v != 0)
-        .collect()
+        .filter(|v| *v != 0);
+    for v in held {
+        pool.hold(v);
+    }
+    pool
 }
 
 /// A locally administered MAC for the gateway of segment `vni`: stable, and distinct
 /// per segment.
-pub fn gateway_mac(vni: u32) -> String {
+pub fn gateway_mac(vni: u32) -> Mac {
     let b = vni.to_be_bytes();
-    format!("02:4a:4e:{:02x}:{:02x}:{:02x}", b[1], b[2], b[3])
+    Mac([0x02, 0x4a, 0x4e, b[1], b[2], b[3]])
 }
 
 /// The lowest free VNI of the `subnet-vni` pool, marked held; `None` when exhausted.
-pub(super) fn next_vni(held: &mut BTreeSet<u32>) -> Option<u32> {
-    let pool = AllocationPool::subnet_vni().spec.number;
-    let v = (pool.min..=pool.max).find(|v| !held.contains(v))?;
-    held.insert(v);
-    Some(v)
+pub(super) fn next_vni(pool: &mut Pool<u32>) -> Option<u32> {
+    pool.first_free()
 }
 
 /// Oldest first (by name when no timestamps), so that allocation is deterministic.
@@ -98,19 +104,15 @@ pub fn reconcile_with(
             };
             v
         };
+        // Admission refuses a gateway address that is no IPv4 address.
         let gateway = l.spec.gateway.as_ref().and_then(|g| {
             let net = parse_cidr(l.spec.cidr.as_deref()?).ok()?;
-            Some(
-                g.address
-                    .clone()
-                    .unwrap_or_else(|| first_host(&net).to_string()),
-            )
+            match g.address.as_deref() {
+                Some(a) => a.parse().ok(),
+                None => Some(first_host(&net)),
+            }
         });
-        let gateway_mac = match &gateway {
-            Some(_) if !old.gateway_mac.is_empty() => old.gateway_mac.clone(),
-            Some(_) => gateway_mac(vni),
-            None => String::new(),
-        };
+        let gateway_mac = gateway.map(|_| old.gateway_mac.unwrap_or_else(|| gateway_mac(vni)));
         let network_acl = l
             .spec
             .network_acl
@@ -122,7 +124,7 @@ pub fn reconcile_with(
             L2NetworkStatus {
                 vni,
                 mtu: l.spec.mtu.unwrap_or(cfg.default_l2_mtu),
-                gateway: gateway.unwrap_or_default(),
+                gateway,
                 gateway_mac,
                 network_acl,
                 conditions: vec![Condition::new("Ready", true, "Reconciled", "")],
@@ -135,6 +137,7 @@ pub fn reconcile_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::net::shown;
     use crate::api::{
         L2Network, Subnet,
         l2network::{L2Gateway, L2NetworkSpec},
@@ -200,18 +203,19 @@ mod tests {
         assert_eq!(st["routed"].mtu, 1450, "controller default");
         assert_eq!(st["pure"].mtu, 9000);
         assert_eq!(
-            st["routed"].gateway, "10.7.0.1",
+            shown(&st["routed"].gateway),
+            "10.7.0.1",
             "first address by default (L2-11)"
         );
-        assert_eq!(st["pure"].gateway, "");
-        assert_eq!(st["pure"].gateway_mac, "");
-        assert!(st["routed"].gateway_mac.starts_with("02:"));
+        assert_eq!(st["pure"].gateway, None);
+        assert_eq!(st["pure"].gateway_mac, None);
+        assert!(shown(&st["routed"].gateway_mac).starts_with("02:"));
         // Chosen once: an existing MAC is kept.
         let mut kept = st["routed"].clone();
-        kept.gateway_mac = "02:aa:bb:cc:dd:ee".into();
+        kept.gateway_mac = "02:aa:bb:cc:dd:ee".parse().ok();
         snap.l2networks[0].status = Some(kept);
         assert_eq!(
-            reconcile_all(&snap, &Config::default())["routed"].gateway_mac,
+            shown(&reconcile_all(&snap, &Config::default())["routed"].gateway_mac),
             "02:aa:bb:cc:dd:ee"
         );
     }

@@ -13,12 +13,10 @@ use std::{
     net::Ipv4Addr,
 };
 
-use super::{
-    elasticip::{Unallocated, pool_ranges},
-    externalnetwork::pools_problem,
-};
+use super::{elasticip::Unallocated, externalnetwork::pools_problem};
 use crate::{
     admission::validate::Snapshot,
+    alloc::Pool,
     api::{
         ARPAdvertisement, ExternalNetworkAttachment, NodeRecord,
         arpadvertisement::ARPAdvertisementSpec,
@@ -91,12 +89,10 @@ pub fn reconcile(
         let Some(en) = snap.external_network(net) else {
             continue;
         };
-        let Ok(a) = old.status.as_ref().map_or("", |s| &s.assigned_ip).parse() else {
+        let Some(a) = old.status.as_ref().and_then(|s| s.assigned_ip) else {
             continue;
         };
-        let in_pools = pool_ranges(snap, en)
-            .iter()
-            .any(|(lo, hi)| (*lo..=*hi).contains(&a));
+        let in_pools = Pool::new(snap.pool_ranges(en)).contains(a);
         // Two attachments never share one (an ElasticIP asked for it first: the older
         // claim, the ElasticIP's, has it already out of `held`).
         if in_pools && !held.contains(&a) && kept.values().all(|k| *k != a) {
@@ -117,11 +113,11 @@ pub fn reconcile(
         let name = name_for(net, &node.name);
         let address = kept.get(&name).copied().or_else(|| {
             let en = snap.external_network(net)?;
-            let free = pool_ranges(snap, en).iter().find_map(|(lo, hi)| {
-                (u32::from(*lo)..=u32::from(*hi))
-                    .map(Ipv4Addr::from)
-                    .find(|a| !held.contains(a))
-            })?;
+            let mut pool = Pool::new(snap.pool_ranges(en));
+            for h in &held {
+                pool.hold(*h);
+            }
+            let free = pool.first_free()?;
             held.insert(free);
             Some(free)
         });
@@ -131,12 +127,12 @@ pub fn reconcile(
                     &advertisement_name(&name),
                     ARPAdvertisementSpec {
                         external_network: net.clone(),
-                        address: a.to_string(),
+                        address: Some(a),
                         node_name: node.name.clone(),
                     },
                 ));
                 (
-                    a.to_string(),
+                    Some(a),
                     Condition::new(
                         "Ready",
                         true,
@@ -146,7 +142,7 @@ pub fn reconcile(
                 )
             }
             None => (
-                String::new(),
+                None,
                 Condition::new(
                     "Ready",
                     false,
@@ -237,12 +233,12 @@ fn gateway_status(
         .collect();
     let ready: Vec<&str> = mine
         .iter()
-        .filter(|a| a.status.as_ref().is_some_and(|s| !s.assigned_ip.is_empty()))
+        .filter(|a| a.status.as_ref().is_some_and(|s| s.assigned_ip.is_some()))
         .map(|a| a.spec.node_name.as_str())
         .collect();
     let waiting: Vec<&str> = mine
         .iter()
-        .filter(|a| a.status.as_ref().is_none_or(|s| s.assigned_ip.is_empty()))
+        .filter(|a| a.status.as_ref().is_none_or(|s| s.assigned_ip.is_none()))
         .map(|a| a.spec.node_name.as_str())
         .collect();
     let mut status = NATGatewayStatus {

@@ -1,13 +1,11 @@
 //! The Pod controller: one NetworkInterface `<pod>.<iface>` per NIC a Pod asks for,
 //! with its address (IPAM), MTU, VNI and routes.
-use std::{
-    collections::{BTreeSet, HashMap},
-    net::Ipv4Addr,
-};
+use std::{collections::HashMap, net::Ipv4Addr};
 
 use super::ipam;
 use crate::{
     admission::validate::{Snapshot, parse_cidr},
+    alloc::Pool,
     api::{
         NetworkInterface, PodRecord,
         annotations::{self, Target},
@@ -15,10 +13,6 @@ use crate::{
         networkinterface::{NetworkInterfaceSpec, NetworkInterfaceStatus, NicRoute, PodRef},
     },
 };
-
-fn address_of(n: &NetworkInterface) -> Option<Ipv4Addr> {
-    n.status.as_ref()?.address.split('/').next()?.parse().ok()
-}
 
 /// The pool key of a NIC's segment: Subnets and L2Networks are named apart, so one of
 /// each may share a name.
@@ -30,36 +24,49 @@ fn pool_key(n: &NetworkInterfaceSpec) -> Option<String> {
     }
 }
 
-/// Per segment: the addresses held, and where the first-fit search may start.
+/// Per segment: the addresses its NICs and its Nodes hold, and its pool once the
+/// segment's cidr is known (one per pass, so first fit costs O(n) over the pass).
 #[derive(Default)]
 struct Pools {
-    held: HashMap<String, (BTreeSet<Ipv4Addr>, Ipv4Addr)>,
+    held: HashMap<String, Vec<Ipv4Addr>>,
+    pools: HashMap<String, Pool<Ipv4Addr>>,
 }
 
 impl Pools {
     fn new(snap: &Snapshot) -> Self {
         let mut p = Pools::default();
         for n in &snap.interfaces {
-            if let (Some(key), Some(a)) = (pool_key(&n.spec), address_of(n)) {
-                p.entry(&key).0.insert(a);
+            if let (Some(key), Some(a)) = (pool_key(&n.spec), n.ip()) {
+                p.held.entry(key).or_default().push(a);
             }
         }
         // The Nodes' Service source addresses (SVC-02) are no Pod's to take.
         for s in &snap.subnets {
             let key = format!("subnet/{}", s.metadata.name.as_deref().unwrap_or(""));
             for a in s.status.iter().flat_map(|st| &st.node_addresses) {
-                if let Ok(ip) = a.address.parse() {
-                    p.entry(&key).0.insert(ip);
+                if let Some(ip) = a.address {
+                    p.held.entry(key.clone()).or_default().push(ip);
                 }
             }
         }
         p
     }
 
-    fn entry(&mut self, key: &str) -> &mut (BTreeSet<Ipv4Addr>, Ipv4Addr) {
-        self.held
-            .entry(key.to_owned())
-            .or_insert_with(|| (BTreeSet::new(), Ipv4Addr::UNSPECIFIED))
+    /// The pool of segment `key` (`cidr`, `gateway`), holding what is held in it.
+    fn pool(
+        &mut self,
+        key: &str,
+        cidr: ipnet::Ipv4Net,
+        gateway: Option<Ipv4Addr>,
+    ) -> &mut Pool<Ipv4Addr> {
+        let held = &self.held;
+        self.pools.entry(key.to_owned()).or_insert_with(|| {
+            let mut p = ipam::pool(cidr, gateway);
+            for a in held.get(key).into_iter().flatten() {
+                p.hold(*a);
+            }
+            p
+        })
     }
 }
 
@@ -72,8 +79,7 @@ struct Segment {
     mtu: u32,
     /// `None`: no addresses handed out (L2-25).
     cidr: Option<ipnet::Ipv4Net>,
-    /// Empty without a gateway.
-    gateway: String,
+    gateway: Option<Ipv4Addr>,
 }
 
 /// A NIC's status while it cannot be completed (boxed: it is the error side of the
@@ -213,7 +219,7 @@ fn l2network(name: &str, snap: &Snapshot) -> Result<Segment, Waiting> {
         vni: st.vni,
         mtu: st.mtu,
         cidr: net.spec.cidr.as_deref().and_then(|c| parse_cidr(c).ok()),
-        gateway: st.gateway.clone(),
+        gateway: st.gateway,
     })
 }
 
@@ -236,7 +242,7 @@ fn subnet(name: &str, snap: &Snapshot) -> Result<Segment, Waiting> {
         vni: st.vni,
         mtu: 0,
         cidr: Some(cidr),
-        gateway: st.gateway.clone(),
+        gateway: st.gateway,
     })
 }
 
@@ -257,40 +263,28 @@ fn nic_status(
     let Some(cidr) = seg.cidr else {
         return Ok(status);
     };
-    let kept = existing
-        .and_then(|e| e.status.as_ref())
-        .map(|s| s.address.clone())
-        .filter(|a| !a.is_empty());
-    status.address = match kept {
+    let kept = existing.and_then(|e| e.status.as_ref()?.address);
+    status.address = Some(match kept {
         Some(a) => a,
         None => {
-            let gateway = seg.gateway.parse().ok();
+            let gateway = seg.gateway;
             let requested = req
                 .address
                 .as_deref()
                 .and_then(|a| a.split('/').next()?.parse().ok());
-            let (held, cursor) = pools.entry(&seg.pool);
-            // A requested address must not move the first-fit cursor.
-            let mut scratch = *cursor;
-            let slot = if requested.is_some() {
-                &mut scratch
-            } else {
-                cursor
-            };
-            match ipam::allocate_from(cidr, gateway, held, requested, slot) {
-                Ok(a) => {
-                    held.insert(a);
-                    format!("{a}/{}", cidr.prefix_len())
-                }
+            match ipam::allocate(pools.pool(&seg.pool, cidr, gateway), cidr, requested) {
+                Ok(a) => ipnet::Ipv4Net::new(a, cidr.prefix_len()).expect("a prefix of the cidr"),
                 Err(e) => return Err(pending("AllocationFailed", e.to_string())),
             }
         }
-    };
+    });
     // L2-15: only the first NIC's default route, via the segment's gateway.
-    if req.interface == "eth0" && !seg.gateway.is_empty() {
+    if req.interface == "eth0"
+        && let Some(gw) = seg.gateway
+    {
         status.routes.push(NicRoute {
             dst: "0.0.0.0/0".into(),
-            gw: seg.gateway.clone(),
+            gw: gw.to_string(),
             ..Default::default()
         });
     }

@@ -14,13 +14,14 @@
 //! group deleted in a race) is reported and dropped: the rest of the group stays in
 //! force and keeps its `rulesetVersion`; a rule whose every peer is dropped matches
 //! nothing (0 entries), never everything.
-use std::collections::{BTreeMap, BTreeSet, btree_map::Entry};
+use std::collections::{BTreeMap, btree_map::Entry};
 
 use crate::{
     admission::{
         Rejection,
         validate::{SgProblems, Snapshot, acl_rule_problems, sg_rule_problems},
     },
+    alloc::Pool,
     api::{
         NetworkACL, NetworkInterface, SecurityGroup,
         condition::Condition,
@@ -74,17 +75,16 @@ pub fn assign_ids(snap: &Snapshot) -> PolicyIds {
         }))
         .collect();
     all.sort();
-    let mut held = BTreeSet::new();
+    let mut pool = Pool::new([(1, MAX_POLICY_ID)]);
     let mut given: BTreeMap<(Kind, String), u32> = BTreeMap::new();
     for (n, kind, old) in &all {
-        if (1..=MAX_POLICY_ID).contains(old) && held.insert(*old) {
-            given.insert((*kind, n.clone()), *old);
+        if let Ok(id) = pool.claim(*old) {
+            given.insert((*kind, n.clone()), id);
         }
     }
-    let mut free = (1..=MAX_POLICY_ID).filter(|i| !held.contains(i));
     for (n, kind, _) in &all {
         if let Entry::Vacant(e) = given.entry((*kind, n.clone())) {
-            let Some(id) = free.next() else { break };
+            let Some(id) = pool.first_free() else { break };
             e.insert(id);
         }
     }
@@ -272,8 +272,7 @@ fn sg_status(
         .iter()
         .filter(|nic| nic.spec.security_groups.contains(&n))
         .filter_map(|nic| nic.status.as_ref())
-        .filter_map(|st| st.address.split('/').next().map(str::to_owned))
-        .filter(|a| !a.is_empty())
+        .filter_map(|st| Some(st.address?.addr().to_string()))
         .collect();
     members.sort();
     members.dedup();

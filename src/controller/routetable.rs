@@ -9,22 +9,9 @@ use crate::{
     admission::Snapshot,
     api::{
         DEFAULT_VPC, RouteTable,
-        natgateway::DEFAULT_NAT_GATEWAY,
         routetable::{Route, Via},
     },
 };
-
-/// The route the NATGateway `default` gives the default Vpc (NAT-01).
-pub fn default_nat_route() -> Route {
-    Route {
-        dst: "0.0.0.0/0".into(),
-        via: Via {
-            type_: "natGateway".into(),
-            nat_gateway: Some(DEFAULT_NAT_GATEWAY.into()),
-            ..Default::default()
-        },
-    }
-}
 
 /// `default_nat`: the NATGateway `default` is Ready in this pass.
 pub fn reconcile_all(snap: &Snapshot, default_nat: bool) -> Vec<RouteTable> {
@@ -33,7 +20,7 @@ pub fn reconcile_all(snap: &Snapshot, default_nat: bool) -> Vec<RouteTable> {
         .map(|rt| {
             let mut rt = rt.clone();
             if rt.metadata.name.as_deref() == Some(DEFAULT_VPC) && rt.spec.vpc == DEFAULT_VPC {
-                let route = default_nat_route();
+                let route = Route::default_nat();
                 let has = rt.spec.routes.iter().position(|r| r == &route);
                 let other = rt
                     .spec

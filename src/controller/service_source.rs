@@ -13,6 +13,7 @@ use std::{
 use ipnet::Ipv4Net;
 
 use crate::{
+    alloc::Pool,
     api::{NetworkEndpoint, NetworkInterface, subnet::NodeAddress},
     cluster::Snapshot,
 };
@@ -38,20 +39,6 @@ pub fn source_subnets(snap: &Snapshot) -> BTreeSet<String> {
         .collect()
 }
 
-/// The highest free host address of `cidr`: the Nodes' addresses fill the Subnet from
-/// its top, the Pods' from its bottom (first fit), so neither moves the other's.
-fn last_free(
-    cidr: Ipv4Net,
-    gateway: Option<Ipv4Addr>,
-    held: &BTreeSet<Ipv4Addr>,
-) -> Option<Ipv4Addr> {
-    let (first, last) = (u32::from(cidr.network()) + 1, u32::from(cidr.broadcast()));
-    (first..last)
-        .rev()
-        .map(Ipv4Addr::from)
-        .find(|a| Some(*a) != gateway && !held.contains(a))
-}
-
 /// Subnet -> its Nodes' addresses. `snap`: the objects with this pass's statuses (the
 /// addresses written before); `interfaces`: this pass's NICs.
 pub fn reconcile(
@@ -59,10 +46,10 @@ pub fn reconcile(
     endpoints: &[NetworkEndpoint],
     interfaces: &[NetworkInterface],
 ) -> BTreeMap<String, Vec<NodeAddress>> {
-    let nodes: BTreeMap<&str, &str> = endpoints
+    let nodes: BTreeMap<&str, Ipv4Addr> = endpoints
         .iter()
-        .filter(|e| !e.spec.node_name.is_empty() && !e.spec.node_ip.is_empty())
-        .map(|e| (e.spec.node_name.as_str(), e.spec.node_ip.as_str()))
+        .filter(|e| !e.spec.node_name.is_empty())
+        .filter_map(|e| Some((e.spec.node_name.as_str(), e.spec.node_ip?)))
         .collect();
     let mut out = BTreeMap::new();
     for name in source_subnets(snap) {
@@ -72,29 +59,37 @@ pub fn reconcile(
         let Ok(cidr) = subnet.spec.cidr.parse::<Ipv4Net>() else {
             continue;
         };
-        let gateway: Option<Ipv4Addr> = subnet.status.as_ref().and_then(|s| s.gateway.parse().ok());
-        let mut held: BTreeSet<Ipv4Addr> = interfaces
+        let gateway = subnet.status.as_ref().and_then(|s| s.gateway);
+        // The Nodes' addresses fill the Subnet from its top, the Pods' from its bottom
+        // (first fit), so neither moves the other's.
+        let mut pool = Pool::hosts(cidr);
+        if let Some(g) = gateway {
+            pool.reserve(g);
+        }
+        for a in interfaces
             .iter()
             .filter(|n| n.spec.subnet.as_deref() == Some(name.as_str()))
-            .filter_map(|n| n.status.as_ref()?.address.split('/').next()?.parse().ok())
-            .collect();
+            .filter_map(NetworkInterface::ip)
+        {
+            pool.hold(a);
+        }
         let before: BTreeMap<String, Ipv4Addr> = subnet
             .status
             .iter()
             .flat_map(|s| &s.node_addresses)
-            .filter_map(|a| Some((a.node.clone(), a.address.parse().ok()?)))
+            .filter_map(|a| Some((a.node.clone(), a.address?)))
             .collect();
         let mut addresses = Vec::new();
         // Kept first (stable), then the new Nodes, by name.
         for (node, vtep) in &nodes {
             if let Some(ip) = before.get(*node)
-                && !held.contains(ip)
+                && !pool.is_held(*ip)
             {
-                held.insert(*ip);
+                pool.hold(*ip);
                 addresses.push(NodeAddress {
                     node: (*node).to_owned(),
-                    address: ip.to_string(),
-                    node_ip: (*vtep).to_owned(),
+                    address: Some(*ip),
+                    node_ip: Some(*vtep),
                 });
             }
         }
@@ -102,13 +97,12 @@ pub fn reconcile(
             if addresses.iter().any(|a| a.node == *node) {
                 continue;
             }
-            match last_free(cidr, gateway, &held) {
+            match pool.last_free() {
                 Some(ip) => {
-                    held.insert(ip);
                     addresses.push(NodeAddress {
                         node: (*node).to_owned(),
-                        address: ip.to_string(),
-                        node_ip: (*vtep).to_owned(),
+                        address: Some(ip),
+                        node_ip: Some(*vtep),
                     });
                 }
                 None => {
@@ -131,6 +125,7 @@ mod tests {
     use super::*;
     use crate::api::{
         Subnet, Vpc,
+        net::shown,
         networkendpoint::NetworkEndpointSpec,
         networkinterface::{NetworkInterfaceSpec, NetworkInterfaceStatus, PodRef},
         subnet::{SubnetSpec, SubnetStatus},
@@ -143,7 +138,7 @@ mod tests {
             NetworkEndpointSpec {
                 kind: "Pod".into(),
                 node_name: node.into(),
-                node_ip: vtep.into(),
+                node_ip: vtep.parse().ok(),
                 ..Default::default()
             },
         )
@@ -160,7 +155,7 @@ mod tests {
             },
         );
         n.status = Some(NetworkInterfaceStatus {
-            address: format!("{ip}/16"),
+            address: format!("{ip}/16").parse().ok(),
             ..Default::default()
         });
         n
@@ -189,7 +184,7 @@ mod tests {
             },
         );
         sub.status = Some(SubnetStatus {
-            gateway: "10.16.0.1".into(),
+            gateway: "10.16.0.1".parse().ok(),
             node_addresses: before,
             ..Default::default()
         });
@@ -201,20 +196,20 @@ mod tests {
     fn svc_02_each_node_gets_a_stable_source_address_out_of_the_pods_addresses() {
         let eps = [ep("node-b", "10.99.0.2"), ep("node-a", "10.99.0.1")];
         let got = reconcile(&snap(vec![]), &eps, &[nic("10.16.0.2")]);
-        let addrs: Vec<(&str, &str, &str)> = got["default"]
+        let addrs: Vec<(&str, String, String)> = got["default"]
             .iter()
-            .map(|a| (a.node.as_str(), a.address.as_str(), a.node_ip.as_str()))
+            .map(|a| (a.node.as_str(), shown(&a.address), shown(&a.node_ip)))
             .collect();
         // From the top of the Subnet, by Node name; a Pod's address is never taken.
         assert_eq!(
             addrs,
             [
-                ("node-a", "10.16.255.254", "10.99.0.1"),
-                ("node-b", "10.16.255.253", "10.99.0.2")
+                ("node-a", "10.16.255.254".into(), "10.99.0.1".into()),
+                ("node-b", "10.16.255.253".into(), "10.99.0.2".into())
             ]
         );
         let taken = reconcile(&snap(vec![]), &eps, &[nic("10.16.255.254")]);
-        assert_eq!(taken["default"][0].address, "10.16.255.253");
+        assert_eq!(shown(&taken["default"][0].address), "10.16.255.253");
         // Written once, kept; a Node without endpoints gives its address back.
         let again = reconcile(
             &snap(got["default"].clone()),
@@ -222,7 +217,7 @@ mod tests {
             &[nic("10.16.0.2")],
         );
         assert_eq!(again["default"].len(), 1);
-        assert_eq!(again["default"][0].address, "10.16.255.253");
+        assert_eq!(shown(&again["default"][0].address), "10.16.255.253");
         // A Vpc that provides nothing gets nothing.
         let mut none = snap(vec![]);
         none.vpcs[0].spec.service = None;

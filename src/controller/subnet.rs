@@ -47,17 +47,13 @@ pub fn reconcile_with(
             };
             v
         };
-        let gateway_mac = if old.gateway_mac.is_empty() {
-            gateway_mac(vni)
-        } else {
-            old.gateway_mac
-        };
+        let gateway_mac = old.gateway_mac.unwrap_or_else(|| gateway_mac(vni));
         out.insert(
             name,
             SubnetStatus {
                 vni,
-                gateway: first_host(&cidr).to_string(),
-                gateway_mac,
+                gateway: Some(first_host(&cidr)),
+                gateway_mac: Some(gateway_mac),
                 conditions: vec![Condition::new("Ready", true, "Reconciled", "")],
                 network_acl: s
                     .spec
@@ -116,8 +112,8 @@ mod tests {
         let st = reconcile_all(&snap);
         assert_eq!(st["db"].vni, 3, "2 is held by the L2Network");
         assert_eq!(st["web"].vni, 4);
-        assert_eq!(st["web"].gateway, "10.71.0.1");
-        assert_eq!(st["web"].gateway_mac, gateway_mac(4));
+        assert_eq!(st["web"].gateway, "10.71.0.1".parse().ok());
+        assert_eq!(st["web"].gateway_mac, Some(gateway_mac(4)));
         // An L2Network created next sees the Subnets' VNIs as held.
         for s in &mut snap.subnets {
             s.status = st.get(s.metadata.name.as_deref().unwrap()).cloned();

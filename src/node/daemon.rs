@@ -34,8 +34,6 @@ use crate::{cluster::Cluster, store::remote::RemoteStore};
 
 /// Name of the VXLAN device the daemon makes.
 pub const VXLAN_DEV: &str = "jnvx";
-/// Default pin root: `<this>/<node>`.
-pub const PIN_BASE: &str = "/sys/fs/bpf/juneau";
 /// Default folder of the CNI socket and the pid file: `<this>/<node>`.
 pub const RUN_BASE: &str = "/run/juneau";
 
@@ -141,6 +139,11 @@ impl DaemonConfig {
     pub fn pid_file(&self) -> PathBuf {
         pid_file_of(&self.cni_socket)
     }
+}
+
+/// Where `node`'s daemon listens by default (`--cni-socket` overrides it).
+pub fn socket_of(node: &str) -> PathBuf {
+    Path::new(RUN_BASE).join(node).join("cni.sock")
 }
 
 /// `<socket folder>/node.pid`.
@@ -322,6 +325,7 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         .map_err(io(format!("cannot serve {}", cfg.cni_socket.display())))?;
     std::fs::write(cfg.pid_file(), std::process::id().to_string())
         .map_err(io(format!("cannot write {}", cfg.pid_file().display())))?;
+    agent.start_processes();
     if let Some(listener) = metrics {
         super::metrics_http::serve(agent.clone(), listener)
             .map_err(io("cannot start the metrics server"))?;
@@ -341,18 +345,19 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         "node daemon ready"
     );
     let stop = Arc::new(AtomicBool::new(false));
-    let sweeps = sweep(
+    let sweeps = super::sweeps::cluster(
         agent.clone(),
         stop.clone(),
         Duration::from_secs(cfg.fdb_aging),
     );
-    let ct_sweeps = sweep_conntrack(conntrack, stop.clone());
+    let ct_sweeps = super::sweeps::conntrack(conntrack, stop.clone());
     let signal = signals().wait();
     tracing::info!(
         ?signal,
         "stopping; the datapath stays attached through its pins"
     );
     stop.store(true, Ordering::Relaxed);
+    agent.stop_processes();
     let _ = sweeps.join();
     let _ = ct_sweeps.join();
     let _ = std::fs::remove_file(&cfg.cni_socket);
@@ -388,7 +393,7 @@ fn lock(cfg: &DaemonConfig) -> Result<nix::fcntl::Flock<std::fs::File>, DaemonEr
 /// failure is logged too and loses only those connections' state, never forwarding).
 fn carry_connections(ct: &mut crate::node::dataplane::Conntrack, layout: &PinLayout) {
     for old in layout.other_versions() {
-        match ct.migrate_from(&old.join("maps")) {
+        match ct.migrate_from(&crate::node::dataplane::pins::maps_dir_in(&old)) {
             Ok(0) => {}
             Ok(n) => {
                 tracing::info!(from = %old.display(), connections = n, "connections carried over from another layout")
@@ -409,91 +414,6 @@ fn migrate(layout: &PinLayout) -> Result<(), DaemonError> {
         pins::remove_tree(&old)?;
     }
     Ok(())
-}
-
-/// Keeps the remote lists in step with the cluster and ages the learning tables every
-/// tenth of the aging time (at least once a second).
-/// The connection table's collection, every 10 s on its own thread and handle: it
-/// never holds the port owner's lock, and the datapath never waits on it.
-fn sweep_conntrack(
-    mut ct: crate::node::dataplane::Conntrack,
-    stop: Arc<AtomicBool>,
-) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        let mut last = Instant::now();
-        while !stop.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(250));
-            if last.elapsed() < Duration::from_secs(10) {
-                continue;
-            }
-            last = Instant::now();
-            match ct.sweep(None) {
-                Ok(0) => {}
-                Ok(n) => tracing::debug!(expired = n, "swept the connection table"),
-                Err(e) => tracing::warn!(error = %e, "connection table sweep failed"),
-            }
-        }
-    })
-}
-
-fn sweep(agent: Arc<Agent>, stop: Arc<AtomicBool>, aging: Duration) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        let mut seen = 0;
-        let mut last_sweep = Instant::now();
-        let mut ports = super::nat_ports::PortWatch::default();
-        let mut last_ports: Option<Instant> = None;
-        while !stop.load(Ordering::Relaxed) {
-            match agent.cluster.wait(seen, Duration::from_millis(500)) {
-                Ok(g) => seen = g,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cluster unreachable; retrying");
-                    std::thread::sleep(Duration::from_millis(500));
-                    continue;
-                }
-            }
-            if let Err(e) = agent.sync_from_cluster() {
-                tracing::warn!(error = %e, "remote lists and router not synced");
-            }
-            if last_sweep.elapsed() >= (aging / 10).max(Duration::from_secs(1)) {
-                match agent.dataplane.lock().expect("dataplane lock").age(aging) {
-                    Ok(0) => {}
-                    Ok(n) => tracing::debug!(expired = n, "aged the learning tables"),
-                    Err(e) => tracing::warn!(error = %e, "aging failed"),
-                }
-                last_sweep = Instant::now();
-            }
-            if last_ports.is_none_or(|t| t.elapsed() >= super::nat_ports::EVERY) {
-                report_nat_ports(&agent, &mut ports);
-                last_ports = Some(Instant::now());
-            }
-        }
-    })
-}
-
-/// NAT-02: the refusals for want of a port since the last round, as the condition
-/// `PortsExhausted` on this Node's attachments (`nat_ports`).
-fn report_nat_ports(agent: &Agent, watch: &mut super::nat_ports::PortWatch) {
-    let reason = juneau_common::DropReason::NatPortExhausted.name();
-    let count = match agent.dataplane.lock().expect("dataplane lock").drops() {
-        Ok(d) => d.get(reason).copied().unwrap_or(0),
-        Err(e) => {
-            tracing::warn!(error = %e, "drop counters unreadable; port exhaustion not reported");
-            return;
-        }
-    };
-    let now = Instant::now();
-    let new = watch.observe(count, now);
-    if new > 0 {
-        tracing::warn!(
-            refused = new,
-            "new connections found no free NAT source port (NAT_PORT_EXHAUSTED)"
-        );
-    }
-    match super::nat_ports::report(agent.cluster.as_ref(), watch, &agent.node, now) {
-        Ok(0) => {}
-        Ok(n) => tracing::info!(attachments = n, "PortsExhausted condition written"),
-        Err(e) => tracing::warn!(error = %e, "PortsExhausted condition not written"),
-    }
 }
 
 #[cfg(test)]

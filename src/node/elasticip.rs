@@ -28,14 +28,10 @@ pub fn holders(world: &World) -> BTreeMap<Ipv4Addr, Holder> {
             continue;
         }
         let vni = world.objects.network_id_of(eip);
-        let (Some(addr), Some(mac), Ok(node)) = (
-            ep.spec
-                .address
-                .split('/')
-                .next()
-                .and_then(|a| a.parse().ok()),
-            crate::parse_mac(&ep.spec.mac_address),
-            ep.spec.node_ip.parse::<Ipv4Addr>(),
+        let (Some(addr), Some(mac), Some(node)) = (
+            ep.spec.address.map(|a| a.addr()),
+            ep.spec.mac_address.map(|m| m.0),
+            ep.spec.node_ip,
         ) else {
             continue;
         };
@@ -57,7 +53,7 @@ pub fn holders(world: &World) -> BTreeMap<Ipv4Addr, Holder> {
     // Allocated but held by no NIC (a handover, a Pod not started): known, so that a
     // packet for it is dropped here (EIP_NO_HOLDER) instead of routed back out.
     for e in &world.objects.elastic_ips {
-        let Some(addr) = e.status.as_ref().and_then(|s| s.address.parse().ok()) else {
+        let Some(addr) = e.status.as_ref().and_then(|s| s.address) else {
             continue;
         };
         let vni = world.objects.network_id_of(e);
@@ -94,7 +90,9 @@ pub fn attached(world: &World) -> impl Iterator<Item = (Ipv4Addr, Holder)> + '_ 
         // The NIC's endpoint at the address the attachment reports: a NIC made again
         // under the same name waits for the controller's next pass.
         let ep = world.endpoints.iter().find(|e| {
-            in_ns(&e.metadata) && e.spec.address.split('/').next() == Some(st.pod_ip.as_str())
+            in_ns(&e.metadata)
+                && st.pod_ip.is_some()
+                && e.spec.address.map(|a| a.addr()) == st.pod_ip
         })?;
         let vni = objects
             .interfaces
@@ -104,12 +102,12 @@ pub fn attached(world: &World) -> impl Iterator<Item = (Ipv4Addr, Holder)> + '_ 
             .as_ref()?
             .vni;
         let holder = Holder {
-            mac: crate::parse_mac(&ep.spec.mac_address)?,
+            mac: ep.spec.mac_address?.0,
             vni,
-            node: ep.spec.node_ip.parse().ok()?,
-            pod_ip: Some(st.pod_ip.parse().ok()?),
+            node: ep.spec.node_ip?,
+            pod_ip: Some(st.pod_ip?),
         };
-        (vni != 0).then_some((st.elastic_ip.parse().ok()?, holder))
+        (vni != 0).then_some((st.elastic_ip?, holder))
     })
 }
 
@@ -129,7 +127,7 @@ pub fn arp_answers(world: &World, node: &str, mac: [u8; 6]) -> BTreeMap<Ipv4Addr
         .arp_advertisements
         .iter()
         .filter(|a| a.spec.node_name == node)
-        .filter_map(|a| a.spec.address.parse().ok())
+        .filter_map(|a| a.spec.address)
         .map(|ip| (ip, mac))
         .collect()
 }
@@ -151,10 +149,10 @@ mod tests {
             NetworkEndpointSpec {
                 kind: "Pod".into(),
                 elastic_ip: Some("web-eip".into()),
-                address: "10.99.0.100/32".into(),
-                mac_address: mac.into(),
+                address: "10.99.0.100/32".parse().ok(),
+                mac_address: mac.parse().ok(),
                 node_name: "n".into(),
-                node_ip: node_ip.into(),
+                node_ip: node_ip.parse().ok(),
                 ..Default::default()
             },
         );
@@ -181,7 +179,7 @@ mod tests {
         );
         eip.metadata.namespace = Some("default".into());
         eip.status = Some(ElasticIPStatus {
-            address: address.into(),
+            address: address.parse().ok(),
             attachment: Some(Attachment {
                 kind: kind.into(),
                 name: name.into(),
@@ -213,7 +211,7 @@ mod tests {
         assert_eq!(h.len(), 1);
         // Its holder's endpoint gone: still known, held nowhere.
         let eps = std::mem::take(&mut w.endpoints);
-        w.objects.elastic_ips[0].status.as_mut().unwrap().address = "10.99.0.100".into();
+        w.objects.elastic_ips[0].status.as_mut().unwrap().address = "10.99.0.100".parse().ok();
         assert_eq!(
             holders(&w)[&Ipv4Addr::new(10, 99, 0, 100)].node,
             Ipv4Addr::UNSPECIFIED
@@ -247,8 +245,8 @@ mod tests {
         );
         a.metadata.namespace = Some("default".into());
         a.status = Some(ElasticIPAttachmentStatus {
-            elastic_ip: "192.0.2.10".into(),
-            pod_ip: "10.71.0.2".into(),
+            elastic_ip: "192.0.2.10".parse().ok(),
+            pod_ip: "10.71.0.2".parse().ok(),
             node_name: "node-b".into(),
             phase: "Attached".into(),
             ..Default::default()
@@ -264,13 +262,13 @@ mod tests {
         nic.metadata.namespace = Some("default".into());
         nic.status = Some(NetworkInterfaceStatus {
             vni: 7101,
-            address: "10.71.0.2/24".into(),
+            address: "10.71.0.2/24".parse().ok(),
             ..Default::default()
         });
         w.objects.interfaces.push(nic);
         let mut ep = endpoint("app.eth0", "10.99.0.2", "02:00:00:00:00:07");
         ep.spec.elastic_ip = None;
-        ep.spec.address = "10.71.0.2/24".into();
+        ep.spec.address = "10.71.0.2/24".parse().ok();
         w.endpoints.push(ep);
         let eip_addr = Ipv4Addr::new(192, 0, 2, 10);
         let pod = Ipv4Addr::new(10, 71, 0, 2);
@@ -313,7 +311,7 @@ mod tests {
                 &format!("eip-default-{addr}"),
                 ARPAdvertisementSpec {
                     external_network: "ext".into(),
-                    address: addr.into(),
+                    address: addr.parse().ok(),
                     node_name: node.into(),
                 },
             ));

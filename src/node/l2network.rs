@@ -8,6 +8,8 @@ use juneau_common::{
     l2::{MAX_FLOOD_PORTS, MAX_REMOTE_VTEPS, MAX_SEGMENTS},
 };
 
+use crate::alloc::Pool;
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum L2Error {
     #[error(
@@ -54,14 +56,26 @@ pub struct Change {
     pub segment_edge: bool,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Segments {
     by_vni: BTreeMap<u32, Segment>,
     port_vni: BTreeMap<u32, u32>,
-    used_slots: BTreeSet<u32>,
+    /// The segments' slots in the datapath's per-segment maps (lowest free first).
+    slots: Pool<u32>,
     /// VNI -> remote VTEP -> number of endpoints of the segment on that Node. A Node is
     /// listed once, while any of its endpoints exists.
     remotes: BTreeMap<u32, BTreeMap<u32, u32>>,
+}
+
+impl Default for Segments {
+    fn default() -> Self {
+        Self {
+            by_vni: BTreeMap::new(),
+            port_vni: BTreeMap::new(),
+            slots: Pool::new([(0, MAX_SEGMENTS - 1)]),
+            remotes: BTreeMap::new(),
+        }
+    }
 }
 
 impl Segments {
@@ -87,10 +101,7 @@ impl Segments {
         }
         let segment_edge = !self.by_vni.contains_key(&vni);
         if segment_edge {
-            let slot = (0..MAX_SEGMENTS)
-                .find(|s| !self.used_slots.contains(s))
-                .ok_or(L2Error::TooManySegments)?;
-            self.used_slots.insert(slot);
+            let slot = self.slots.first_free().ok_or(L2Error::TooManySegments)?;
             self.by_vni.insert(
                 vni,
                 Segment {
@@ -127,10 +138,9 @@ impl Segments {
         ports: &[(u32, u32)],
         vteps: &[u32],
     ) -> Result<(), L2Error> {
-        if slot >= MAX_SEGMENTS || self.used_slots.contains(&slot) {
-            return Err(L2Error::TooManySegments);
-        }
-        self.used_slots.insert(slot);
+        self.slots
+            .claim(slot)
+            .map_err(|_| L2Error::TooManySegments)?;
         let segment = self.by_vni.entry(vni).or_insert(Segment {
             slot,
             ports: BTreeMap::new(),
@@ -246,7 +256,7 @@ impl Segments {
         let segment_edge = segment.ports.is_empty();
         if segment_edge {
             self.by_vni.remove(&vni);
-            self.used_slots.remove(&slot);
+            self.slots.release(slot);
         }
         Some(Change {
             vni,

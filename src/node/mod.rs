@@ -21,6 +21,7 @@ pub mod policy;
 pub mod server;
 pub mod services;
 pub mod settings;
+mod sweeps;
 pub mod veth;
 pub mod vxlan;
 mod workers;

@@ -82,11 +82,8 @@ pub fn wanted(
         .filter(|a| a.spec.node_name == node)
         .filter_map(|a| {
             let status = a.status.as_ref();
-            let address = status.map_or("", |s| s.assigned_ip.as_str());
-            if address.is_empty() {
-                return None;
-            }
-            let want = watch.condition(node, address, now);
+            let address = status.and_then(|s| s.assigned_ip)?.to_string();
+            let want = watch.condition(node, &address, now);
             let have = status.and_then(|s| s.conditions.iter().find(|c| c.type_ == want.type_));
             match have {
                 Some(h) if *h == want => None,
@@ -134,7 +131,7 @@ mod tests {
             },
         );
         a.status = Some(ExternalNetworkAttachmentStatus {
-            assigned_ip: ip.into(),
+            assigned_ip: ip.parse().ok(),
             conditions,
         });
         a

@@ -152,10 +152,14 @@ impl NodeArgs {
         if !file.contains_key("underlay") {
             return Err("--underlay is required: the NIC (or a pattern matching one) that carries the overlay".into());
         }
-        file.entry("pin-dir")
-            .or_insert_with(|| format!("{}/{node}", daemon::PIN_BASE).into());
+        file.entry("pin-dir").or_insert_with(|| {
+            crate::node::dataplane::pins::pin_dir_of(&node)
+                .display()
+                .to_string()
+                .into()
+        });
         file.entry("cni-socket")
-            .or_insert_with(|| format!("{}/{node}/cni.sock", daemon::RUN_BASE).into());
+            .or_insert_with(|| daemon::socket_of(&node).display().to_string().into());
         file.entry("fdb-aging").or_insert_with(|| 300.into());
         serde_path_to_error::deserialize(serde_json::Value::from(file)).map_err(|e| {
             let inner = e.inner();

@@ -10,6 +10,7 @@
 //! up by the next one ([`cleanup`]).
 mod apply;
 pub mod cleanup;
+mod pods;
 mod run;
 pub mod supervisor;
 pub mod topology;
@@ -19,9 +20,10 @@ use std::{
     time::Duration,
 };
 
-use crate::store::Store;
+use crate::{api::net::shown, store::Store};
 
-pub use run::{Options, Run, RunningPod, cni};
+pub use pods::{RunningPod, cni};
+pub use run::{Options, Run};
 
 use crate::scenario::{Layer, steps};
 pub use crate::scenario::{PodDef, Scenario};
@@ -38,8 +40,8 @@ pub enum StandaloneError {
     Dataplane(#[from] crate::node::DataplaneError),
     #[error("{0}")]
     Cni(String),
-    #[error("{0}")]
-    Daemon(String),
+    #[error(transparent)]
+    Daemon(#[from] crate::supervisor::SupervisorError),
     #[error("check failed: {0}")]
     Check(String),
     #[error("io: {0}")]
@@ -71,15 +73,9 @@ pub fn sibling_binary(name: &str) -> PathBuf {
     }
 }
 
-/// Where a Node's daemon listens.
-pub fn socket_of(node: &str) -> PathBuf {
-    Path::new("/run/juneau").join(node).join("cni.sock")
-}
-
-/// Where a Node's datapath pins its maps (what `kubectl-juneau --node` reads).
-pub fn pin_dir_of(node: &str) -> PathBuf {
-    Path::new("/sys/fs/bpf/juneau").join(node)
-}
+/// Where a Node's daemon listens, and where its datapath pins its maps: the daemon's
+/// defaults, which a standalone run keeps.
+pub use crate::node::{daemon::socket_of, dataplane::pins::pin_dir_of};
 
 /// A container id: 64 hex digits, like a runtime's.
 pub fn container_id(ns: &str, pod: &str) -> String {
@@ -212,7 +208,7 @@ fn print_nat(world: &crate::cluster::World, out: &mut dyn FnMut(String)) {
             "{:<28} {:<8} {:<16} {:<24}",
             a.metadata.name.as_deref().unwrap_or(""),
             a.spec.node_name,
-            or_dash(&st.assigned_ip),
+            or_dash(&shown(&st.assigned_ip)),
             ready(&st.conditions),
         ));
     }
@@ -232,8 +228,8 @@ fn print_nat(world: &crate::cluster::World, out: &mut dyn FnMut(String)) {
                 a.metadata.namespace.as_deref().unwrap_or("default"),
                 a.metadata.name.as_deref().unwrap_or("")
             ),
-            or_dash(&st.elastic_ip),
-            or_dash(&st.pod_ip),
+            or_dash(&shown(&st.elastic_ip)),
+            or_dash(&shown(&st.pod_ip)),
             or_dash(&st.node_name),
             or_dash(&st.phase),
             ready(&st.conditions),
@@ -256,8 +252,8 @@ fn print_state(store: &Store, out: &mut dyn FnMut(String)) {
             l.spec.cidr.as_deref().unwrap_or("-"),
             st.mtu,
             st.vni,
-            or_dash(&st.gateway),
-            or_dash(&st.gateway_mac),
+            or_dash(&shown(&st.gateway)),
+            or_dash(&shown(&st.gateway_mac)),
         ));
     }
     if !world.objects.subnets.is_empty() {
@@ -274,8 +270,8 @@ fn print_state(store: &Store, out: &mut dyn FnMut(String)) {
             s.spec.vpc,
             s.spec.cidr,
             st.vni,
-            or_dash(&st.gateway),
-            or_dash(&st.gateway_mac),
+            or_dash(&shown(&st.gateway)),
+            or_dash(&shown(&st.gateway_mac)),
         ));
     }
     out(format!(
@@ -290,7 +286,7 @@ fn print_state(store: &Store, out: &mut dyn FnMut(String)) {
             n.spec.node_name,
             n.spec.subnet.as_deref().unwrap_or("-"),
             n.spec.l2_network.as_deref().unwrap_or("-"),
-            or_dash(&st.address),
+            or_dash(&shown(&st.address)),
             st.phase,
         ));
     }
@@ -305,8 +301,8 @@ fn print_state(store: &Store, out: &mut dyn FnMut(String)) {
             e.spec.node_name,
             e.spec.subnet.as_deref().unwrap_or("-"),
             e.spec.l2_network.as_deref().unwrap_or("-"),
-            or_dash(&e.spec.address),
-            e.spec.mac_address,
+            or_dash(&shown(&e.spec.address)),
+            shown(&e.spec.mac_address),
         ));
     }
     print_nat(&world, out);

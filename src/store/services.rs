@@ -8,7 +8,10 @@ use ipnet::Ipv4Net;
 use k8s_openapi::api::{core::v1::Service, discovery::v1::EndpointSlice};
 
 use super::{Store, StoreError};
-use crate::api::{EndpointSliceRecord, ServiceRecord, service::ip_proto};
+use crate::{
+    alloc::Pool,
+    api::{EndpointSliceRecord, ServiceRecord, service::ip_proto},
+};
 
 /// The kind names a scenario writes.
 pub const SERVICE_KIND: &str = "Service";
@@ -54,17 +57,23 @@ impl Store {
                     name: name.clone(),
                 });
             }
-            let cidrs: Vec<Ipv4Net> = w
-                .objects
-                .service_cidrs
-                .iter()
-                .filter_map(|c| c.parse().ok())
-                .collect();
-            let taken = |ip: Ipv4Addr| {
-                w.services
-                    .iter()
-                    .any(|s| s.cluster_ips.iter().any(|c| c.parse() == Ok(ip)))
-            };
+            let cidrs: Vec<Ipv4Net> = w.objects.service_cidrs.clone();
+            // The whole of each CIDR may be asked for; a first fit skips its network
+            // and broadcast addresses and its first host (the `kubernetes` Service's).
+            let mut pool = Pool::new(cidrs.iter().map(|c| (c.network(), c.broadcast())));
+            for c in &cidrs {
+                if c.prefix_len() < 31 {
+                    pool.avoid(c.network()).avoid(c.broadcast());
+                }
+                if let Some(first) = c.hosts().next() {
+                    pool.avoid(first);
+                }
+            }
+            for ip in w.services.iter().flat_map(|s| &s.cluster_ips) {
+                if let Ok(ip) = ip.parse() {
+                    pool.hold(ip);
+                }
+            }
             let headless = rec.cluster_ips.iter().any(|c| c == "None");
             if !headless && rec.kind != "ExternalName" {
                 match rec.cluster_ips.first() {
@@ -72,17 +81,21 @@ impl Store {
                         let ip: Ipv4Addr = ip.parse().map_err(|_| {
                             invalid(&name, "spec.clusterIP", format!("{ip:?} is not an IPv4 address"))
                         })?;
-                        if !cidrs.iter().any(|c| c.contains(&ip)) {
+                        if !pool.contains(ip) {
                             return Err(invalid(
                                 &name,
                                 "spec.clusterIP",
                                 format!(
                                     "{ip} is outside the Service CIDR ({}); pick one inside or leave it out",
-                                    w.objects.service_cidrs.join(", ")
+                                    cidrs
+                                        .iter()
+                                        .map(Ipv4Net::to_string)
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
                                 ),
                             ));
                         }
-                        if taken(ip) {
+                        if pool.is_held(ip) {
                             return Err(invalid(
                                 &name,
                                 "spec.clusterIP",
@@ -91,11 +104,7 @@ impl Store {
                         }
                     }
                     None => {
-                        let free = cidrs
-                            .iter()
-                            .flat_map(|c| c.hosts().skip(1))
-                            .find(|ip| !taken(*ip))
-                            .ok_or_else(|| {
+                        let free = pool.first_free().ok_or_else(|| {
                                 invalid(&name, "spec.clusterIP", "the Service CIDR is full".into())
                             })?;
                         rec.cluster_ips = vec![free.to_string()];
@@ -164,7 +173,11 @@ mod tests {
 
     fn store() -> Store {
         let s = Store::new();
-        s.write(|w| w.objects.service_cidrs.push("10.96.0.0/12".into()));
+        s.write(|w| {
+            w.objects
+                .service_cidrs
+                .push("10.96.0.0/12".parse().unwrap())
+        });
         s
     }
 

@@ -22,6 +22,7 @@ mod l2;
 mod l4;
 mod maps;
 mod nat;
+mod neighbour;
 mod overlay;
 mod policy;
 mod quoted;

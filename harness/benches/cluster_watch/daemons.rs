@@ -253,7 +253,7 @@ pub fn run(nodes: usize, pods: usize, burst: usize, memory_endpoints: usize) -> 
             .expect("lo up");
         relay_api_into(n.ns.path(), port, stop.clone());
     }
-    let specs = topo
+    let specs: Vec<DaemonSpec> = topo
         .nodes
         .iter()
         .map(|n| {
@@ -381,11 +381,12 @@ pub fn run(nodes: usize, pods: usize, burst: usize, memory_endpoints: usize) -> 
             NetworkEndpointSpec {
                 kind: "Pod".into(),
                 subnet: Some("bench-sub".into()),
-                address: Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 81, 128, 0)) + i as u32)
-                    .to_string(),
-                mac_address: "02:00:00:00:00:02".into(),
+                address: Some(
+                    Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 81, 128, 0)) + i as u32).into(),
+                ),
+                mac_address: "02:00:00:00:00:02".parse().ok(),
                 node_name: "cw-far".into(),
-                node_ip: "10.99.1.1".into(),
+                node_ip: "10.99.1.1".parse().ok(),
                 ..Default::default()
             },
         );

@@ -76,15 +76,7 @@ pub fn run(out: &mut Vec<Measurement>) {
         let started = Instant::now();
         run.add_pod(&pod(&name, NODES[i % 3], &name)).unwrap();
         let nic = run.store.interfaces_of("default", &name);
-        let ip = nic[0]
-            .status
-            .as_ref()
-            .unwrap()
-            .address
-            .split('/')
-            .next()
-            .unwrap()
-            .to_owned();
+        let ip = nic[0].ip().expect("an allocated NIC").to_string();
         pods.push(until_every_node(started, |n| {
             dump_gw_neighbours(&node_dir(n))
                 .map(|rows| rows.iter().any(|r| r.address == ip))

@@ -9,10 +9,7 @@
 use std::net::Ipv4Addr;
 
 use super::{Snapshot, Verdict, reject};
-use crate::{
-    api::{DEFAULT_VPC, ElasticIPAttachment},
-    controller::elasticip::pool_ranges,
-};
+use crate::api::{DEFAULT_VPC, ElasticIPAttachment};
 
 const EIP_FIELD: &str = "spec.elasticIPRef.name";
 const NIC_FIELD: &str = "spec.targetRef.networkInterfaceName";
@@ -58,11 +55,11 @@ fn elastic_ip(a: &ElasticIPAttachment, snap: &Snapshot) -> Verdict {
     let address = e
         .status
         .as_ref()
-        .map(|s| s.address.clone())
-        .filter(|s| !s.is_empty())
+        .and_then(|s| s.address)
+        .map(|a| a.to_string())
         .or_else(|| e.spec.requested_ip.clone().filter(|r| !r.is_empty()));
     if let (Some(addr), Some(net)) = (address, snap.external_network(&e.spec.external_network)) {
-        let ranges = pool_ranges(snap, net);
+        let ranges = snap.pool_ranges(net);
         let inside = addr
             .parse::<Ipv4Addr>()
             .is_ok_and(|ip| ranges.iter().any(|(lo, hi)| (*lo..=*hi).contains(&ip)));

@@ -72,7 +72,7 @@ fn snap() -> Snapshot {
         e.metadata.namespace = Some("shop".into());
         if requested.is_none() {
             e.status = Some(ElasticIPStatus {
-                address: "192.0.2.10".into(),
+                address: "192.0.2.10".parse().ok(),
                 ..Default::default()
             });
         }

@@ -143,11 +143,7 @@ pub fn validate_l2network_update(old: &L2Network, new: &L2Network, snap: &Snapsh
     {
         for nic in &snap.interfaces {
             let on_this = nic.spec.l2_network.as_deref() == Some(name(new));
-            let held = nic
-                .status
-                .as_ref()
-                .and_then(|s| s.address.split('/').next().map(str::to_owned))
-                .is_some_and(|a| a == gw.to_string());
+            let held = nic.ip() == Some(gw);
             if on_this && held {
                 return Err(reject(
                     "spec.gateway.address",

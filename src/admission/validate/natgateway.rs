@@ -5,10 +5,7 @@
 //! NATGateway of its own table's Vpc. An ExternalNetwork goes only when no NATGateway
 //! uses it.
 use super::{Snapshot, Verdict, reject};
-use crate::{
-    api::{DEFAULT_VPC, NATGateway, natgateway::DEFAULT_NAT_GATEWAY, routetable::Route},
-    controller::routetable::default_nat_route,
-};
+use crate::api::{DEFAULT_VPC, NATGateway, natgateway::DEFAULT_NAT_GATEWAY, routetable::Route};
 
 pub fn validate_nat_gateway_create(g: &NATGateway, snap: &Snapshot) -> Verdict {
     if g.spec.vpc.is_empty() {
@@ -72,7 +69,7 @@ pub fn validate_delete_nat_gateway(name: &str, snap: &Snapshot) -> Verdict {
                         // and takes away again with the gateway.
                         && !(name == DEFAULT_NAT_GATEWAY
                             && t.metadata.name.as_deref() == Some(DEFAULT_VPC)
-                            && *r == default_nat_route())
+                            && *r == crate::api::routetable::Route::default_nat())
             })
         })
         .filter_map(|t| t.metadata.name.as_deref().map(|n| format!("{n:?}")))

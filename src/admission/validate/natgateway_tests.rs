@@ -140,7 +140,7 @@ fn nat_01_a_routed_nat_gateway_and_a_used_external_network_are_not_deleted() {
         "default",
         RouteTableSpec {
             vpc: "default".into(),
-            routes: vec![crate::controller::routetable::default_nat_route()],
+            routes: vec![crate::api::routetable::Route::default_nat()],
         },
     ));
     assert!(validate_delete_nat_gateway("default", &s).is_ok());

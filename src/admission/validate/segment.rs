@@ -85,7 +85,7 @@ pub fn overlaps(me: Segment<'_>, vpc: &str, net: Ipv4Net, snap: &Snapshot) -> Ve
             format!("{net} overlaps the endpointPool {c} of Vpc {vpc:?}"),
         ));
     }
-    if let Some(c) = snap.service_cidrs.iter().find(|c| clash(c)) {
+    if let Some(c) = snap.service_cidrs.iter().find(|c| clash(&c.to_string())) {
         return Err(reject(
             "spec.cidr",
             format!("{net} overlaps the cluster's Service CIDR {c}"),

@@ -99,7 +99,7 @@ mod tests {
                 ..Default::default()
             },
         ));
-        s.service_cidrs.push("10.96.0.0/12".into());
+        s.service_cidrs.push("10.96.0.0/12".parse().unwrap());
         s
     }
 

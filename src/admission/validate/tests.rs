@@ -120,7 +120,7 @@ fn snap() -> Snapshot {
             ..Default::default()
         },
     ));
-    s.service_cidrs.push("10.96.0.0/12".into());
+    s.service_cidrs.push("10.96.0.0/12".parse().unwrap());
     s
 }
 
@@ -303,7 +303,7 @@ fn l2_16_gateway_on_a_held_address_is_refused() {
     );
     nic.metadata.namespace = Some("team".into());
     nic.status = Some(NetworkInterfaceStatus {
-        address: "10.7.0.1/24".into(),
+        address: "10.7.0.1/24".parse().ok(),
         ..Default::default()
     });
     s.interfaces.push(nic);

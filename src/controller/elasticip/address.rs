@@ -8,7 +8,8 @@ use std::{
 use super::key;
 use crate::{
     admission::validate::Snapshot,
-    api::{ElasticIP, ExternalNetwork, addresspool},
+    alloc::Pool,
+    api::ElasticIP,
     controller::{externalnetwork::pools_problem, l2network::oldest_first},
 };
 
@@ -20,19 +21,19 @@ pub fn allocate(snap: &Snapshot) -> BTreeMap<String, Result<Ipv4Addr, Unallocate
     let mut held: BTreeSet<Ipv4Addr> = snap
         .elastic_ips
         .iter()
-        .filter_map(|e| e.status.as_ref()?.address.parse().ok())
+        .filter_map(|e| e.status.as_ref()?.address)
         .chain(attachment_addresses(snap))
         .collect();
     // Addresses asked for by name are no one else's first fit.
     let requested: BTreeSet<Ipv4Addr> = snap
         .elastic_ips
         .iter()
-        .filter(|e| e.status.as_ref().is_none_or(|s| s.address.is_empty()))
+        .filter(|e| e.status.as_ref().is_none_or(|s| s.address.is_none()))
         .filter_map(|e| e.spec.requested_ip.as_deref()?.parse().ok())
         .collect();
     let mut out = BTreeMap::new();
     for e in oldest_first(&snap.elastic_ips) {
-        let kept = e.status.as_ref().and_then(|s| s.address.parse().ok());
+        let kept = e.status.as_ref().and_then(|s| s.address);
         let got = match kept {
             Some(a) => Ok(a),
             None if e.metadata.deletion_timestamp.is_some() => Err((
@@ -49,29 +50,12 @@ pub fn allocate(snap: &Snapshot) -> BTreeMap<String, Result<Ipv4Addr, Unallocate
     out
 }
 
-/// The usable address ranges of an ExternalNetwork's pools, in the pools' order: what
-/// ElasticIPs and the Nodes' attachments (NAT-02) are handed out of, first fit.
-pub fn pool_ranges(snap: &Snapshot, net: &ExternalNetwork) -> Vec<(Ipv4Addr, Ipv4Addr)> {
-    net.spec
-        .address_pools
-        .iter()
-        .filter_map(|p| snap.address_pool(p))
-        .flat_map(|p| {
-            p.spec
-                .addresses
-                .iter()
-                .filter_map(|a| addresspool::usable(&p.spec.advertise_mode, a).ok())
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
 /// Addresses the Nodes' ExternalNetworkAttachments hold (NAT-02): no ElasticIP takes
 /// one (one allocator for both).
 fn attachment_addresses(snap: &Snapshot) -> impl Iterator<Item = Ipv4Addr> + '_ {
     snap.external_network_attachments
         .iter()
-        .filter_map(|a| a.status.as_ref()?.assigned_ip.parse().ok())
+        .filter_map(|a| a.status.as_ref()?.assigned_ip)
 }
 
 fn one(
@@ -96,7 +80,7 @@ fn one(
     if let Some(problem) = pools_problem(snap, &net.spec.type_, &net.spec.address_pools) {
         return Err(problem);
     }
-    let ranges = pool_ranges(snap, net);
+    let ranges = snap.pool_ranges(net);
     if let Some(want) = e.spec.requested_ip.as_deref().filter(|r| !r.is_empty()) {
         let Ok(want) = want.parse::<Ipv4Addr>() else {
             return Err((
@@ -104,7 +88,7 @@ fn one(
                 format!("spec.requestedIP {want:?} is not an IPv4 address"),
             ));
         };
-        if !ranges.iter().any(|(a, b)| (*a..=*b).contains(&want)) {
+        if !Pool::new(ranges).contains(want) {
             return Err((
                 "InvalidRequestedIP",
                 format!("spec.requestedIP {want} is in no AddressPool of ExternalNetwork {en:?}"),
@@ -120,15 +104,15 @@ fn one(
         }
         return Ok(want);
     }
-    ranges
-        .iter()
-        .find_map(|(a, b)| {
-            (u32::from(*a)..=u32::from(*b))
-                .map(Ipv4Addr::from)
-                .find(|x| !held.contains(x) && !requested.contains(x))
-        })
-        .ok_or((
-            "NoAddressAvailable",
-            format!("no address is free in the AddressPools of ExternalNetwork {en:?}"),
-        ))
+    let mut pool = Pool::new(ranges);
+    for h in held {
+        pool.hold(*h);
+    }
+    for r in requested {
+        pool.avoid(*r);
+    }
+    pool.first_free().ok_or((
+        "NoAddressAvailable",
+        format!("no address is free in the AddressPools of ExternalNetwork {en:?}"),
+    ))
 }

@@ -29,7 +29,7 @@ pub(super) fn advertise(
             &name_for_eip(ns(e), name(e)),
             ARPAdvertisementSpec {
                 external_network: name(net).to_owned(),
-                address: eip.to_string(),
+                address: Some(eip),
                 node_name: node,
             },
         ));

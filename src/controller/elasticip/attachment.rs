@@ -51,7 +51,7 @@ pub(super) fn nat(
             out.attachment_status.insert(
                 key(*a),
                 ElasticIPAttachmentStatus {
-                    elastic_ip: st.address.clone(),
+                    elastic_ip: st.address,
                     phase: "Pending".into(),
                     conditions: vec![Condition::new(
                         "Ready",
@@ -81,22 +81,18 @@ pub(super) fn nat(
         name: name(a).to_owned(),
     });
     let mut status = ElasticIPAttachmentStatus {
-        elastic_ip: st.address.clone(),
+        elastic_ip: st.address,
         ..Default::default()
     };
     let outcome = match target(snap, a, interfaces) {
         Ok(nic) => {
-            let pod_ip = nic
-                .status
-                .as_ref()
-                .map(|s| s.address.split('/').next().unwrap_or("").to_owned())
-                .unwrap_or_default();
+            let pod_ip = nic.ip().map(|a| a.to_string()).unwrap_or_default();
             let message = format!(
                 "ElasticIP {eip} is mapped 1:1 to {pod_ip} of NetworkInterface {:?} on Node {:?}",
                 name(nic),
                 nic.spec.node_name
             );
-            status.pod_ip = pod_ip;
+            status.pod_ip = nic.ip();
             status.node_name = nic.spec.node_name.clone();
             status.phase = "Attached".into();
             status.conditions = vec![Condition::new("Ready", true, "Attached", message)];
@@ -209,7 +205,7 @@ fn target<'a>(
     let allocated = nic
         .status
         .as_ref()
-        .is_some_and(|s| s.phase == "Allocated" && !s.address.is_empty());
+        .is_some_and(|s| s.phase == "Allocated" && s.address.is_some());
     if !allocated || nic.spec.node_name.is_empty() {
         return Err(fail(
             false,

@@ -112,7 +112,7 @@ pub fn reconcile(
             .cloned()
             .unwrap_or(Err(("Allocating", "the address is not chosen yet".into())));
         let mut st = ElasticIPStatus {
-            address: address.as_ref().map(|a| a.to_string()).unwrap_or_default(),
+            address: address.as_ref().ok().copied(),
             ..Default::default()
         };
         let user_names: Vec<String> = users
@@ -204,7 +204,7 @@ fn keep_running_holder(
     let Some(&h) = users.iter().find(|&&i| name(&interfaces[i]) == held.name) else {
         return;
     };
-    let Ok(eip) = st.address.parse() else {
+    let Some(eip) = st.address else {
         return;
     };
     st.attachment = Some(held.clone());
@@ -369,7 +369,7 @@ fn carrier(
     network_id: u32,
 ) -> NetworkInterfaceStatus {
     let mut st = NetworkInterfaceStatus {
-        address: format!("{eip}/32"),
+        address: Some(eip.into()),
         vni: network_id,
         phase: "Allocated".into(),
         conditions: vec![Condition::new(

@@ -24,7 +24,7 @@ use crate::{
     },
 };
 
-pub use address::{Unallocated, allocate, pool_ranges};
+pub use address::{Unallocated, allocate};
 
 use crate::cluster::key;
 

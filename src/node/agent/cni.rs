@@ -8,7 +8,7 @@ use std::{
 
 use super::{Agent, NIC_WAIT, PortLink, cluster_err, port_links};
 use crate::{
-    api::{NetworkEndpoint, NetworkInterface, networkendpoint::NetworkEndpointSpec},
+    api::{NetworkEndpoint, NetworkInterface, net::Mac, networkendpoint::NetworkEndpointSpec},
     cni::{CniError, CniResult, Request, code},
     node::{
         netlink,
@@ -151,9 +151,9 @@ impl Agent {
                 l2_network: nic.spec.l2_network.clone(),
                 elastic_ip: nic.spec.elastic_ip.clone(),
                 address: status.address,
-                mac_address: crate::format_mac(&nic::nic_mac(container_id, iface)),
+                mac_address: Some(Mac(nic::nic_mac(container_id, iface))),
                 node_name: self.node.clone(),
-                node_ip: self.node_ip.to_string(),
+                node_ip: Some(self.node_ip),
             },
         );
         ep.metadata.namespace = Some(ns.to_owned());
@@ -263,7 +263,7 @@ impl Agent {
             let Some(iface) = name.strip_prefix(&prefix) else {
                 continue;
             };
-            if ep.spec.mac_address == crate::format_mac(&nic::nic_mac(container_id, iface)) {
+            if ep.spec.mac_address == Some(Mac(nic::nic_mac(container_id, iface))) {
                 self.cluster
                     .delete_endpoint(ns, name)
                     .map_err(cluster_err)?;

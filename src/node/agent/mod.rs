@@ -29,6 +29,7 @@ use crate::{
     api::NetworkInterface,
     cluster::{Cluster, ClusterError, World},
     cni::{CniError, CniResult, Request, code},
+    supervisor::{ProcessSpec, Supervisor},
 };
 
 /// How long ADD waits for the controller to allocate a Pod's NICs.
@@ -46,6 +47,9 @@ pub struct Agent {
     syncs: Coalesced<ClusterError>,
     /// What the Node keeps of the rest of the cluster, one feature each.
     features: Features,
+    /// The processes the features keep beside the daemon (none today; the BGP
+    /// speaker next).
+    pub processes: Arc<Supervisor>,
     /// Rounds of gratuitous ARP for an ElasticIP this Node starts answering for (0:
     /// none); the ElasticIP feature reads it.
     pub garp_rounds: Arc<AtomicU32>,
@@ -102,8 +106,19 @@ impl Agent {
             metrics: Metrics::default(),
             syncs: Coalesced::default(),
             features,
+            processes: Supervisor::new(Vec::<ProcessSpec>::new(), false),
             garp_rounds,
         })
+    }
+
+    /// Starts the processes the features need (once the datapath serves).
+    pub fn start_processes(&self) {
+        self.features.start(&self.processes, &self.node);
+    }
+
+    /// The daemon is leaving: each feature says what its processes do.
+    pub fn stop_processes(&self) {
+        self.features.stop(&self.processes);
     }
 
     pub fn handle(&self, req: &Request) -> Result<Option<CniResult>, CniError> {

@@ -318,17 +318,16 @@ impl RouterWriter {
         Ok(removed)
     }
 
+    /// The lowest slot no table or segment of the record holds.
     fn free_table_slot(&self) -> Result<u32, DataplaneError> {
-        let used: BTreeSet<u32> = self
-            .record
-            .tables
-            .values()
-            .map(|(s, _)| *s)
-            .chain(self.record.segments.values().map(|s| s.table))
-            .collect();
-        (0..MAX_ROUTE_TABLES)
-            .find(|s| !used.contains(s))
-            .ok_or_else(|| DataplaneError::RouteTables(MAX_ROUTE_TABLES))
+        let mut slots = crate::alloc::Pool::new([(0, MAX_ROUTE_TABLES - 1)]);
+        let used = self.record.tables.values().map(|(s, _)| *s);
+        for s in used.chain(self.record.segments.values().map(|s| s.table)) {
+            slots.hold(s);
+        }
+        slots
+            .first_free()
+            .ok_or(DataplaneError::RouteTables(MAX_ROUTE_TABLES))
     }
 
     fn write_table(
@@ -343,7 +342,7 @@ impl RouterWriter {
                 routes: routes.len(),
             });
         }
-        let trie_name = format!("jn_rt_{slot}");
+        let trie_name = super::pins::route_map_name(slot);
         let obj = aya_obj::Map::new_from_params(
             aya_obj::generated::bpf_map_type::BPF_MAP_TYPE_LPM_TRIE as u32,
             size_of::<Key<[u8; 4]>>() as u32,

@@ -302,7 +302,7 @@ impl Dataplane {
     }
 
     pub(super) fn create_fdb(&mut self, vni: u32, slot: u32) -> Result<(), DataplaneError> {
-        let name = format!("jn_fdb_{vni}");
+        let name = super::pins::fdb_map_name(vni);
         let obj = aya_obj::Map::new_from_params(
             aya_obj::generated::bpf_map_type::BPF_MAP_TYPE_HASH as u32,
             size_of::<FdbKey>() as u32,

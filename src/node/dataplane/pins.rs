@@ -1,7 +1,10 @@
 //! Where a Node's datapath lives on bpffs, and the links that keep its programs
 //! attached when the daemon is gone.
 //!
-//! Layout under the pin root (`/sys/fs/bpf/juneau/<node>` by default):
+//! This module holds every path and name of a Node's pins, and the names of the maps
+//! the daemon makes at run time (inner maps), so that nothing else spells one.
+//!
+//! Layout under the pin root ([`pin_dir_of`], `/sys/fs/bpf/juneau/<node>` by default):
 //! `v<LAYOUT_VERSION>/maps/<map>` and `v<LAYOUT_VERSION>/links/<program>-<ifindex>`
 //! (bpffs refuses dots in names: EPERM).
 //! A TCX link pinned there stays attached after the process that made it exits (as
@@ -13,10 +16,43 @@ use juneau_common::LAYOUT_VERSION;
 
 use super::DataplaneError;
 
+/// Default pin root: `<this>/<node>`.
+pub const PIN_BASE: &str = "/sys/fs/bpf/juneau";
+
+/// Where `node`'s datapath pins its maps by default (`--pin-dir` overrides it); what
+/// `kubectl-juneau --node` reads.
+pub fn pin_dir_of(node: &str) -> PathBuf {
+    Path::new(PIN_BASE).join(node)
+}
+
+/// The kernel's limit on a map's name (BPF_OBJ_NAME_LEN, less its NUL).
+pub const MAP_NAME_MAX: usize = 15;
+
+/// The learning table of the L2 segment `vni` (an inner map of `jn_l2_fdb`).
+pub fn fdb_map_name(vni: u32) -> String {
+    format!("jn_fdb_{vni}")
+}
+
+/// The routes of route-table slot `slot` (an inner map of the router's tables).
+pub fn route_map_name(slot: u32) -> String {
+    format!("jn_rt_{slot}")
+}
+
+/// The Maglev table of Service frontend `id`.
+pub fn maglev_map_name(id: u32) -> String {
+    format!("jn_mg_{id}")
+}
+
 /// The folders of one pin root.
 #[derive(Clone, Debug)]
 pub struct PinLayout {
     root: PathBuf,
+}
+
+/// The maps folder of a version folder (this build's or another's, found by
+/// [`PinLayout::other_versions`]).
+pub fn maps_dir_in(version_dir: &Path) -> PathBuf {
+    version_dir.join("maps")
 }
 
 /// A pinned link found on disk.
@@ -40,7 +76,7 @@ impl PinLayout {
     }
 
     pub fn maps_dir(&self) -> PathBuf {
-        self.version_dir().join("maps")
+        maps_dir_in(&self.version_dir())
     }
 
     pub fn links_dir(&self) -> PathBuf {
@@ -163,6 +199,38 @@ pub fn ensure_bpffs() -> Result<(), DataplaneError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_nodes_pins_are_under_its_own_folder_of_this_layout_version() {
+        let l = PinLayout::new(&pin_dir_of("n1"));
+        assert_eq!(
+            l.maps_dir(),
+            Path::new(&format!("/sys/fs/bpf/juneau/n1/v{LAYOUT_VERSION}/maps"))
+        );
+        assert_eq!(maps_dir_in(&l.version_dir()), l.maps_dir());
+        assert_eq!(
+            l.links_dir(),
+            Path::new(&format!("/sys/fs/bpf/juneau/n1/v{LAYOUT_VERSION}/links"))
+        );
+    }
+
+    #[test]
+    fn inner_map_names_fit_the_kernels_limit_at_their_largest() {
+        // VNIs are 24 bits; slots and frontend ids are u32 (their maps hold fewer, the
+        // name must still fit whatever a writer asks for).
+        let largest = [
+            fdb_map_name(0xff_ffff),
+            route_map_name(u32::MAX),
+            maglev_map_name(u32::MAX),
+        ];
+        for n in &largest {
+            assert!(n.starts_with("jn_"), "{n}: every map is prefixed");
+        }
+        assert!(largest[0].len() <= MAP_NAME_MAX, "{}", largest[0]);
+        assert_eq!(fdb_map_name(7), "jn_fdb_7");
+        assert_eq!(route_map_name(3), "jn_rt_3");
+        assert_eq!(maglev_map_name(12), "jn_mg_12");
+    }
 
     #[test]
     fn link_pins_are_named_by_program_and_ifindex_under_the_version_folder() {

@@ -386,7 +386,7 @@ impl ServiceWriter {
         id: u32,
         slots: impl Iterator<Item = u32>,
     ) -> Result<MapData, DataplaneError> {
-        let name = format!("jn_mg_{id}");
+        let name = super::pins::maglev_map_name(id);
         let obj = aya_obj::Map::new_from_params(
             aya_obj::generated::bpf_map_type::BPF_MAP_TYPE_ARRAY as u32,
             4,

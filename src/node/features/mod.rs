@@ -9,8 +9,10 @@
 //! The agent's sync runs them in order over one read of the cluster
 //! ([`Features::sync`]); a feature that fails is logged and the others still run.
 //!
-//! The next features (NAT, BGP) each add a file and a line in
-//! [`Features::new`], not a branch in the sync.
+//! The next features (BGP) each add a file and a line in [`Features::new`], not a
+//! branch in the sync. A feature that needs a process beside the daemon (the BGP
+//! speaker) starts it in [`NodeFeature::start`] through the crate's
+//! [`Supervisor`], which the agent owns; the others have none.
 mod elastic_ips;
 mod policy;
 mod remotes;
@@ -29,7 +31,7 @@ pub use router::Router;
 pub use services::Services;
 
 use super::{Dataplane, DataplaneError};
-use crate::cluster::World;
+use crate::{cluster::World, supervisor::Supervisor};
 
 #[derive(Debug, thiserror::Error)]
 pub enum FeatureError {
@@ -40,6 +42,11 @@ pub enum FeatureError {
     },
     #[error("cannot set up {what} in the Node's namespace: {cause}")]
     Host { what: &'static str, cause: String },
+    #[error("cannot start {what}: {source}")]
+    Process {
+        what: &'static str,
+        source: crate::supervisor::SupervisorError,
+    },
     #[error("cannot read {what}: {source}; {kept}")]
     Read {
         what: &'static str,
@@ -72,6 +79,14 @@ pub trait NodeFeature: Send + Sync {
     fn name(&self) -> &'static str;
     /// Brings its maps in line with `world`; returns how many entries it changed.
     fn sync(&self, world: &World, node: &NodeView<'_>) -> Result<usize, FeatureError>;
+    /// Starts the processes it needs beside the daemon (the BGP speaker) through
+    /// `processes`, which keeps them running; a feature that needs none has none.
+    fn start(&self, _processes: &Supervisor, _node: &str) -> Result<(), FeatureError> {
+        Ok(())
+    }
+    /// The daemon is leaving: what its processes do now is the feature's to say (one
+    /// whose state must outlive a daemon restart is left running, untied).
+    fn stop(&self, _processes: &Supervisor) {}
 }
 
 /// Lines of what a feature left out (an object it cannot serve), each logged once.
@@ -115,6 +130,23 @@ impl Features {
         })
     }
 
+    /// Starts every feature's processes; a feature that fails is logged, the others
+    /// still start.
+    pub fn start(&self, processes: &Supervisor, node: &str) {
+        for f in &self.list {
+            if let Err(e) = f.start(processes, node) {
+                tracing::error!(feature = f.name(), error = %e, "processes not started");
+            }
+        }
+    }
+
+    /// Tells every feature the daemon is leaving, in the reverse order of their start.
+    pub fn stop(&self, processes: &Supervisor) {
+        for f in self.list.iter().rev() {
+            f.stop(processes);
+        }
+    }
+
     /// Runs every feature over one read of the cluster.
     pub fn sync(&self, world: &World, node: &NodeView<'_>) {
         for f in &self.list {
@@ -124,5 +156,81 @@ impl Features {
                 Err(e) => tracing::error!(feature = f.name(), error = %e, "not synced"),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::supervisor::{ProcessSpec, Ready};
+
+    /// A feature with a process: starts it under its own name, stops it on leave.
+    struct Speaker;
+
+    impl NodeFeature for Speaker {
+        fn name(&self) -> &'static str {
+            "speaker"
+        }
+        fn sync(&self, _: &World, _: &NodeView<'_>) -> Result<usize, FeatureError> {
+            Ok(0)
+        }
+        fn start(&self, processes: &Supervisor, node: &str) -> Result<(), FeatureError> {
+            processes.add(ProcessSpec {
+                name: "speaker".into(),
+                what: format!("node {node}: speaker"),
+                program: "/bin/sleep".into(),
+                args: vec!["60".into()],
+                netns: None,
+                log: std::env::temp_dir().join(format!("jn-speaker-{}.log", std::process::id())),
+                ready: Ready::Spawned,
+                stop_signal: libc::SIGTERM,
+                tied: true,
+            });
+            processes
+                .start("speaker", Duration::from_secs(5))
+                .map(drop)
+                .map_err(|source| FeatureError::Process {
+                    what: "the speaker",
+                    source,
+                })
+        }
+        fn stop(&self, processes: &Supervisor) {
+            processes.stop("speaker");
+        }
+    }
+
+    /// A feature without one.
+    struct Quiet;
+
+    impl NodeFeature for Quiet {
+        fn name(&self) -> &'static str {
+            "quiet"
+        }
+        fn sync(&self, _: &World, _: &NodeView<'_>) -> Result<usize, FeatureError> {
+            Ok(0)
+        }
+    }
+
+    #[test]
+    fn features_start_and_stop_their_processes_and_the_others_have_none() {
+        let features = Features {
+            list: vec![Box::new(Quiet), Box::new(Speaker)],
+        };
+        let processes = Supervisor::new(Vec::<ProcessSpec>::new(), false);
+        features.start(&processes, "n1");
+        let pid = processes.pid("speaker").expect("the speaker runs");
+        assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+        assert_eq!(
+            processes.pid("quiet"),
+            None,
+            "a feature without a process has none"
+        );
+        features.stop(&processes);
+        assert_eq!(processes.pid("speaker"), None);
+        let events = processes.events.lock().unwrap().join("\n");
+        assert!(events.contains("node n1: speaker stopped"), "{events}");
+        processes.shutdown();
     }
 }

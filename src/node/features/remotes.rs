@@ -1,7 +1,7 @@
 //! The remote VTEP lists of each segment (`jn_l2_remote`): a Node is listed for a
 //! segment while any endpoint of the segment lives there (reference counted per
 //! endpoint by `Dataplane::set_remotes`).
-use std::{collections::BTreeMap, net::Ipv4Addr};
+use std::collections::BTreeMap;
 
 use super::{FeatureError, LoggedOnce, NodeFeature, NodeView};
 use crate::cluster::World;
@@ -32,12 +32,11 @@ impl RemoteLists {
             let Some(vni) = e.spec.l2_network.as_deref().map(vni_of) else {
                 continue;
             };
-            let Ok(ip) = e.spec.node_ip.parse::<Ipv4Addr>() else {
+            let Some(ip) = e.spec.node_ip else {
                 skipped.push(format!(
-                    "NetworkEndpoint {}/{}: spec.nodeIP {:?} is not an IPv4 address; its Node is left out of the remote lists",
+                    "NetworkEndpoint {}/{}: spec.nodeIP is unset; its Node is left out of the remote lists",
                     e.metadata.namespace.as_deref().unwrap_or(""),
                     e.metadata.name.as_deref().unwrap_or(""),
-                    e.spec.node_ip
                 ));
                 continue;
             };

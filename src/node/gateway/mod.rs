@@ -10,24 +10,21 @@ use std::{
 };
 
 use ipnet::Ipv4Net;
-use juneau_common::{
-    gw::{
-        ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_NO_NEXT_HOP, ROUTE_NO_SERVICES, ROUTE_UNSUPPORTED,
-    },
-    svc::SVC_SOURCE_MAC,
-};
+use juneau_common::svc::SVC_SOURCE_MAC;
 
 use crate::{
-    api::{L2Network, NetworkEndpoint, RouteTable, Subnet, routetable::Route},
+    api::{L2Network, NetworkEndpoint, Subnet},
     cluster::World,
 };
 
 mod nat;
+mod routes;
 
 pub use nat::{
     address_of as nat_address_of, cluster_ranges as nat_cluster_ranges, internet_gateway_fallback,
     via_internet_gateway,
 };
+use routes::{hold_services, implicit_routes, table_route};
 
 /// One gateway segment.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,6 +59,21 @@ pub struct RouteSpec {
     pub mtu: u32,
     /// For endpoint routes: the next hop's address in that segment.
     pub nh_ip: Ipv4Addr,
+}
+
+impl RouteSpec {
+    /// A route that drops what it matches, under `kind`'s drop reason.
+    pub fn dropping(dst: Ipv4Net, kind: u32) -> Self {
+        Self {
+            dst,
+            kind,
+            vni: 0,
+            gw_ip: Ipv4Addr::UNSPECIFIED,
+            gw_mac: [0; 6],
+            mtu: 0,
+            nh_ip: Ipv4Addr::UNSPECIFIED,
+        }
+    }
 }
 
 /// A neighbour Juneau handed out: its MAC and the VTEP of its Node.
@@ -108,8 +120,8 @@ fn gateway_of(l: &L2Network) -> Option<(u32, GatewaySegment)> {
     Some((
         st.vni,
         GatewaySegment {
-            gw_ip: st.gateway.parse().ok()?,
-            gw_mac: crate::parse_mac(&st.gateway_mac)?,
+            gw_ip: st.gateway?,
+            gw_mac: st.gateway_mac?.0,
             mtu: st.mtu,
             prefix_len: cidr.prefix_len() as u32,
             table: String::new(),
@@ -130,8 +142,8 @@ fn subnet_segment(s: &Subnet) -> Option<(u32, GatewaySegment)> {
     Some((
         st.vni,
         GatewaySegment {
-            gw_ip: st.gateway.parse().ok()?,
-            gw_mac: crate::parse_mac(&st.gateway_mac)?,
+            gw_ip: st.gateway?,
+            gw_mac: st.gateway_mac?.0,
             mtu: SUBNET_MTU,
             prefix_len: cidr.prefix_len() as u32,
             table: String::new(),
@@ -170,7 +182,7 @@ fn service_sources(world: &World, state: &mut RouterState) {
             continue;
         };
         for a in &st.node_addresses {
-            let (Ok(ip), Ok(vtep)) = (a.address.parse(), a.node_ip.parse()) else {
+            let (Some(ip), Some(vtep)) = (a.address, a.node_ip) else {
                 continue;
             };
             state.neighbours.insert(
@@ -182,154 +194,6 @@ fn service_sources(world: &World, state: &mut RouterState) {
             );
         }
     }
-}
-
-/// A connected route to a segment.
-fn connected((vni, seg): (u32, GatewaySegment), dst: Ipv4Net) -> RouteSpec {
-    RouteSpec {
-        dst,
-        kind: ROUTE_CONNECTED,
-        vni,
-        gw_ip: seg.gw_ip,
-        gw_mac: seg.gw_mac,
-        mtu: seg.mtu,
-        nh_ip: Ipv4Addr::UNSPECIFIED,
-    }
-}
-
-/// A route that drops what it matches, under `kind`'s drop reason.
-fn dropping(dst: Ipv4Net, kind: u32) -> RouteSpec {
-    RouteSpec {
-        dst,
-        kind,
-        vni: 0,
-        gw_ip: Ipv4Addr::UNSPECIFIED,
-        gw_mac: [0; 6],
-        mtu: 0,
-        nh_ip: Ipv4Addr::UNSPECIFIED,
-    }
-}
-
-fn unsupported(dst: Ipv4Net) -> RouteSpec {
-    dropping(dst, ROUTE_UNSUPPORTED)
-}
-
-/// A route via an endpoint: `<namespace>/<pod>.<iface>`, a NIC on a routed segment of
-/// the table's Vpc, found by its NetworkEndpoint (every Node reads all of them; a
-/// daemon sees only its own Node's NetworkInterfaces). One that is not there (yet)
-/// drops what it matches (`NO_NEXT_HOP`) rather than let a shorter route take it.
-fn via_endpoint(world: &World, rt: &RouteTable, dst: Ipv4Net, endpoint: &str) -> RouteSpec {
-    let objects = &world.objects;
-    let found = endpoint.split_once('/').and_then(|(ns, name)| {
-        world.endpoints.iter().find(|e| {
-            e.metadata.namespace.as_deref() == Some(ns) && e.metadata.name.as_deref() == Some(name)
-        })
-    });
-    let hop = found.and_then(|e| {
-        let segment = match (&e.spec.subnet, &e.spec.l2_network) {
-            (Some(s), _) => objects
-                .subnet(s)
-                .filter(|s| s.spec.vpc == rt.spec.vpc)
-                .and_then(subnet_segment),
-            (None, Some(l)) => objects
-                .l2network(l)
-                .filter(|l| l.spec.vpc == rt.spec.vpc)
-                .and_then(gateway_of),
-            (None, None) => None,
-        }?;
-        let nh: Ipv4Addr = e.spec.address.split('/').next()?.parse().ok()?;
-        Some(RouteSpec {
-            kind: ROUTE_ENDPOINT,
-            nh_ip: nh,
-            ..connected(segment, dst)
-        })
-    });
-    hop.unwrap_or_else(|| dropping(dst, ROUTE_NO_NEXT_HOP))
-}
-
-/// The connected routes of the implicit table of `vpc`: each of its segments' CIDRs.
-fn implicit_routes(world: &World, vpc: &str) -> BTreeSet<RouteSpec> {
-    let objects = &world.objects;
-    let l2 = objects
-        .l2networks
-        .iter()
-        .filter(|l| l.spec.vpc == vpc)
-        .filter_map(|l| {
-            Some(connected(
-                gateway_of(l)?,
-                l.spec.cidr.as_deref()?.parse().ok()?,
-            ))
-        });
-    let subnets = objects
-        .subnets
-        .iter()
-        .filter(|s| s.spec.vpc == vpc)
-        .filter_map(|s| Some(connected(subnet_segment(s)?, s.spec.cidr.parse().ok()?)));
-    l2.chain(subnets).collect()
-}
-
-/// One route of a RouteTable, or the line that says why it is left out.
-fn table_route(world: &World, node: &str, rt: &RouteTable, r: &Route) -> Result<RouteSpec, String> {
-    let objects = &world.objects;
-    let table = rt.metadata.name.as_deref().unwrap_or("");
-    let dst = r
-        .dst
-        .parse::<Ipv4Net>()
-        .map_err(|_| {
-            format!(
-                "RouteTable {table}: route dst {:?} is not an IPv4 prefix",
-                r.dst
-            )
-        })?
-        .trunc();
-    match (r.via.type_.as_str(), &r.via.endpoint) {
-        ("connected", _) => {}
-        ("endpoint", Some(endpoint)) => return Ok(via_endpoint(world, rt, dst, endpoint)),
-        ("endpoint", None) => return Ok(dropping(dst, ROUTE_NO_NEXT_HOP)),
-        ("natGateway", _) => {
-            return nat::via_nat_gateway(
-                world,
-                node,
-                &rt.spec.vpc,
-                dst,
-                r.via.nat_gateway.as_deref(),
-            )
-            .map_err(|e| format!("RouteTable {table}: {e}"));
-        }
-        ("internetGateway", _) => {
-            return Ok(nat::via_internet_gateway(world, node, &rt.spec.vpc, dst));
-        }
-        // Kinds of later waves (peering, transit, VPN): dropped as ROUTE_UNSUPPORTED,
-        // never sent by a shorter route instead.
-        _ => return Ok(unsupported(dst)),
-    }
-    let l2 = r
-        .via
-        .l2_network
-        .as_deref()
-        .and_then(|n| objects.l2network(n).filter(|l| l.spec.vpc == rt.spec.vpc));
-    let subnet = r
-        .via
-        .subnet
-        .as_deref()
-        .and_then(|n| objects.subnet(n).filter(|s| s.spec.vpc == rt.spec.vpc));
-    let segment = match (l2, subnet) {
-        (Some(l), _) => gateway_of(l).ok_or_else(|| {
-            format!(
-                "RouteTable {table}: route to {dst} names L2Network {} which has no gateway yet",
-                name(l)
-            )
-        })?,
-        (None, Some(s)) => subnet_segment(s).ok_or_else(|| {
-            format!(
-                "RouteTable {table}: route to {dst} names Subnet {} which has no VNI yet",
-                s.metadata.name.as_deref().unwrap_or("")
-            )
-        })?,
-        // A connected route to nothing of this Vpc routes nowhere.
-        (None, None) => return Ok(unsupported(dst)),
-    };
-    Ok(connected(segment, dst))
 }
 
 /// A neighbour's key in [`RouterState::neighbours`]: (VNI, address).
@@ -350,18 +214,14 @@ fn neighbour(world: &World, e: &NetworkEndpoint) -> Result<Option<(NbrAt, Neighb
     else {
         return Ok(None);
     };
-    let ip = e.spec.address.split('/').next().unwrap_or("").parse();
-    let mac = crate::parse_mac(&e.spec.mac_address);
-    let vtep = e.spec.node_ip.parse();
-    match (ip, mac, vtep) {
-        (Ok(ip), Some(mac), Ok(vtep)) => Ok(Some(((vni, ip), Neighbour { mac, vtep }))),
+    match (e.spec.address, e.spec.mac_address, e.spec.node_ip) {
+        (Some(ip), Some(mac), Some(vtep)) => {
+            Ok(Some(((vni, ip.addr()), Neighbour { mac: mac.0, vtep })))
+        }
         _ => Err(format!(
-            "NetworkEndpoint {}/{}: address {:?}, MAC {:?} or Node address {:?} unreadable",
+            "NetworkEndpoint {}/{}: its address, MAC or Node address is unset",
             e.metadata.namespace.as_deref().unwrap_or(""),
             e.metadata.name.as_deref().unwrap_or(""),
-            e.spec.address,
-            e.spec.mac_address,
-            e.spec.node_ip
         )),
     }
 }
@@ -373,7 +233,7 @@ pub fn listen_nodes(world: &World, this_node: &str) -> BTreeSet<u32> {
         .endpoints
         .iter()
         .filter(|e| e.spec.node_name != this_node)
-        .filter_map(|e| e.spec.node_ip.parse::<Ipv4Addr>().ok())
+        .filter_map(|e| e.spec.node_ip)
         .map(Ipv4Addr::to_bits)
         .collect()
 }
@@ -413,7 +273,7 @@ pub fn desired(world: &World, node: &str) -> (RouterState, Vec<String>) {
             // The default NATGateway's route, where the default Vpc has no RouteTable
             // for the controller to write it into (NAT-01).
             if vpc == crate::api::DEFAULT_VPC && default_nat_ready(world) {
-                let r = crate::controller::routetable::default_nat_route();
+                let r = crate::api::routetable::Route::default_nat();
                 if let Ok(dst) = r.dst.parse() {
                     match nat::via_nat_gateway(world, node, vpc, dst, r.via.nat_gateway.as_deref())
                     {
@@ -461,22 +321,6 @@ pub fn desired(world: &World, node: &str) -> (RouterState, Vec<String>) {
         }
     }
     (state, skipped)
-}
-
-/// The Service CIDRs in a table of a Vpc that does not consume Services: refused by
-/// name at once (SVC-01), unless the table routes the very prefix itself.
-fn hold_services(world: &World, routes: &mut BTreeSet<RouteSpec>) {
-    for dst in world
-        .objects
-        .service_cidrs
-        .iter()
-        .filter_map(|c| c.parse::<Ipv4Net>().ok())
-        .map(|n| n.trunc())
-    {
-        if !routes.iter().any(|r| r.dst == dst) {
-            routes.insert(dropping(dst, ROUTE_NO_SERVICES));
-        }
-    }
 }
 
 /// The Vpc a table (a RouteTable's name, or `vpc:<name>`) belongs to.

@@ -19,7 +19,7 @@ use std::{collections::BTreeSet, net::Ipv4Addr};
 use ipnet::Ipv4Net;
 use juneau_common::gw::{ROUTE_INTERNET_GW, ROUTE_NAT_GW, ROUTE_UNREACHABLE};
 
-use super::{RouteSpec, dropping};
+use super::RouteSpec;
 use crate::{
     api::{DEFAULT_VPC, externalnetworkattachment::name_for},
     cluster::World,
@@ -48,7 +48,7 @@ pub fn via_nat_gateway(
     let address = address_of(world, &g.spec.external_network, node);
     Ok(RouteSpec {
         nh_ip: address.unwrap_or(Ipv4Addr::UNSPECIFIED),
-        ..dropping(dst, ROUTE_NAT_GW)
+        ..RouteSpec::dropping(dst, ROUTE_NAT_GW)
     })
 }
 
@@ -57,7 +57,7 @@ pub fn via_internet_gateway(world: &World, node: &str, vpc: &str, dst: Ipv4Net) 
     let address = internet_gateway_fallback(world, node, vpc).map(|(_, a)| a);
     RouteSpec {
         nh_ip: address.unwrap_or(Ipv4Addr::UNSPECIFIED),
-        ..dropping(dst, ROUTE_INTERNET_GW)
+        ..RouteSpec::dropping(dst, ROUTE_INTERNET_GW)
     }
 }
 
@@ -91,23 +91,19 @@ pub fn address_of(world: &World, external_network: &str, node: &str) -> Option<I
         .objects
         .external_network_attachment(&name_for(external_network, node))
         .filter(|a| a.spec.node_name == node && a.spec.external_network == external_network)
-        .and_then(|a| a.status.as_ref()?.assigned_ip.parse().ok())
+        .and_then(|a| a.status.as_ref()?.assigned_ip)
 }
 
 /// The cluster's own ranges a table routing out through a NATGateway (or the internet
 /// gateway) must not send out.
 pub fn cluster_ranges(world: &World, vpc: &str) -> BTreeSet<Ipv4Net> {
     let objects = &world.objects;
-    let services = objects
-        .service_cidrs
-        .iter()
-        .filter_map(|c| c.parse::<Ipv4Net>().ok());
+    let services = objects.service_cidrs.iter().copied();
     let nodes = world
         .nodes
         .iter()
-        .map(|n| n.internal_ip.as_str())
-        .chain(world.endpoints.iter().map(|e| e.spec.node_ip.as_str()))
-        .filter_map(|a| a.parse::<Ipv4Addr>().ok())
+        .filter_map(|n| n.internal_ip.parse::<Ipv4Addr>().ok())
+        .chain(world.endpoints.iter().filter_map(|e| e.spec.node_ip))
         .filter_map(|a| Ipv4Net::new(a, 32).ok());
     // The cluster's Pod network, for a tenant Vpc (the default Vpc routes its own).
     let pods = objects
@@ -136,7 +132,7 @@ pub fn hold_cluster_ranges(world: &World, vpc: &str, routes: &mut BTreeSet<Route
             .iter()
             .any(|r| !translated(r.kind) && r.dst.contains(&dst));
         if !own {
-            routes.insert(dropping(dst, ROUTE_UNREACHABLE));
+            routes.insert(RouteSpec::dropping(dst, ROUTE_UNREACHABLE));
         }
     }
 }

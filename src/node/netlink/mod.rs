@@ -51,8 +51,6 @@ pub enum NetlinkError {
         path: String,
         source: std::io::Error,
     },
-    #[error("{0} is not an IPv4 prefix")]
-    BadAddress(String),
     #[error("cannot start a netlink runtime: {0}")]
     Runtime(std::io::Error),
 }
@@ -202,25 +200,19 @@ pub fn links_with_alias(prefix: &str) -> Result<Vec<(String, u32, String)>, Netl
     })
 }
 
-/// Adds `cidr` (a.b.c.d/len) to `ifname` of `handle`'s namespace.
-pub async fn add_address_on(handle: &Handle, ifname: &str, cidr: &str) -> Result<(), NetlinkError> {
-    let net: ipnet::Ipv4Net = cidr
-        .parse()
-        .map_err(|_| NetlinkError::BadAddress(cidr.to_owned()))?;
+/// Adds `net` (its address and prefix) to `ifname` of `handle`'s namespace.
+pub async fn add_address_on(
+    handle: &Handle,
+    ifname: &str,
+    net: ipnet::Ipv4Net,
+) -> Result<(), NetlinkError> {
     let index = link_by_name(handle, ifname).await?.header.index;
     handle
         .address()
         .add(index, std::net::IpAddr::V4(net.addr()), net.prefix_len())
         .execute()
         .await
-        .map_err(req(format!("add {cidr} to {ifname}")))
-}
-
-/// Adds `cidr` (a.b.c.d/len) to `ifname` in `ns`.
-pub fn add_address(ns: &Path, ifname: &str, cidr: &str) -> Result<(), NetlinkError> {
-    with_netlink(Some(ns), async |handle| {
-        add_address_on(&handle, ifname, cidr).await
-    })
+        .map_err(req(format!("add {net} to {ifname}")))
 }
 
 /// Adds the default route via `gw` in `handle`'s namespace (main table).

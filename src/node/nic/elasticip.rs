@@ -18,10 +18,6 @@ use crate::{
 
 pub struct ElasticIpNic;
 
-fn address_of(nic: &NetworkInterface) -> Option<Ipv4Addr> {
-    nic.status.as_ref()?.address.split('/').next()?.parse().ok()
-}
-
 impl NicDriver for ElasticIpNic {
     /// Held to the Pod's MAC and the ElasticIP, on its network's VNI: none until the
     /// ElasticIP is bound.
@@ -44,13 +40,13 @@ impl NicDriver for ElasticIpNic {
         result: &mut CniResult,
     ) -> Result<(), CniError> {
         let status = nic.status.clone().unwrap_or_default();
-        let (Some(eip), true) = (address_of(nic), status.vni != 0) else {
+        let (Some(eip), true) = (nic.ip(), status.vni != 0) else {
             return Err(CniError::new(
                 code::TRY_AGAIN_LATER,
                 format!(
                     "NetworkInterface {}: waiting for its ElasticIP (address {:?}, network {}): {}",
                     nic.metadata.name.as_deref().unwrap_or(""),
-                    status.address,
+                    status.address.map(|a| a.to_string()).unwrap_or_default(),
                     status.vni,
                     status
                         .conditions

@@ -176,15 +176,7 @@ pub(crate) fn base_spec(nic: &NetworkInterface, ifindex: u32, kind: PortKind) ->
 
 /// A held port's MAC (stable per container and interface) and the NIC's address.
 pub(crate) fn held(nic: &NetworkInterface, container_id: &str) -> Option<([u8; 6], Ipv4Addr)> {
-    let ip = nic
-        .status
-        .as_ref()?
-        .address
-        .split('/')
-        .next()?
-        .parse()
-        .ok()?;
-    Some((nic_mac(container_id, &nic.spec.interface), ip))
+    Some((nic_mac(container_id, &nic.spec.interface), nic.ip()?))
 }
 
 pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(String) -> CniError {
@@ -226,7 +218,7 @@ mod tests {
         );
         n.status = Some(NetworkInterfaceStatus {
             vni: 7,
-            address: "10.1.0.5/24".into(),
+            address: "10.1.0.5/24".parse().ok(),
             ..Default::default()
         });
         n
@@ -288,7 +280,7 @@ mod tests {
         written.own_ip = 0;
         assert!(!s.written_as(&written), "held to its address");
         let mut unready = n.clone();
-        unready.status.as_mut().unwrap().address.clear();
+        unready.status.as_mut().unwrap().address = None;
         assert!(SubnetNic.port_spec(&unready, "cid", 9).is_none());
         assert!(L2NetworkNic.port_spec(&unready, "cid", 9).is_some());
     }

@@ -24,7 +24,7 @@ pub(super) fn not_ready(nic: &NetworkInterface) -> CniError {
             "NetworkInterface {}: not allocated yet (network {}, address {:?}): {}",
             nic.metadata.name.as_deref().unwrap_or(""),
             status.vni,
-            status.address,
+            status.address.map(|a| a.to_string()).unwrap_or_default(),
             status
                 .conditions
                 .first()
@@ -96,11 +96,11 @@ pub fn setup(
         mtu: spec.mtu,
         sandbox: Some(ctx.netns.display().to_string()),
     });
-    if !status.address.is_empty() {
-        nl.block_on(netlink::add_address_on(nl.pod(), &iface, &status.address))
+    if let Some(address) = status.address {
+        nl.block_on(netlink::add_address_on(nl.pod(), &iface, address))
             .map_err(|e| io(format!("cannot address {iface}"))(e.to_string()))?;
         result.ips.push(IpConfig {
-            address: status.address.clone(),
+            address: address.to_string(),
             gateway: status.routes.first().map(|r| r.gw.clone()),
             interface: result.interfaces.len() - 1,
         });
@@ -226,11 +226,10 @@ pub fn check(
             }
         }
     }
-    let want = status.address.clone();
-    if !want.is_empty() {
+    if let Some(want) = status.address {
         let have = netlink::addresses(ctx.netns, iface)
             .map_err(|e| io("cannot read the Pod's addresses")(e.to_string()))?;
-        if !have.contains(&want) {
+        if !have.contains(&want.to_string()) {
             return Err(CniError::new(
                 code::IO_FAILURE,
                 format!("{iface}: address {want} is missing in the Pod (has {have:?})"),

@@ -176,12 +176,7 @@ pub fn desired(world: &World, node: &str) -> (PolicyState, Vec<String>) {
         let Some(st) = nic.status.as_ref() else {
             continue;
         };
-        let Some(addr) = st
-            .address
-            .split('/')
-            .next()
-            .and_then(|a| a.parse::<Ipv4Addr>().ok())
-        else {
+        let Some(addr) = st.address.map(|a| a.addr()) else {
             continue;
         };
         if st.vni == 0 {

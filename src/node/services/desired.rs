@@ -28,6 +28,7 @@ use crate::{
     cluster::World,
 };
 
+/// An EndpointSlice's address (Kubernetes' own type keeps it a string).
 fn address(a: &str) -> Option<Ipv4Addr> {
     a.split('/').next()?.parse().ok()
 }
@@ -83,12 +84,12 @@ pub fn sources(world: &World, node: &str) -> Sources {
         .filter_map(|s| s.status.as_ref())
         .flat_map(|s| &s.node_addresses)
     {
-        let Ok(ip) = a.address.parse::<Ipv4Addr>() else {
+        let Some(ip) = a.address else {
             continue;
         };
         if a.node == node {
             own.get_or_insert(ip);
-        } else if let Ok(vtep) = a.node_ip.parse() {
+        } else if let Some(vtep) = a.node_ip {
             others.push((ip, vtep));
         }
     }
@@ -139,7 +140,7 @@ impl<'a> Here<'a> {
             nics: world
                 .endpoints
                 .iter()
-                .filter_map(|e| Some((address(&e.spec.address)?, e)))
+                .filter_map(|e| Some((e.spec.address?.addr(), e)))
                 .collect(),
             segments: objects
                 .subnets

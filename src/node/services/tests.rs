@@ -19,7 +19,7 @@ fn nic(ip: &str, subnet: Option<&str>, l2: Option<&str>, eip: Option<&str>) -> N
             subnet: subnet.map(Into::into),
             l2_network: l2.map(Into::into),
             elastic_ip: eip.map(Into::into),
-            address: format!("{ip}/16"),
+            address: format!("{ip}/16").parse().ok(),
             node_name: "n1".into(),
             ..Default::default()
         },
@@ -214,13 +214,13 @@ fn svc_02_a_node_address_is_a_host_backend_once_the_node_has_a_source_address() 
         node_addresses: vec![
             NodeAddress {
                 node: "n1".into(),
-                address: "10.16.255.1".into(),
-                node_ip: "172.18.0.1".into(),
+                address: "10.16.255.1".parse().ok(),
+                node_ip: "172.18.0.1".parse().ok(),
             },
             NodeAddress {
                 node: "n2".into(),
-                address: "10.16.255.2".into(),
-                node_ip: "172.18.0.2".into(),
+                address: "10.16.255.2".parse().ok(),
+                node_ip: "172.18.0.2".parse().ok(),
             },
         ],
         ..Default::default()

@@ -312,7 +312,7 @@ macro_rules! define_caches {
             }
 
             /// The cached objects as one [`World`].
-            pub(super) fn world(&self, service_cidrs: &[String]) -> World {
+            pub(super) fn world(&self, service_cidrs: &[ipnet::Ipv4Net]) -> World {
                 let pods = self.pods.objects();
                 World {
                     objects: Snapshot {

@@ -33,6 +33,12 @@ pub fn clear(entry: &mut CtEntry) {
 }
 
 /// The entry of one direction, for reading and for [`seen`].
+/// The key of a packet as it came (`ip`, `ports`), in `zone`.
+#[inline(always)]
+pub fn key_of(zone: u32, ip: &crate::ipv4::Ipv4, ports: &crate::l4::Ports) -> CtKey {
+    CtKey::new(zone, ip.saddr, ip.daddr, ports.sport, ports.dport, ip.proto)
+}
+
 #[inline(always)]
 pub fn lookup(key: &CtKey) -> Option<*mut CtEntry> {
     maps::jn_ct.get_ptr_mut(key)

@@ -6,15 +6,14 @@
 //! decapsulation finds the port by the same pinned entry).
 use aya_ebpf::{bindings::TC_ACT_OK, programs::TcContext};
 use juneau_common::{
-    DropReason, EipEntry, FdbEntry, FdbKey, GwSegment,
+    DropReason, EipEntry, FdbKey, GwSegment,
     eip::gateway_mac,
     port::{PORT_ACL, PORT_ACTIVE, PORT_EIP, PORT_GATEWAY, PORT_ROUTED, PORT_SG},
 };
 
 use crate::{
     deliver::{straight, to_port},
-    eth::{self, ETH_HLEN, store},
-    ipv4, maps, overlay,
+    eth, maps, neighbour, overlay,
 };
 
 /// To a NIC holding the ElasticIP itself, from its network's gateway MAC.
@@ -58,7 +57,7 @@ fn carry(ctx: &TcContext, entry: &EipEntry, ttl: u8, kind: u32) -> Result<i32, D
             } else {
                 gw
             };
-            hop(ctx, dst, src)?;
+            neighbour::hop(ctx, &dst, &src)?;
             if flags & (PORT_SG | PORT_ACL) == 0 {
                 return Ok(straight(entry.ifindex, flags));
             }
@@ -72,38 +71,15 @@ fn carry(ctx: &TcContext, entry: &EipEntry, ttl: u8, kind: u32) -> Result<i32, D
         let seg: Option<GwSegment> = unsafe { maps::jn_gw_seg.get(entry.vni) }.copied();
         seg.ok_or(DropReason::EipNoHolder)?.gw_mac
     };
-    hop(ctx, dst, src)?;
-    // SAFETY: copied at once.
-    let slot = unsafe { maps::jn_l2_vni.get(entry.vni) }.copied();
-    if let Some(fdb) = slot.and_then(|s| maps::jn_l2_fdb.get(s))
-        && let Some(found) = fdb.get_ptr(dst)
+    neighbour::hop(ctx, &dst, &src)?;
+    if let Some(found) = neighbour::learned(neighbour::segment_slot(entry.vni), dst)
+        && found.vtep == 0
+        && found.ifindex != 0
     {
-        // SAFETY: copied out at once.
-        let found: FdbEntry = unsafe { *found };
-        if found.vtep == 0 && found.ifindex != 0 {
-            return to_port(ctx, found.ifindex, found.flags);
-        }
+        return to_port(ctx, found.ifindex, found.flags);
     }
     if entry.vtep != 0 && entry.vtep != overlay::local_vtep() {
         return overlay::unicast(ctx, entry.vni, entry.vtep, &eth::Addrs { dst, src });
     }
     Err(DropReason::EipNoHolder)
-}
-
-/// TTL - 1 and the MACs of the hop to `dst` from `src`.
-#[inline(always)]
-fn hop(ctx: &TcContext, dst: FdbKey, src: FdbKey) -> Result<(), DropReason> {
-    let (start, end) = (ctx.data(), ctx.data_end());
-    if start + ETH_HLEN + 20 > end {
-        return Err(DropReason::BadIpHeader);
-    }
-    // SAFETY: inside [start, start + ETH_HLEN + 20), checked above; the caller saw a
-    // TTL above 1.
-    unsafe {
-        ipv4::decrement_ttl(start);
-        store::<u64>(start, eth::bits(&dst));
-        store::<u32>(start + 6, eth::bits(&src) as u32);
-        store::<u16>(start + 10, (eth::bits(&src) >> 32) as u16);
-    }
-    Ok(())
 }

@@ -6,16 +6,16 @@
 //! the receiving Node only switches it.
 use aya_ebpf::programs::TcContext;
 use juneau_common::{
-    DropReason, FdbEntry, GwSegment, NbrEntry, PortConfig, RouteEntry, gw::GwStat,
-    svc::SVC_SOURCE_MAC, tail::TAIL_SVC_HOST,
+    DropReason, GwSegment, NbrEntry, PortConfig, RouteEntry, gw::GwStat, svc::SVC_SOURCE_MAC,
+    tail::TAIL_SVC_HOST,
 };
 
 use crate::{
     deliver::to_port,
-    eth::{self, load, store},
+    eth::{self, load},
     icmp,
     ipv4::{self, Ipv4},
-    maps, overlay,
+    neighbour, overlay,
 };
 
 const IPPROTO_ICMP: u8 = 1;
@@ -48,24 +48,15 @@ pub fn forward(
         } else {
             eth::from_bits(load::<u32>(start + 6) as u64 | (load::<u16>(start + 10) as u64) << 32)
         };
-        // The 8-byte store of the destination runs into the source: both written.
-        store::<u64>(start, eth::bits(&dst));
-        store::<u32>(start + 6, eth::bits(&src) as u32);
-        store::<u16>(start + 10, (eth::bits(&src) >> 32) as u16);
+        neighbour::write_macs(start, &dst, &src);
         src
     };
     crate::stats::gw(GwStat::Routed);
     let addrs = eth::Addrs { dst, src };
     // The destination segment's table, when this Node has a port on it: the freshest
     // place of the MAC (a Pod here, or where it was last heard).
-    // SAFETY: copied at once.
-    let slot = unsafe { maps::jn_l2_vni.get(route.vni) }.copied();
-    if let Some(slot) = slot
-        && let Some(fdb) = maps::jn_l2_fdb.get(slot)
-        && let Some(entry) = fdb.get_ptr(dst)
-    {
-        // SAFETY: copied out at once.
-        let entry: FdbEntry = unsafe { *entry };
+    let slot = neighbour::segment_slot(route.vni);
+    if let Some(entry) = neighbour::learned(slot, dst) {
         if entry.vtep != 0 {
             return overlay::unicast(ctx, route.vni, entry.vtep, &addrs);
         }

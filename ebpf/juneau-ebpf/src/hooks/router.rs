@@ -20,7 +20,7 @@ use juneau_common::{
 
 use crate::{
     arp::ETH_P_ARP,
-    cb, eth, gw,
+    cb, conntrack, eth, gw,
     icmp::{self, IcmpError},
     ipv4::{self, martian},
     l2, maps, nat, svc, tail,
@@ -122,25 +122,28 @@ pub fn ipv4(
     } else {
         svc::Egress::Pass
     };
-    // An established NATGateway connection leaves from here when it can (`nat::fast`).
+    // Another stage's connection: an established NATGateway connection leaves from
+    // here when it can (`nat::fast`); else its entry may settle the sender's side of
+    // policy (`conntrack::egress_settled`), so `policy::egress` looks it up no more.
     let (services, settled) = match services {
-        svc::Egress::Nat { entry, ports } => {
+        svc::Egress::Connection { entry, ports } if nat::fast::is_nat(entry) => {
             match nat::fast::try_send(ctx, ifindex, port, seg, &ip, &ports, entry)? {
                 nat::fast::Fast::Done(verdict) => return Ok(verdict),
                 nat::fast::Fast::Slow { settled } => (svc::Egress::Pass, settled),
             }
         }
-        other => {
-            let settled = matches!(other, svc::Egress::Settled);
-            (other, settled)
+        svc::Egress::Connection { entry, ports } => {
+            let key = conntrack::key_of(port.vni, &ip, &ports);
+            let settled = conntrack::egress_settled(entry, &key, &ip, ports.tcp_flags);
+            (svc::Egress::Pass, settled)
         }
+        other => (other, false),
     };
     cb::put_settled(ctx, settled);
     let via = match services {
-        svc::Egress::Pass
-        | svc::Egress::Settled
-        | svc::Egress::Translated
-        | svc::Egress::Nat { .. } => cb::VIA_ROUTE,
+        svc::Egress::Pass | svc::Egress::Translated | svc::Egress::Connection { .. } => {
+            cb::VIA_ROUTE
+        }
         svc::Egress::Host => cb::VIA_HOST,
         svc::Egress::Provider => cb::VIA_PROVIDER,
         svc::Egress::Reject => {

@@ -15,7 +15,7 @@
 use aya_ebpf::{bindings::BPF_FIB_LKUP_RET_SUCCESS, helpers::bpf_redirect, programs::TcContext};
 use juneau_common::{
     DropReason, GwSegment, PortConfig, RouteEntry,
-    ct::{CtEntry, CtKey, NatHop, PROTO_ICMP, hop_second},
+    ct::{CT_F_NAT, CT_F_REPLY, CtEntry, NatHop, PROTO_ICMP, hop_second},
     gw::{GwStat, ROUTE_INTERNET_GW, ROUTE_NAT_GW},
     port::PORT_SG,
 };
@@ -29,6 +29,14 @@ pub enum Fast {
     /// Left to the slow path; `settled`: the sender's side of policy is decided by the
     /// entry (`conntrack::egress_settled` said so, and moved it).
     Slow { settled: bool },
+}
+
+/// Whether `entry` is the original direction of a NATGateway connection.
+#[inline(always)]
+pub fn is_nat(entry: *mut CtEntry) -> bool {
+    // SAFETY: a map value pointer, read at once.
+    let flags = unsafe { (*entry).flags };
+    flags & (CT_F_NAT | CT_F_REPLY) == CT_F_NAT
 }
 
 #[inline(always)]
@@ -50,14 +58,7 @@ pub fn try_send(
     // the NIC: a NAT packet always crosses the gateway), or the entry settles it.
     let none_applies = seg.acl == 0 && port.flags & PORT_SG == 0;
     if !none_applies {
-        let key = CtKey::new(
-            port.vni,
-            ip.saddr,
-            ip.daddr,
-            ports.sport,
-            ports.dport,
-            ip.proto,
-        );
+        let key = conntrack::key_of(port.vni, ip, ports);
         if !conntrack::egress_settled(entry, &key, ip, ports.tcp_flags) {
             return Ok(Fast::Slow { settled: false });
         }

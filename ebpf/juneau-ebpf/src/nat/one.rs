@@ -13,10 +13,7 @@
 //!             EIP (an ICMP error's quote too), the Node's FIB, the hop
 //! ```
 use aya_ebpf::{bindings::TC_ACT_OK, programs::TcContext};
-use juneau_common::{
-    DropReason, EipEntry,
-    ct::{CT_F_NAT, CtKey},
-};
+use juneau_common::{DropReason, EipEntry, ct::CT_F_NAT};
 
 use crate::{conntrack, ipv4::Ipv4, l4, quoted, xlate};
 
@@ -84,7 +81,7 @@ pub fn napt_mapped(ctx: &TcContext, zone: u32, ip: &Ipv4) -> bool {
     let Some(ports) = crate::frag::ports(ctx, ip, zone) else {
         return false;
     };
-    let key = CtKey::new(zone, ip.saddr, ip.daddr, ports.sport, ports.dport, ip.proto);
+    let key = crate::conntrack::key_of(zone, ip, &ports);
     // SAFETY: a map value pointer, read at once.
     conntrack::lookup(&key).is_some_and(|e| unsafe { (*e).flags } & CT_F_NAT != 0)
 }

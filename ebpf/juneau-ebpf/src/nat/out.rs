@@ -69,7 +69,7 @@ pub fn translate(ctx: &TcContext) -> Result<i32, DropReason> {
     if one {
         super::one::outbound(ctx, &ip, nat_ip)?;
     } else {
-        let key = CtKey::new(zone, ip.saddr, ip.daddr, ports.sport, ports.dport, ip.proto);
+        let key = crate::conntrack::key_of(zone, &ip, &ports);
         let (nat_ip, nat_port) = mapping(&key, nat_ip, ports.tcp_flags, frag::later(&ip))?;
         xlate::source(ctx, &ip, &ports, nat_ip, nat_port)?;
         if ip.proto == PROTO_ICMP && !frag::later(&ip) {

@@ -10,13 +10,7 @@ use juneau_common::{
     ct::{CT_F_NAT, CT_F_REPLY, CtKey, PROTO_ICMP, ZONE_HOST},
 };
 
-use crate::{
-    conntrack, deliver, eth,
-    eth::store,
-    frag,
-    ipv4::{self, Ipv4},
-    maps, xlate,
-};
+use crate::{conntrack, deliver, frag, ipv4::Ipv4, maps, neighbour, xlate};
 
 #[inline(always)]
 pub fn to_client(ctx: &TcContext, ip: &Ipv4) -> Result<i32, DropReason> {
@@ -81,16 +75,6 @@ fn unmatched(ip: &Ipv4) -> Result<i32, DropReason> {
 #[inline(always)]
 fn deliver(ctx: &TcContext, zone: u32, client: u32) -> Result<i32, DropReason> {
     let to = deliver::to_neighbour(zone, client)?;
-    let (start, end) = (ctx.data(), ctx.data_end());
-    if start + ipv4::IP_END > end {
-        return Err(DropReason::BadIpHeader);
-    }
-    // SAFETY: inside [start, start + IP_END), checked above; TTL above 1.
-    unsafe {
-        ipv4::decrement_ttl(start);
-        store::<u64>(start, eth::bits(&to.mac));
-        store::<u32>(start + 6, eth::bits(&to.gw_mac) as u32);
-        store::<u16>(start + 10, (eth::bits(&to.gw_mac) >> 32) as u16);
-    }
+    neighbour::hop(ctx, &to.mac, &to.gw_mac)?;
     deliver::to_port(ctx, to.port.ifindex, to.port.flags)
 }

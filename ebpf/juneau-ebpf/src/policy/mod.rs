@@ -24,7 +24,7 @@ mod rules;
 use aya_ebpf::programs::TcContext;
 use juneau_common::{
     DropReason, NbrKey, PortConfig,
-    ct::{CT_F_REPLY, CT_F_SERVICE, CT_NEW, CtKey, PROTO_ICMP, PROTO_SCTP, PROTO_TCP, PROTO_UDP},
+    ct::{CT_F_REPLY, CT_F_SERVICE, CT_NEW, PROTO_ICMP, PROTO_SCTP, PROTO_TCP, PROTO_UDP},
     policy::{DIR_EGRESS, DIR_INGRESS, POL_F_EGRESS, POL_F_INGRESS, PolNic},
     port::PORT_SG,
 };
@@ -158,7 +158,7 @@ fn judge(ctx: &TcContext, side: &Side, dir: u8, maybe_reply: &mut bool) -> Resul
     if related::related(ctx, &ip, zone) {
         return Ok(());
     }
-    let key = CtKey::new(zone, ip.saddr, ip.daddr, ports.sport, ports.dport, ip.proto);
+    let key = crate::conntrack::key_of(zone, &ip, &ports);
     let entry = conntrack::lookup(&key);
     // SAFETY: copied at once; an absent epoch is epoch 0.
     let epoch = maps::jn_pol_epoch.get(0).copied().unwrap_or(0);

@@ -26,7 +26,7 @@ use aya_ebpf::programs::TcContext;
 use juneau_common::{
     DropReason,
     ct::{
-        CT_F_HAIRPIN, CT_F_NAT, CT_F_PROVIDER, CT_F_REPLY, CT_F_SERVICE, CT_F_SNAT, CtEntry, CtKey,
+        CT_F_HAIRPIN, CT_F_PROVIDER, CT_F_REPLY, CT_F_SERVICE, CT_F_SNAT, CtEntry, CtKey,
         HAIRPIN_IP, PROTO_TCP, ZONE_HOST,
     },
 };
@@ -42,9 +42,6 @@ use crate::{
 pub enum Egress {
     /// Not to a Service: routed as it is.
     Pass,
-    /// Not to a Service, and the sender's side of policy is already decided by the
-    /// connection's entry (`conntrack::egress_settled`): routed as it is.
-    Settled,
     /// Translated: routed to the backend, the packet's new destination.
     Translated,
     /// To a Service without a backend that takes connections: rejected with ICMP port
@@ -56,9 +53,10 @@ pub enum Egress {
     /// Translated both ways to a provider Pod from another Vpc (SVC-02): routed by the
     /// provider's table (`SvcHost::provider_vni`).
     Provider,
-    /// Not to a Service: a NATGateway connection's packet, its entry found here, which
-    /// the router may send on at once (`nat::fast`).
-    Nat {
+    /// Not to a Service: another stage's connection, its entry found here once for
+    /// every stage (the hook gives it to the NATGateway's fast path or to the
+    /// sender's side of policy).
+    Connection {
         entry: *mut CtEntry,
         ports: l4::Ports,
     },
@@ -91,7 +89,7 @@ pub fn egress(
     let Some(ports) = crate::frag::ports(ctx, ip, zone) else {
         return Ok(Egress::Pass);
     };
-    let key = CtKey::new(zone, ip.saddr, ip.daddr, ports.sport, ports.dport, ip.proto);
+    let key = crate::conntrack::key_of(zone, ip, &ports);
     if let Some(entry) = conntrack::lookup(&key) {
         // SAFETY: a map value pointer, read at once.
         let (flags, backend_ip, backend_port) =
@@ -127,14 +125,7 @@ pub fn egress(
                 }
                 return open::hairpin_reply(ctx, zone, ip, &ports, entry);
             }
-            if flags & (CT_F_NAT | CT_F_REPLY) == CT_F_NAT {
-                return Ok(Egress::Nat { entry, ports });
-            }
-            // Not a Service's: policy's entry, found once for both stages.
-            if crate::conntrack::egress_settled(entry, &key, ip, ports.tcp_flags) {
-                return Ok(Egress::Settled);
-            }
-            return Ok(Egress::Pass);
+            return Ok(Egress::Connection { entry, ports });
         }
     }
     // Only a datagram's first fragment opens a connection.

@@ -18,7 +18,7 @@ pub fn reverse(ctx: &TcContext, zone: u32) -> Result<(), DropReason> {
     let Some(ports) = crate::frag::ports(ctx, &ip, zone) else {
         return error::reverse(ctx, zone, &ip);
     };
-    let key = CtKey::new(zone, ip.saddr, ip.daddr, ports.sport, ports.dport, ip.proto);
+    let key = crate::conntrack::key_of(zone, &ip, &ports);
     let Some(entry) = conntrack::lookup(&key) else {
         return Ok(());
     };
