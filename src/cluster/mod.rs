@@ -9,12 +9,14 @@ use std::time::Duration;
 
 mod desired;
 mod kinds;
+mod plan;
 mod snapshot;
 mod world;
 
 pub use desired::{Desired, key};
 pub use kinds::Scope;
 pub(crate) use kinds::snapshot_kinds;
+pub use plan::{Key, Write, apply_to, plan};
 pub use snapshot::Snapshot;
 pub use world::World;
 

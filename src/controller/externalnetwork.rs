@@ -4,7 +4,7 @@
 //! match its type.
 use std::collections::BTreeMap;
 
-use super::l2network::{held_vnis, next_vni, oldest_first, vni_exhausted};
+use super::segments::{held_vnis, next_vni, oldest_first, vni_exhausted};
 use crate::{
     admission::validate::Snapshot,
     api::{condition::Condition, externalnetwork::ExternalNetworkStatus},

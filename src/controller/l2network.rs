@@ -2,78 +2,17 @@
 //! reused while held; effective MTU; resolved gateway; a gateway MAC chosen once.
 use std::collections::BTreeMap;
 
-use super::Config;
+use super::{
+    Config,
+    segments::{gateway_mac, held_vnis, next_vni, oldest_first, vni_exhausted},
+};
 use crate::{
     admission::validate::{Snapshot, first_host, parse_cidr},
-    alloc::Pool,
     api::{
-        AllocationPool,
         condition::Condition,
         l2network::{AclRef, L2NetworkStatus},
-        net::Mac,
     },
 };
-
-/// The `subnet-vni` pool, holding the VNIs of every Subnet, L2Network and
-/// ExternalNetwork.
-pub(super) fn held_vnis(snap: &Snapshot) -> Pool<u32> {
-    let range = AllocationPool::subnet_vni().spec.number;
-    let mut pool = Pool::new([(range.min, range.max)]);
-    let held = snap
-        .subnets
-        .iter()
-        .filter_map(|s| s.status.as_ref().map(|st| st.vni))
-        .chain(
-            snap.l2networks
-                .iter()
-                .filter_map(|l| l.status.as_ref().map(|st| st.vni)),
-        )
-        // An ExternalNetwork's direct NICs are a segment too (EIP-03).
-        .chain(
-            snap.external_networks
-                .iter()
-                .filter_map(|n| n.status.as_ref().map(|st| st.network_id)),
-        )
-        .filter(|v| *v != 0);
-    for v in held {
-        pool.hold(v);
-    }
-    pool
-}
-
-/// A locally administered MAC for the gateway of segment `vni`: stable, and distinct
-/// per segment.
-pub fn gateway_mac(vni: u32) -> Mac {
-    let b = vni.to_be_bytes();
-    Mac([0x02, 0x4a, 0x4e, b[1], b[2], b[3]])
-}
-
-/// The lowest free VNI of the `subnet-vni` pool, marked held; `None` when exhausted.
-pub(super) fn next_vni(pool: &mut Pool<u32>) -> Option<u32> {
-    pool.first_free()
-}
-
-/// Oldest first (by name when no timestamps), so that allocation is deterministic.
-pub(super) fn oldest_first<K: kube::Resource>(objects: &[K]) -> Vec<&K> {
-    let mut sorted: Vec<&K> = objects.iter().collect();
-    sorted.sort_by_key(|o| {
-        (
-            o.meta().creation_timestamp.clone().map(|t| t.0),
-            o.meta().name.clone(),
-        )
-    });
-    sorted
-}
-
-/// The condition of a segment whose VNI cannot be allocated.
-pub(super) fn vni_exhausted() -> Condition {
-    Condition::new(
-        "Ready",
-        false,
-        "VNIExhausted",
-        "the subnet-vni AllocationPool is exhausted",
-    )
-}
 
 /// [`reconcile_with`], the NetworkACLs' ids read from this snapshot alone.
 pub fn reconcile_all(snap: &Snapshot, cfg: &Config) -> BTreeMap<String, L2NetworkStatus> {

@@ -13,6 +13,7 @@ pub mod natgateway;
 pub mod pod;
 pub mod policy;
 pub mod routetable;
+pub mod segments;
 pub mod service_source;
 pub mod subnet;
 

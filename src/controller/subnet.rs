@@ -3,7 +3,7 @@
 //! NetworkACL's id and version (`networkACL`, as an L2Network's: POL-01).
 use std::collections::BTreeMap;
 
-use super::l2network::{gateway_mac, held_vnis, next_vni, oldest_first, vni_exhausted};
+use super::segments::{gateway_mac, held_vnis, next_vni, oldest_first, vni_exhausted};
 use crate::{
     admission::validate::{Snapshot, first_host, parse_cidr},
     api::{condition::Condition, l2network::AclRef, subnet::SubnetStatus},

@@ -19,9 +19,7 @@ use serde::Serialize;
 
 mod apply;
 mod cache;
-mod external;
 mod lease;
-mod policy;
 use crate::{
     api::{
         ExternalNetworkAttachment, NetworkEndpoint, NetworkInterface, PodRecord,

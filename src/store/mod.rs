@@ -18,11 +18,8 @@ pub use services::{ENDPOINT_SLICE_KIND, SERVICE_KIND};
 
 pub use crate::api::{Object, PodRecord};
 use crate::{
-    admission::{self, Rejection, Snapshot, validate},
-    api::{
-        DEFAULT_VPC, EndpointSliceRecord, L2Network, NetworkEndpoint, NetworkInterface, NodeRecord,
-        service::MANAGED_BY_JUNEAU,
-    },
+    admission::{self, Rejection, validate},
+    api::{NetworkEndpoint, NetworkInterface, NodeRecord},
     cluster::{Desired, World},
 };
 
@@ -295,130 +292,14 @@ impl crate::cluster::Cluster for Store {
     }
 
     fn apply(&self, desired: &Desired) -> Result<bool, crate::cluster::ClusterError> {
+        // The same writes, by the same rules, as the Kubernetes backend's
+        // (`cluster::plan`); the default Subnet judged by this store's admission.
+        let admit = |s: &crate::api::Subnet, w: &World| {
+            validate::validate_subnet_create(s, &w.objects).map_err(|e| e.to_string())
+        };
         Ok(self.write_if(|w| {
-            let name = |l: &L2Network| l.metadata.name.clone().unwrap_or_default();
-            let mut changed = false;
-            if let Some(vpc) = &desired.default_vpc
-                && w.objects.vpc(DEFAULT_VPC).is_none()
-            {
-                w.objects.vpcs.push(vpc.clone());
-                changed = true;
-            }
-            if let Some(subnet) = &desired.default_subnet
-                && w.objects.subnet(DEFAULT_VPC).is_none()
-            {
-                match validate::validate_subnet_create(subnet, &w.objects) {
-                    Ok(()) => {
-                        w.objects.subnets.push(subnet.clone());
-                        changed = true;
-                    }
-                    Err(e) => tracing::warn!(error = %e, "the default Subnet is refused"),
-                }
-            }
-            for l in &mut w.objects.l2networks {
-                let want = desired.l2_status.get(&name(l)).cloned();
-                if l.status != want {
-                    l.status = want;
-                    changed = true;
-                }
-            }
-            for s in &mut w.objects.subnets {
-                let want = desired
-                    .subnet_status
-                    .get(s.metadata.name.as_deref().unwrap_or(""))
-                    .cloned();
-                if s.status != want {
-                    s.status = want;
-                    changed = true;
-                }
-            }
-            changed |= apply_policy(&mut w.objects, desired);
-            if w.objects.route_tables != desired.route_tables {
-                w.objects.route_tables = desired.route_tables.clone();
-                changed = true;
-            }
-            changed |= apply_external(&mut w.objects, desired);
-            if let Some(slices) = &desired.endpoint_slices {
-                let ours = |s: &EndpointSliceRecord| s.managed_by == MANAGED_BY_JUNEAU;
-                let now: Vec<&EndpointSliceRecord> =
-                    w.endpoint_slices.iter().filter(|s| ours(s)).collect();
-                if now.len() != slices.len() || now.iter().zip(slices).any(|(a, b)| *a != b) {
-                    w.endpoint_slices.retain(|s| !ours(s));
-                    w.endpoint_slices.extend(slices.iter().cloned());
-                    changed = true;
-                }
-            }
-            if w.objects.interfaces != desired.interfaces {
-                w.objects.interfaces = desired.interfaces.clone();
-                changed = true;
-            }
-            changed
+            let writes = crate::cluster::plan(w, desired);
+            crate::cluster::apply_to(w, &writes, &admit)
         }))
     }
-}
-
-/// The NetworkACLs' and SecurityGroups' statuses.
-fn apply_policy(s: &mut Snapshot, desired: &Desired) -> bool {
-    let mut changed = false;
-    for a in &mut s.network_acls {
-        let want = desired.network_acl_status.get(&name_of(a)).cloned();
-        if a.status != want {
-            a.status = want;
-            changed = true;
-        }
-    }
-    for g in &mut s.security_groups {
-        let want = desired.security_group_status.get(&name_of(g)).cloned();
-        if g.status != want {
-            g.status = want;
-            changed = true;
-        }
-    }
-    changed
-}
-
-/// The ElasticIP side of a pass: statuses, and the ARPAdvertisements as wanted.
-fn apply_external(s: &mut Snapshot, desired: &Desired) -> bool {
-    use crate::cluster::key;
-    let mut changed = false;
-    for n in &mut s.external_networks {
-        let want = desired
-            .external_network_status
-            .get(n.metadata.name.as_deref().unwrap_or(""))
-            .cloned();
-        if n.status != want {
-            n.status = want;
-            changed = true;
-        }
-    }
-    for e in &mut s.elastic_ips {
-        let want = desired.elastic_ip_status.get(&key(e)).cloned();
-        if e.status != want {
-            e.status = want;
-            changed = true;
-        }
-    }
-    for a in &mut s.elastic_ip_attachments {
-        let want = desired.attachment_status.get(&key(a)).cloned();
-        if a.status != want {
-            a.status = want;
-            changed = true;
-        }
-    }
-    if s.arp_advertisements != desired.arp_advertisements {
-        s.arp_advertisements = desired.arp_advertisements.clone();
-        changed = true;
-    }
-    if s.external_network_attachments != desired.external_network_attachments {
-        s.external_network_attachments = desired.external_network_attachments.clone();
-        changed = true;
-    }
-    for g in &mut s.nat_gateways {
-        let want = desired.nat_gateway_status.get(&name_of(g)).cloned();
-        if g.status != want {
-            g.status = want;
-            changed = true;
-        }
-    }
-    changed
 }

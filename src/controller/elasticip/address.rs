@@ -10,7 +10,7 @@ use crate::{
     admission::validate::Snapshot,
     alloc::Pool,
     api::ElasticIP,
-    controller::{externalnetwork::pools_problem, l2network::oldest_first},
+    controller::{externalnetwork::pools_problem, segments::oldest_first},
 };
 
 /// Why an ElasticIP has no address: its Allocated condition's reason and message.

@@ -92,23 +92,8 @@ pub(super) fn settle(w: &mut World) -> Desired {
     for _ in 0..5 {
         let d = reconcile(w, &cfg);
         // A fixed point of everything the pass writes back, not of the NICs alone.
-        let before = serde_json::to_value(&w.objects).expect("snapshots serialize");
-        let s = &mut w.objects;
-        for n in &mut s.external_networks {
-            n.status = d
-                .external_network_status
-                .get(n.metadata.name.as_deref().unwrap())
-                .cloned();
-        }
-        for e in &mut s.elastic_ips {
-            e.status = d.elastic_ip_status.get(&super::key(e)).cloned();
-        }
-        for a in &mut s.elastic_ip_attachments {
-            a.status = d.attachment_status.get(&super::key(a)).cloned();
-        }
-        s.arp_advertisements = d.arp_advertisements.clone();
-        s.interfaces = d.interfaces.clone();
-        if serde_json::to_value(&w.objects).expect("snapshots serialize") == before {
+        let writes = crate::cluster::plan(w, &d);
+        if !crate::cluster::apply_to(w, &writes, &|_, _| Ok(())) {
             return d;
         }
     }

@@ -70,17 +70,13 @@ fn world_with(
     w.objects.subnets = subnets;
     w.objects.route_tables = tables;
     w.objects.vpcs = vpcs;
-    let d = crate::controller::reconcile(&w, &Config::default());
-    for l in &mut w.objects.l2networks {
-        l.status = d.l2_status.get(name(l)).cloned();
-    }
-    for s in &mut w.objects.subnets {
-        s.status = d
-            .subnet_status
-            .get(s.metadata.name.as_deref().unwrap())
-            .cloned();
-    }
-    w.objects.route_tables = d.route_tables;
+    let cfg = Config {
+        default_subnet_cidr: None,
+        ..Config::default()
+    };
+    let d = crate::controller::reconcile(&w, &cfg);
+    let writes = crate::cluster::plan(&w, &d);
+    crate::cluster::apply_to(&mut w, &writes, &|_, _| Ok(()));
     w
 }
 

@@ -1,18 +1,20 @@
-//! What the controller writes of a pass on a real cluster: the difference between the
-//! [`Desired`] state and the caches (as this process last read them, its own writes
-//! included), by server-side apply and the status subresource. The policy and
-//! ElasticIP kinds have their own files (`policy.rs`, `external.rs`).
-use std::collections::BTreeMap;
-
+//! What the controller writes of a pass on a real cluster: each [`Write`] that
+//! `cluster::plan` lists (the rules every backend shares), sent to the API server by
+//! server-side apply, the status subresource, a merge patch (the finalizers) or a
+//! delete. The next read waits until the caches show each (`expect`).
 use kube::{
     Api, Resource, ResourceExt,
-    api::{DeleteParams, Patch},
+    api::{DeleteParams, Patch, PatchParams},
 };
 
-use super::{KubeCluster, is_not_found, refused};
+use super::{KubeCluster, cache::Cached, is_not_found, refused};
 use crate::{
-    api::{DEFAULT_VPC, L2Network, NetworkInterface, RouteTable, Subnet, Vpc},
-    cluster::{ClusterError, Desired, World},
+    api::{
+        ARPAdvertisement, ElasticIP, ElasticIPAttachment, ExternalNetwork,
+        ExternalNetworkAttachment, L2Network, NATGateway, NetworkACL, NetworkInterface, RouteTable,
+        SecurityGroup, Subnet, Vpc,
+    },
+    cluster::{ClusterError, Desired, World, Write, plan},
 };
 
 impl KubeCluster {
@@ -23,107 +25,151 @@ impl KubeCluster {
         world: &World,
         desired: &Desired,
     ) -> Result<bool, ClusterError> {
-        let c = &self.client;
         let mut changed = false;
-        // The default Vpc, then its Subnet (admitted only once the Vpc exists).
-        if let Some(vpc) = &desired.default_vpc
-            && world.objects.vpc(DEFAULT_VPC).is_none()
-        {
-            changed |= self.create_once(&Api::<Vpc>::all(c.clone()), vpc).await?;
+        for w in plan(world, desired) {
+            changed |= self.execute(&w).await?;
         }
-        if let Some(subnet) = &desired.default_subnet
-            && world.objects.vpc(DEFAULT_VPC).is_some()
-            && world.objects.subnet(DEFAULT_VPC).is_none()
-        {
-            changed |= self
-                .create_once(&Api::<Subnet>::all(c.clone()), subnet)
-                .await?;
-        }
-        let nets: Api<L2Network> = Api::all(c.clone());
-        for l in &world.objects.l2networks {
-            let name = l.name_any();
-            if let Some(want) = desired.l2_status.get(&name)
-                && l.status.as_ref() != Some(want)
-            {
-                self.apply_status(&nets, &name, want).await?;
-                changed = true;
+        Ok(changed)
+    }
+
+    async fn status_of<K: Cached>(
+        &self,
+        api: Api<K>,
+        name: &str,
+        status: &impl serde::Serialize,
+    ) -> Result<bool, ClusterError> {
+        self.apply_status(&api, name, status).await?;
+        Ok(true)
+    }
+
+    /// Deletes `name` (gone already is no error); true when this call deleted it.
+    async fn delete_of<K: Cached>(
+        &self,
+        api: Api<K>,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<bool, ClusterError> {
+        self.may_write()?;
+        match api.delete(name, &DeleteParams::default()).await {
+            Ok(_) => {
+                self.expect(K::cache(&self.caches).shows_deleted(namespace, name));
+                Ok(true)
             }
+            Err(e) if is_not_found(&e) => Ok(false),
+            Err(e) => Err(refused(&format!("delete {name}"))(e)),
         }
-        let subnets: Api<Subnet> = Api::all(c.clone());
-        for s in &world.objects.subnets {
-            let name = s.name_any();
-            if let Some(want) = desired.subnet_status.get(&name)
-                && s.status.as_ref() != Some(want)
-            {
-                self.apply_status(&subnets, &name, want).await?;
-                changed = true;
+    }
+
+    async fn execute(&self, w: &Write) -> Result<bool, ClusterError> {
+        let c = || self.client.clone();
+        match w {
+            Write::CreateVpc(v) => self.create_once(&Api::<Vpc>::all(c()), v).await,
+            Write::CreateSubnet(s) => self.create_once(&Api::<Subnet>::all(c()), s).await,
+            Write::L2NetworkStatus(n, s) => self.status_of(Api::<L2Network>::all(c()), n, s).await,
+            Write::SubnetStatus(n, s) => self.status_of(Api::<Subnet>::all(c()), n, s).await,
+            Write::NetworkAclStatus(n, s) => {
+                self.status_of(Api::<NetworkACL>::all(c()), n, s).await
             }
-        }
-        changed |= self.apply_policy(world, desired).await?;
-        changed |= self.apply_external(world, desired).await?;
-        let tables: Api<RouteTable> = Api::all(c.clone());
-        for want in &desired.route_tables {
-            // Only tables that still exist (one deleted meanwhile stays deleted), and only
-            // the routes: the rest of the object is its owner's.
-            let Some(have) = world
-                .objects
-                .route_tables
-                .iter()
-                .find(|t| t.name_any() == want.name_any())
-            else {
-                continue;
-            };
-            if have.spec.routes != want.spec.routes {
+            Write::SecurityGroupStatus(n, s) => {
+                self.status_of(Api::<SecurityGroup>::all(c()), n, s).await
+            }
+            Write::Finalizers {
+                eip: (ns, name),
+                list,
+                resource_version,
+            } => {
+                self.may_write()?;
+                let api: Api<ElasticIP> = Api::namespaced(c(), ns);
+                // The whole list (a merge patch replaces arrays), from the version read.
+                let patch = serde_json::json!({
+                    "metadata": {"finalizers": list, "resourceVersion": resource_version},
+                });
+                match api
+                    .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                {
+                    Ok(written) => self.expect(self.caches.elastic_ips.shows(&written)),
+                    // Changed since it was read: the next pass reads it again.
+                    Err(kube::Error::Api(e)) if e.code == 409 => {}
+                    Err(e) => return Err(refused(&format!("finalizers of {ns}/{name}"))(e)),
+                }
+                Ok(true)
+            }
+            Write::ExternalNetworkStatus(n, s) => {
+                self.status_of(Api::<ExternalNetwork>::all(c()), n, s).await
+            }
+            Write::ElasticIpStatus((ns, n), s) => {
+                self.status_of(Api::<ElasticIP>::namespaced(c(), ns), n, s)
+                    .await
+            }
+            Write::AttachmentStatus((ns, n), s) => {
+                self.status_of(Api::<ElasticIPAttachment>::namespaced(c(), ns), n, s)
+                    .await
+            }
+            Write::Advertisement(a) => {
+                self.apply_object(&Api::<ARPAdvertisement>::all(c()), a)
+                    .await?;
+                Ok(true)
+            }
+            Write::DeleteAdvertisement(n) => {
+                self.delete_of(Api::<ARPAdvertisement>::all(c()), None, n)
+                    .await
+            }
+            Write::NatGatewayStatus(n, s) => {
+                self.status_of(Api::<NATGateway>::all(c()), n, s).await
+            }
+            Write::NodeAttachment {
+                attachment,
+                spec,
+                status,
+            } => {
+                let api: Api<ExternalNetworkAttachment> = Api::all(c());
+                if *spec {
+                    let mut spec_only = attachment.clone();
+                    spec_only.status = None;
+                    self.apply_object(&api, &spec_only).await?;
+                }
+                if *status && let Some(st) = &attachment.status {
+                    self.apply_status(&api, &attachment.name_any(), st).await?;
+                }
+                Ok(true)
+            }
+            Write::DeleteNodeAttachment(n) => {
+                self.delete_of(Api::<ExternalNetworkAttachment>::all(c()), None, n)
+                    .await
+            }
+            Write::Routes(table, routes) => {
+                self.may_write()?;
                 let patch = serde_json::json!({
                     "apiVersion": RouteTable::api_version(&()),
                     "kind": RouteTable::kind(&()),
-                    "metadata": {"name": want.name_any()},
-                    "spec": {"routes": want.spec.routes},
+                    "metadata": {"name": table},
+                    "spec": {"routes": routes},
                 });
-                self.may_write()?;
-                let written = tables
-                    .patch(&want.name_any(), &self.params(), &Patch::Apply(&patch))
+                let written = Api::<RouteTable>::all(c())
+                    .patch(table, &self.params(), &Patch::Apply(&patch))
                     .await
-                    .map_err(refused(&format!("routes of {}", want.name_any())))?;
+                    .map_err(refused(&format!("routes of {table}")))?;
                 self.expect(self.caches.route_tables.shows(&written));
-                changed = true;
+                Ok(true)
             }
-        }
-        let key = |n: &NetworkInterface| (n.namespace().unwrap_or_default(), n.name_any());
-        let have: BTreeMap<_, &NetworkInterface> = world
-            .objects
-            .interfaces
-            .iter()
-            .map(|n| (key(n), n))
-            .collect();
-        for want in &desired.interfaces {
-            let (ns, name) = key(want);
-            let api: Api<NetworkInterface> = Api::namespaced(c.clone(), &ns);
-            let current = have.get(&(ns.clone(), name.clone()));
-            if current.map(|n| &n.spec) != Some(&want.spec) {
-                self.apply_object(&api, want).await?;
-                changed = true;
-            }
-            if current.and_then(|n| n.status.as_ref()) != want.status.as_ref()
-                && let Some(status) = &want.status
-            {
-                self.apply_status(&api, &name, status).await?;
-                changed = true;
-            }
-        }
-        let wanted: std::collections::BTreeSet<_> = desired.interfaces.iter().map(key).collect();
-        for gone in have.keys().filter(|k| !wanted.contains(*k)) {
-            let api: Api<NetworkInterface> = Api::namespaced(c.clone(), &gone.0);
-            self.may_write()?;
-            match api.delete(&gone.1, &DeleteParams::default()).await {
-                Ok(_) => {
-                    self.expect(self.caches.interfaces.shows_deleted(Some(&gone.0), &gone.1));
-                    changed = true;
+            Write::Interface { nic, spec, status } => {
+                let api: Api<NetworkInterface> =
+                    Api::namespaced(c(), &nic.namespace().unwrap_or_default());
+                if *spec {
+                    self.apply_object(&api, nic).await?;
                 }
-                Err(e) if is_not_found(&e) => {}
-                Err(e) => return Err(refused(&format!("delete {}", gone.1))(e)),
+                if *status && let Some(st) = &nic.status {
+                    self.apply_status(&api, &nic.name_any(), st).await?;
+                }
+                Ok(true)
             }
+            Write::DeleteInterface((ns, n)) => {
+                self.delete_of(Api::<NetworkInterface>::namespaced(c(), ns), Some(ns), n)
+                    .await
+            }
+            // In a cluster, kube-controller-manager maintains the EndpointSlices.
+            Write::Slices(_) => Ok(false),
         }
-        Ok(changed)
     }
 }
