@@ -89,36 +89,46 @@ pub struct Supervisor {
     /// What happened to the processes, in order ("exited ...; starting it again").
     pub events: Mutex<Vec<String>>,
     stop: AtomicBool,
+    /// The watcher thread runs (started by the first spec: a supervisor that keeps
+    /// nothing, as a daemon whose features need no process, has none).
+    watching: AtomicBool,
     echo: bool,
 }
 
 const POLL: Duration = Duration::from_millis(20);
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// How long a stopped process may take to exit on its stop signal before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(5);
 /// A process that lived this long failed anew: its next delay starts over.
 const HEALTHY_LIFE: Duration = Duration::from_secs(10);
 
 impl Supervisor {
-    /// Starts the watcher thread with `specs` known; nothing runs until
-    /// [`Supervisor::start`]. With `echo`, events are printed as they happen.
+    /// A supervisor knowing `specs`; nothing runs until [`Supervisor::start`]. With
+    /// `echo`, events are printed as they happen.
     pub fn new<S: Into<ProcessSpec>>(specs: impl IntoIterator<Item = S>, echo: bool) -> Arc<Self> {
         let sup = Arc::new(Self {
             entries: Mutex::new(BTreeMap::new()),
             events: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
+            watching: AtomicBool::new(false),
             echo,
         });
         for s in specs {
             sup.add(s.into());
         }
-        let me = sup.clone();
-        std::thread::spawn(move || me.watch());
         sup
     }
 
-    /// Knows `spec` (not started). A spec of the same name is replaced once its process
-    /// is stopped.
-    pub fn add(&self, spec: ProcessSpec) {
+    /// Knows `spec` (not started), and starts the watcher thread if it is the first.
+    /// A spec of the same name is replaced once its process is stopped. The watcher
+    /// holds the supervisor weakly: when the last owner drops it, the thread ends, and
+    /// with it (the thread every process was spawned from) every tied process.
+    pub fn add(self: &Arc<Self>, spec: ProcessSpec) {
+        if !self.watching.swap(true, Ordering::SeqCst) {
+            let weak = Arc::downgrade(self);
+            std::thread::spawn(move || Self::watch(&weak));
+        }
         let mut entries = self.entries.lock().expect("supervisor lock");
         match entries.get_mut(&spec.name) {
             Some(e) => e.spec = spec,
@@ -186,19 +196,23 @@ impl Supervisor {
         cmd.spawn()
     }
 
-    /// The watcher thread: (re)starts wanted processes, reaps exited ones.
-    fn watch(&self) {
-        while !self.stop.load(Ordering::Relaxed) {
+    /// The watcher thread: (re)starts wanted processes, reaps exited ones, until the
+    /// supervisor is shut down or dropped.
+    fn watch(weak: &std::sync::Weak<Self>) {
+        while let Some(me) = weak.upgrade()
+            && !me.stop.load(Ordering::Relaxed)
+        {
             let mut events = Vec::new();
             {
-                let mut entries = self.entries.lock().expect("supervisor lock");
+                let mut entries = me.entries.lock().expect("supervisor lock");
                 for e in entries.values_mut() {
                     Self::tend(&e.spec, &mut e.slot, &mut events);
                 }
             }
             for e in events {
-                self.event(e);
+                me.event(e);
             }
+            drop(me);
             std::thread::sleep(POLL);
         }
     }
@@ -239,20 +253,28 @@ impl Supervisor {
                     slot.started_at = Some(Instant::now());
                     slot.last_error = None;
                 }
-                Err(e) => slot.last_error = Some(e.to_string()),
+                Err(e) => {
+                    // Tried again after the same doubling delay as an exit.
+                    slot.backoff = (slot.backoff * 2).clamp(FIRST_BACKOFF, MAX_BACKOFF);
+                    slot.not_before = Some(Instant::now() + slot.backoff);
+                    slot.last_error = Some(e.to_string());
+                }
             }
         }
     }
 
     /// Wants `name` running and waits until it is up, up to `timeout`.
     pub fn start(&self, name: &str, timeout: Duration) -> Result<u32, SupervisorError> {
-        self.entries
-            .lock()
-            .expect("supervisor lock")
-            .get_mut(name)
-            .ok_or_else(|| SupervisorError::Unknown(name.to_owned()))?
-            .slot
-            .wanted = true;
+        {
+            let mut entries = self.entries.lock().expect("supervisor lock");
+            let slot = &mut entries
+                .get_mut(name)
+                .ok_or_else(|| SupervisorError::Unknown(name.to_owned()))?
+                .slot;
+            slot.wanted = true;
+            // A failure of an earlier start is not this one's.
+            slot.last_error = None;
+        }
         self.wait_ready(name, timeout)
     }
 
@@ -335,6 +357,15 @@ impl Supervisor {
         if let Some(mut child) = child {
             // SAFETY: kill has no memory preconditions; the pid is our unreaped child.
             unsafe { libc::kill(child.id() as i32, signal) };
+            // One that ignores its stop signal is killed after a grace period.
+            let deadline = Instant::now() + STOP_GRACE;
+            while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(POLL);
+            }
+            if matches!(child.try_wait(), Ok(None)) {
+                tracing::warn!(what, "did not stop on its signal; killed");
+                let _ = child.kill();
+            }
             match child.wait() {
                 Ok(status) => self.event(format!("{what} stopped ({status})")),
                 Err(e) => tracing::warn!(what, error = %e, "cannot reap the process"),
@@ -465,6 +496,42 @@ mod tests {
         let events = sup.events.lock().unwrap().join("\n");
         assert!(
             events.contains("test masked stopped (signal: 15"),
+            "{events}"
+        );
+        sup.shutdown();
+    }
+
+    #[test]
+    fn a_dropped_supervisor_ends_its_tied_processes() {
+        let sup = Supervisor::new([sh("tied", "exec sleep 60", Ready::Spawned)], false);
+        let pid = sup.start("tied", Duration::from_secs(5)).unwrap();
+        drop(sup);
+        // The watcher ends with its last owner; its children get their stop signal.
+        wait_for("the tied process to end", || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map_or(true, |s| s.split_whitespace().nth(2) == Some("Z"))
+        });
+    }
+
+    #[test]
+    fn one_that_ignores_its_stop_signal_is_killed_after_the_grace_period() {
+        // Up once the trap is in place: the pid file is written after it.
+        let file = std::env::temp_dir().join(format!("jn-sup-{}-stubborn.pid", std::process::id()));
+        let _ = std::fs::remove_file(&file);
+        let script = format!(
+            "trap '' TERM; echo $$ > {}; while :; do sleep 1; done",
+            file.display()
+        );
+        let sup = Supervisor::new(
+            [sh("stubborn", &script, Ready::PidFile(file.clone()))],
+            false,
+        );
+        sup.start("stubborn", Duration::from_secs(10)).unwrap();
+        sup.stop("stubborn");
+        let _ = std::fs::remove_file(&file);
+        let events = sup.events.lock().unwrap().join("\n");
+        assert!(
+            events.contains("test stubborn stopped (signal: 9"),
             "{events}"
         );
         sup.shutdown();

@@ -12,7 +12,8 @@
 //! - the objects the controller owns (NetworkInterfaces, the ARPAdvertisements of
 //!   ElasticIPs and Node addresses, ExternalNetworkAttachments) are written when their
 //!   spec or status differs and deleted when no longer wanted;
-//! - an ElasticIP's finalizer list is written first, from the version read (EIP-19);
+//! - an ElasticIP's finalizer list is written first, from the version read (EIP-19;
+//!   only where a delete waits for it: not in memory);
 //! - the EndpointSlices are written where this controller maintains them.
 use std::collections::BTreeSet;
 
@@ -376,11 +377,9 @@ fn apply_one(
             .iter_mut()
             .find(|x| named(&x.metadata, n))
             .is_some_and(|x| set(&mut x.status, Some(s.clone()))),
-        Write::Finalizers { eip, list, .. } => o
-            .elastic_ips
-            .iter_mut()
-            .find(|x| keyed(&x.metadata, eip))
-            .is_some_and(|x| set(&mut x.metadata.finalizers, Some(list.clone()))),
+        // Nothing in memory waits for a finalizer (a delete is at once), and a user's
+        // update would drop it again: the list would only cost a pass each time.
+        Write::Finalizers { .. } => false,
         Write::ExternalNetworkStatus(n, s) => o
             .external_networks
             .iter_mut()

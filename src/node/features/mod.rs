@@ -81,7 +81,7 @@ pub trait NodeFeature: Send + Sync {
     fn sync(&self, world: &World, node: &NodeView<'_>) -> Result<usize, FeatureError>;
     /// Starts the processes it needs beside the daemon (the BGP speaker) through
     /// `processes`, which keeps them running; a feature that needs none has none.
-    fn start(&self, _processes: &Supervisor, _node: &str) -> Result<(), FeatureError> {
+    fn start(&self, _processes: &Arc<Supervisor>, _node: &str) -> Result<(), FeatureError> {
         Ok(())
     }
     /// The daemon is leaving: what its processes do now is the feature's to say (one
@@ -132,7 +132,7 @@ impl Features {
 
     /// Starts every feature's processes; a feature that fails is logged, the others
     /// still start.
-    pub fn start(&self, processes: &Supervisor, node: &str) {
+    pub fn start(&self, processes: &Arc<Supervisor>, node: &str) {
         for f in &self.list {
             if let Err(e) = f.start(processes, node) {
                 tracing::error!(feature = f.name(), error = %e, "processes not started");
@@ -176,7 +176,7 @@ mod tests {
         fn sync(&self, _: &World, _: &NodeView<'_>) -> Result<usize, FeatureError> {
             Ok(0)
         }
-        fn start(&self, processes: &Supervisor, node: &str) -> Result<(), FeatureError> {
+        fn start(&self, processes: &Arc<Supervisor>, node: &str) -> Result<(), FeatureError> {
             processes.add(ProcessSpec {
                 name: "speaker".into(),
                 what: format!("node {node}: speaker"),
