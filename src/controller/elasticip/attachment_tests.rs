@@ -189,3 +189,29 @@ fn eip_22_two_attachments_of_one_elastic_ip_both_wait_naming_each_other() {
     }
     assert!(d.arp_advertisements.is_empty(), "neither is answered for");
 }
+
+#[test]
+fn nat_03_an_attachment_whose_elastic_ip_goes_waits_for_it_instead_of_keeping_attached() {
+    let mut w = tenant();
+    w.pods.push(on("web", "node-a"));
+    let d = settle(&mut w);
+    assert_eq!(d.attachment_status["default/nat"].phase, "Attached");
+    w.objects.elastic_ips.clear();
+    let d = settle(&mut w);
+    let st = &d.attachment_status["default/nat"];
+    assert_eq!(
+        (st.phase.as_str(), st.conditions[0].reason.as_str()),
+        ("Pending", "WaitingForElasticIP"),
+        "{st:?}"
+    );
+    assert!(
+        st.conditions[0]
+            .message
+            .contains("no ElasticIP \"web-eip\""),
+        "{st:?}"
+    );
+    // As written back: the store holds the waiting status, not the old one.
+    let held = w.objects.elastic_ip_attachments[0].status.as_ref().unwrap();
+    assert_eq!(held.phase, "Pending");
+    assert_eq!(held.pod_ip, None);
+}

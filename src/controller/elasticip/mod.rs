@@ -84,6 +84,27 @@ pub fn reconcile(
     interfaces: &mut Vec<NetworkInterface>,
 ) -> Outcome {
     let mut out = holder::reconcile(snap, &allocate(snap), pods, interfaces);
+    // Every attachment has a status each pass: one whose ElasticIP is gone or has no
+    // address waits for it by name (a status left alone would keep an old `Attached`).
+    for a in &snap.elastic_ip_attachments {
+        let wanted = &a.spec.elastic_ip_ref.name;
+        let why = match snap.elastic_ip(ns(a), wanted) {
+            None => format!("no ElasticIP {wanted:?} in namespace {:?}", ns(a)),
+            Some(_) => format!("ElasticIP {wanted:?} has no address yet"),
+        };
+        out.attachment_status
+            .entry(key(a))
+            .or_insert_with(|| ElasticIPAttachmentStatus {
+                phase: "Pending".into(),
+                conditions: vec![crate::api::condition::Condition::new(
+                    "Ready",
+                    false,
+                    "WaitingForElasticIP",
+                    why,
+                )],
+                ..Default::default()
+            });
+    }
     for e in &snap.elastic_ips {
         let has = e
             .metadata
