@@ -12,6 +12,7 @@ pub mod cluster;
 /// The CNI protocol between the plugin and the daemon, in its own crate (`cni/`).
 pub use juneau_cni as cni;
 pub mod controller;
+pub mod features;
 pub mod netns;
 pub mod node;
 pub mod scenario;

@@ -5,7 +5,7 @@
 //!
 //! The standalone run keeps one `juneau node` per Node namespace here; a Node feature
 //! that needs a process of its own (the BGP speaker) gets it through
-//! [`crate::node::features::NodeFeature::start`]. One watcher thread spawns every
+//! [`crate::node::feature::NodeFeature::start`]. One watcher thread spawns every
 //! process, so a process [`ProcessSpec::tied`] to its supervisor gets the stop signal
 //! when the supervisor's process dies, SIGKILL included (`child::die_with_parent`);
 //! an untied one (a speaker that must outlive a daemon restart) lives on.

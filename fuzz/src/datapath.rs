@@ -10,10 +10,12 @@
 //! namespace deleted by name), also after a failing run.
 use std::{collections::BTreeMap, net::Ipv4Addr, sync::Mutex};
 
-use juneau::node::{
-    Dataplane,
-    dataplane::{PortKind, PortSpec, Whole},
-    services::{Frontend, FrontendKey, ServiceState},
+use juneau::{
+    features::services::node::{Frontend, FrontendKey, ServiceState},
+    node::{
+        Dataplane,
+        dataplane::{PortKind, PortSpec, Whole},
+    },
 };
 use juneau_harness::{
     frames::fixtures::pod_mac,

@@ -79,12 +79,14 @@ fn big_snapshot() -> Snapshot {
             ..Default::default()
         },
     );
-    big.status = controller::l2network::reconcile_all(
-        &Snapshot {
-            l2networks: vec![big.clone()],
-            ..Default::default()
-        },
+    let l2s = Snapshot {
+        l2networks: vec![big.clone()],
+        ..Default::default()
+    };
+    big.status = juneau::features::l2::controller::reconcile_with(
+        &l2s,
         &Config::default(),
+        &controller::acl_refs(&l2s),
     )
     .remove("big");
     s.l2networks.push(big);
@@ -125,7 +127,9 @@ fn criterion_part(out: &mut Vec<Measurement>) {
     });
     let ps = pods(10_000);
     c.bench_function("reconcile_nics_10k", |b| {
-        b.iter(|| controller::pod::reconcile_all(std::hint::black_box(&ps), &snap))
+        b.iter(|| {
+            juneau::features::nics::controller::reconcile_all(std::hint::black_box(&ps), &snap)
+        })
     });
     out.push(Measurement::new(
         "annotations_parse",

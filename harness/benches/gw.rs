@@ -10,10 +10,8 @@
 //! - the verifier's count of the router program.
 use std::net::Ipv4Addr;
 
-use juneau::node::{
-    dataplane::{PortKind, PortSpec},
-    gateway::RouterState,
-};
+use juneau::features::router::gateway::RouterState;
+use juneau::node::dataplane::{PortKind, PortSpec};
 use juneau_harness::{
     Netns, Node,
     bench::{

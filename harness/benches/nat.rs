@@ -33,7 +33,7 @@
 use std::{collections::BTreeMap, net::Ipv4Addr};
 
 use aya::programs::{SchedClassifier, TcAttachType};
-use juneau::node::gateway::RouteSpec;
+use juneau::features::router::gateway::RouteSpec;
 use juneau_common::{
     ct::{CT_F_NAT, CT_F_REPLY, CtEntry, CtKey, ZONE_HOST},
     gw::ROUTE_NAT_GW,

@@ -18,10 +18,12 @@ mod stack;
 use std::{net::Ipv4Addr, path::PathBuf, time::Instant};
 
 use aya::{EbpfLoader, maps::HashMap, programs::SchedClassifier};
-use juneau::node::{
-    Dataplane,
-    dataplane::{PortKind, PortSpec, Whole},
-    policy::PolicyState,
+use juneau::{
+    features::policy::node::PolicyState,
+    node::{
+        Dataplane,
+        dataplane::{PortKind, PortSpec, Whole},
+    },
 };
 use juneau_harness::{
     bench::{Measurement, median, write_part},

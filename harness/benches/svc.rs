@@ -19,10 +19,8 @@ mod propagation;
 
 use std::{collections::BTreeMap, net::Ipv4Addr, time::Instant};
 
-use juneau::node::{
-    dataplane::{PortKind, PortSpec, Whole},
-    services::{Frontend, FrontendKey, ServiceState, maglev},
-};
+use juneau::features::services::node::{Frontend, FrontendKey, ServiceState, maglev};
+use juneau::node::dataplane::{PortKind, PortSpec, Whole};
 use juneau_common::{ct::PROTO_TCP, svc::MAGLEV_SLOTS};
 use juneau_harness::{
     bench::{Measurement, interleaved_medians, median, write_part},

@@ -10,7 +10,7 @@ use std::{fmt::Write, net::Ipv4Addr};
 
 use juneau::{
     api::{networkacl::AclRule, securitygroup::SecurityGroup},
-    node::policy::{self, Compiled, PolicyState, compile},
+    features::policy::node::{self as policy, Compiled, PolicyState, compile},
 };
 use juneau_common::policy::SET_ACL;
 use serde_json::{Value, json};

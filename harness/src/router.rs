@@ -1,11 +1,11 @@
 //! Router states for tests and benches: gateway segments that all route by one table
 //! ("t") holding a connected route to each, and seeded neighbours, as the daemon would
-//! compute them from a cluster (`juneau::node::gateway::desired`).
+//! compute them from a cluster (`juneau::features::router::gateway::desired`).
 use std::{collections::BTreeMap, net::Ipv4Addr};
 
-use juneau::node::{
-    dataplane::Whole,
-    gateway::{GatewaySegment, Neighbour, RouteSpec, RouterState},
+use juneau::{
+    features::router::gateway::{GatewaySegment, Neighbour, RouteSpec, RouterState},
+    node::dataplane::Whole,
 };
 use juneau_common::gw::ROUTE_CONNECTED;
 

@@ -160,11 +160,11 @@ fn eip_11_gratuitous_arp_rounds_after_a_move_are_a_request_and_a_reply_each() {
         let ifindex = unsafe { libc::if_nametoindex(dev.as_ptr()) };
         assert_ne!(ifindex, 0, "the Node's uplink");
         // .100, which node0 still advertises.
-        juneau::node::garp::announce(ifindex, mac(1), vec![eip(0).into()], 3);
+        juneau::features::elasticip::garp::announce(ifindex, mac(1), vec![eip(0).into()], 3);
     });
     std::thread::sleep(std::time::Duration::from_millis(2_800));
     let seen = s.settle();
-    let round = juneau::node::garp::frames(mac(1), eip(0).into());
+    let round = juneau::features::elasticip::garp::frames(mac(1), eip(0).into());
     let wire = s.frames(&seen, "underlay-node1");
     assert_eq!(wire.len(), 6, "three rounds of two");
     for pair in wire.chunks(2) {

@@ -8,10 +8,8 @@ mod nat_scene;
 
 use std::{collections::BTreeMap, net::Ipv4Addr};
 
-use juneau::node::{
-    dataplane::Holder,
-    policy::{Compiled, PolicyState, compile},
-};
+use juneau::features::policy::node::{Compiled, PolicyState, compile};
+use juneau::node::dataplane::Holder;
 use juneau_common::{gw::ROUTE_INTERNET_GW, policy::SET_ACL};
 use juneau_harness::{
     frames::{self, fixtures::*, ones_complement},

@@ -3,7 +3,7 @@
 //! normalized). Segment A (10.0.1.0/24, MTU 1450) has a Pod on each Node, segment B
 //! (10.0.2.0/24, MTU 1400) one on node1; every Node holds the same router state, as the
 //! daemon writes it from the cluster.
-use juneau::node::gateway::RouterState;
+use juneau::features::router::gateway::RouterState;
 use juneau_harness::{
     frames::{self, fixtures::*, ones_complement},
     node::{Cluster, PodOptions, node_ip},

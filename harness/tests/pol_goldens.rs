@@ -6,7 +6,7 @@
 //! their daemons write them from the cluster.
 use juneau::{
     api::networkacl::AclRule,
-    node::policy::{Compiled, PolicyState, compile},
+    features::policy::node::{Compiled, PolicyState, compile},
 };
 use juneau_common::policy::SET_ACL;
 use juneau_harness::{

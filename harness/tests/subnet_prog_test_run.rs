@@ -6,10 +6,8 @@
 //! Routes via endpoints lead to the Pod on L and to the Subnet Pod on port 1.
 use std::net::Ipv4Addr;
 
-use juneau::node::{
-    dataplane::{PortKind, PortSpec, Whole},
-    gateway::RouteSpec,
-};
+use juneau::features::router::gateway::RouteSpec;
+use juneau::node::dataplane::{PortKind, PortSpec, Whole};
 use juneau_common::{
     gw::{ROUTE_ENDPOINT, ROUTE_NO_NEXT_HOP},
     port::PORT_ROUTED,

@@ -10,10 +10,8 @@
 //! `status.nodeAddresses`.
 use std::collections::BTreeMap;
 
-use juneau::node::{
-    gateway::{GatewaySegment, Neighbour, RouterState},
-    services::{Frontend, FrontendKey, ServiceState},
-};
+use juneau::features::router::gateway::{GatewaySegment, Neighbour, RouterState};
+use juneau::features::services::node::{Frontend, FrontendKey, ServiceState};
 use juneau_common::{
     FdbKey,
     ct::{CT_F_PROVIDER, CT_F_REPLY, CT_F_SNAT, PROTO_TCP, ZONE_HOST},

@@ -6,7 +6,7 @@
 //! given its ClusterIP back on the client's, where it is delivered.
 use std::{collections::BTreeMap, net::Ipv4Addr};
 
-use juneau::node::services::{Frontend, FrontendKey, ServiceState};
+use juneau::features::services::node::{Frontend, FrontendKey, ServiceState};
 use juneau_common::ct::{CT_F_AFFINITY, CT_F_REPLY, PROTO_TCP, PROTO_UDP};
 use juneau_harness::{
     frames::{self, fixtures::*, ones_complement},

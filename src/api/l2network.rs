@@ -93,3 +93,22 @@ pub struct AclRef {
     pub acl_id: u32,
     pub ruleset_version: String,
 }
+
+impl L2Network {
+    /// `spec.cidr` as a prefix: `None` without one (or, past admission never, one that
+    /// does not parse).
+    pub fn prefix(&self) -> Option<ipnet::Ipv4Net> {
+        super::net::parse_cidr(self.spec.cidr.as_deref()?).ok()
+    }
+
+    /// The gateway's address, for an L2Network with a gateway and a CIDR: the one
+    /// written, else the CIDR's first host (L2-11).
+    pub fn gateway_address(&self) -> Option<std::net::Ipv4Addr> {
+        let g = self.spec.gateway.as_ref()?;
+        let net = self.prefix()?;
+        match g.address.as_deref() {
+            Some(a) => a.parse().ok(),
+            None => Some(super::net::first_host(&net)),
+        }
+    }
+}

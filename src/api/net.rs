@@ -7,9 +7,36 @@
 //! `#[schemars(with = "String")]`. A value that is no address (an object edited by
 //! hand) is read as unset and logged with what it was: one bad object must not stall
 //! a watch of all of them.
-use std::{fmt, str::FromStr};
+use std::{fmt, net::Ipv4Addr, str::FromStr};
+
+use ipnet::Ipv4Net;
 
 use serde::{Deserialize, Serialize};
+
+/// Parses an IPv4 prefix a user wrote (a segment's `cidr`, a route's `dst`, a rule's
+/// peer); `Err` says why, including the normalized form when host bits are set (L2-07:
+/// there is no defaulter). The user-written fields stay strings on the wire and in
+/// the types: admission must see the text to say what is wrong with it, and reads it
+/// with this; everything past admission reads it through the kinds' accessors
+/// (`Subnet::prefix`, `L2Network::prefix`, `L2Network::gateway_address`), which use
+/// this too.
+pub fn parse_cidr(s: &str) -> Result<Ipv4Net, String> {
+    if s.contains(':') {
+        return Err(format!("{s} is IPv6; L2Networks take IPv4 only"));
+    }
+    let net: Ipv4Net = s
+        .parse()
+        .map_err(|_| format!("{s} is not an IPv4 prefix (write a.b.c.d/len)"))?;
+    if net.trunc() != net {
+        return Err(format!("{s} has host bits set; use {}", net.trunc()));
+    }
+    Ok(net)
+}
+
+/// The first usable address (.1 of a /24).
+pub fn first_host(net: &Ipv4Net) -> Ipv4Addr {
+    Ipv4Addr::from(net.network().to_bits() + 1)
+}
 
 /// A MAC address, written `aa:bb:cc:dd:ee:ff`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -105,8 +105,43 @@ pub struct NicRule {
 }
 
 impl NetworkInterface {
+    /// Where the NIC stands among its Pod's: by interface name, its trailing number
+    /// read as a number (`eth0`, `net2`, `net10`), so that a Pod's NICs come in one
+    /// order whatever order the store holds them in (a Pod whose NICs were made at
+    /// different passes).
+    pub fn order_key(&self) -> (&str, u64, &str) {
+        let name = self.spec.interface.as_str();
+        let stem = name.trim_end_matches(|c: char| c.is_ascii_digit());
+        let number = name[stem.len()..].parse().unwrap_or(0);
+        (stem, number, name)
+    }
+
     /// The NIC's address, once the controller allocated one.
     pub fn ip(&self) -> Option<std::net::Ipv4Addr> {
         Some(self.status.as_ref()?.address?.addr())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nic(interface: &str) -> NetworkInterface {
+        NetworkInterface::new(
+            &format!("web.{interface}"),
+            NetworkInterfaceSpec {
+                interface: interface.into(),
+                pod_ref: PodRef { name: "web".into() },
+                ..Default::default()
+            },
+        )
+    }
+
+    #[test]
+    fn l2_24_a_pods_nics_come_by_interface_name_then_number() {
+        let mut nics = ["net10", "eth0", "net2", "lab", "net1"].map(nic).to_vec();
+        nics.sort_by(|a, b| a.order_key().cmp(&b.order_key()));
+        let order: Vec<&str> = nics.iter().map(|n| n.spec.interface.as_str()).collect();
+        assert_eq!(order, ["eth0", "lab", "net1", "net2", "net10"]);
     }
 }

@@ -26,6 +26,11 @@ pub struct Route {
 }
 
 impl Route {
+    /// `dst` as a prefix (admission refuses one that does not parse).
+    pub fn prefix(&self) -> Option<ipnet::Ipv4Net> {
+        super::net::parse_cidr(&self.dst).ok()
+    }
+
     /// The route the NATGateway `default` gives the default Vpc (NAT-01).
     pub fn default_nat() -> Self {
         Route {

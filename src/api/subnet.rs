@@ -81,3 +81,10 @@ pub struct NodeAddress {
     #[schemars(with = "String")]
     pub node_ip: Option<Ipv4Addr>,
 }
+
+impl Subnet {
+    /// `spec.cidr` as a prefix (admission refuses one that does not parse).
+    pub fn prefix(&self) -> Option<ipnet::Ipv4Net> {
+        super::net::parse_cidr(&self.spec.cidr).ok()
+    }
+}

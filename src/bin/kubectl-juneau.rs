@@ -2,9 +2,12 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use juneau::cli::{
-    self,
-    output::{Output, json, show},
+use juneau::{
+    cli::{
+        self,
+        output::{Output, json, show},
+    },
+    features::services::trace as svc_trace,
 };
 
 #[derive(Parser)]
@@ -180,15 +183,15 @@ fn run() -> Result<(), cli::CliError> {
             let world = cli::read_world(source.store.as_deref(), source.kubeconfig.as_deref())?;
             // A Service frontend (`<ClusterIP>:<port>[/proto]`): which backend, and why.
             // `<NIC address>:<port>` is a NIC: its policy judged for that port.
-            if let Some(frontend) = cli::trace_svc::parse_frontend(&to)
-                && !cli::trace_svc::goes_to_a_nic(&world, frontend)
+            if let Some(frontend) = svc_trace::parse_frontend(&to)
+                && !svc_trace::goes_to_a_nic(&world, frontend)
             {
-                let hops = cli::trace_svc::trace(
+                let hops = svc_trace::trace(
                     &world,
                     &source.namespace,
                     &from,
                     frontend,
-                    &cli::trace_svc::local_datapath,
+                    &svc_trace::local_datapath,
                 )?;
                 show(&hops, output, cli::trace::render);
                 return Ok(());

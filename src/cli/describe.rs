@@ -147,11 +147,7 @@ pub fn nat_route_of(
     };
     let (dst, name) = match table {
         Some(t) => {
-            let routes = t
-                .spec
-                .routes
-                .iter()
-                .filter_map(|r| Some((r.dst.parse::<ipnet::Ipv4Net>().ok()?, r)));
+            let routes = t.spec.routes.iter().filter_map(|r| Some((r.prefix()?, r)));
             let nat = |r: &&crate::api::routetable::Route| r.via.type_ == "natGateway";
             let chosen = match to {
                 Some(a) => routes
@@ -175,7 +171,7 @@ pub fn nat_route_of(
         .nat_gateway(&name)
         .map(|g| g.spec.external_network.clone())
         .unwrap_or_default();
-    let address = crate::node::gateway::nat_address_of(world, &external_network, node);
+    let address = crate::node::egress::address_of(world, &external_network, node);
     Some(NatRoute {
         dst,
         gateway: name,
@@ -237,9 +233,9 @@ fn internet_gateway_of(world: &World, nic: &NetworkInterface, node: &str) -> Opt
         .routes
         .iter()
         .filter(|r| r.via.type_ == "internetGateway")
-        .filter_map(|r| r.dst.parse::<ipnet::Ipv4Net>().ok())
+        .filter_map(|r| r.prefix())
         .min_by_key(|n| n.prefix_len())?;
-    let spec = crate::node::gateway::via_internet_gateway(world, node, vpc, route);
+    let spec = crate::features::router::gateway::via_internet_gateway(world, node, vpc, route);
     Some(if spec.nh_ip.is_unspecified() {
         format!(
             "internet gateway ({route}): no public address (no ElasticIP attached, no NATGateway of Vpc {vpc} with an address on {node}: IGW_NO_PUBLIC_ADDRESS)"

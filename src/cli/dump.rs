@@ -137,20 +137,20 @@ pub fn dump(
             super::connection_table,
         ),
         "policy" => show(
-            &super::policy::dump_policy(&dir, &filter)?,
+            &crate::features::policy::cli::dump_policy(&dir, &filter)?,
             output,
-            super::policy::policy_table,
+            crate::features::policy::cli::policy_table,
         ),
         "policy_nics" => show(
-            &super::policy::dump_policy_nics(&dir, &filter)?,
+            &crate::features::policy::cli::dump_policy_nics(&dir, &filter)?,
             output,
-            super::policy::policy_nic_table,
+            crate::features::policy::cli::policy_nic_table,
         ),
         "nat" => {
-            let d = super::nat::dump_nat(&dir, &filter)?;
+            let d = crate::features::nat::cli::dump_nat(&dir, &filter)?;
             match output {
                 Output::Json => json(&d),
-                Output::Table => print!("{}", super::nat::nat_table(&d)),
+                Output::Table => print!("{}", crate::features::nat::cli::nat_table(&d)),
             }
         }
         "elastic_ip_direct" => show(

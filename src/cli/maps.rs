@@ -66,7 +66,7 @@ pub fn dump_drops(dir: &Path) -> Result<Vec<(String, u64)>, CliError> {
 }
 
 /// The per-CPU counters of `map` at the given slots, summed over CPUs, by name.
-pub(super) fn named_counters(
+pub(crate) fn named_counters(
     dir: &Path,
     map: &'static str,
     names: &[(u32, &str)],

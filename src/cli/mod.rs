@@ -1,46 +1,38 @@
 //! `kubectl-juneau`: what a Node's datapath holds and where it is attached, read from
 //! the kernel (pinned maps, TCX queries in the Node's network namespace), never from
 //! the daemon's own records (MX-03).
-mod attachments;
+pub mod attachments;
 pub mod describe;
 #[cfg(test)]
 mod describe_tests;
 pub mod dump;
-mod eip;
-mod filter;
-mod gw;
-mod hop;
-mod maps;
-pub mod nat;
+pub mod filter;
+pub mod hop;
+pub mod maps;
 pub mod output;
-pub mod policy;
-mod source;
-mod svc;
+pub mod source;
 pub mod trace;
-mod trace_nat;
-pub mod trace_policy;
-pub mod trace_svc;
-mod views;
+pub mod views;
 
 use std::path::{Path, PathBuf};
 
-pub use attachments::{AttachmentRow, attachments, port_names};
-use aya::maps::MapData;
-pub use eip::{
+pub use crate::features::elasticip::cli::{
     ArpAnswerRow, EipPortRow, ElasticIpRow, HostMacRow, arp_answer_table, dump_arp_answers,
     dump_eip_ports, dump_elastic_ips, eip_port_table, elastic_ip_table, host_mac_table, host_macs,
 };
-pub use filter::{DUMPABLE_MAPS, Filter, dumpable, filter_keys};
-pub use gw::{
+pub use crate::features::router::cli::{
     GwSegmentRow, NeighbourRow, RouteRow, dump_gw_neighbours, dump_gw_routes, dump_gw_segments,
     dump_gw_stats,
 };
-pub use maps::{FdbRow, dump_drops, dump_fdb, parse_inner_key};
-pub use source::read_world;
-pub use svc::{
+pub use crate::features::services::cli::{
     BackendRow, ConnectionRow, ServiceRow, backend_table, connection_table, dump_backends,
     dump_conntrack, dump_services, service_table,
 };
+pub use attachments::{AttachmentRow, attachments, port_names};
+use aya::maps::MapData;
+pub use filter::{DUMPABLE_MAPS, Filter, dumpable, filter_keys};
+pub use maps::{FdbRow, dump_drops, dump_fdb, parse_inner_key};
+pub use source::read_world;
 pub use views::{
     ArpTableRow, FdbViewRow, PoolRow, arp_table, dump_address_pools, dump_arp_table, dump_fdb_view,
     fdb_table, pool_table,
@@ -92,7 +84,7 @@ pub fn node_netns(node: &str) -> Result<PathBuf, CliError> {
     }
 }
 
-fn open(dir: &Path, name: &'static str) -> Result<MapData, CliError> {
+pub(crate) fn open(dir: &Path, name: &'static str) -> Result<MapData, CliError> {
     let path = dir.join(name);
     MapData::from_pin(&path).map_err(|source| CliError::Open { path, source })
 }

@@ -33,3 +33,14 @@ pub fn counters(rows: &[(String, u64)], what: &str, output: Output) {
         }
     }
 }
+
+/// A protocol number as the tables print it.
+pub fn proto(p: u8) -> String {
+    match p {
+        1 => "icmp".into(),
+        6 => "tcp".into(),
+        17 => "udp".into(),
+        132 => "sctp".into(),
+        other => other.to_string(),
+    }
+}

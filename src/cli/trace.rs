@@ -170,7 +170,7 @@ pub fn trace(
     to: &str,
     fdb: &dyn Fn(&str, u32, &str) -> Option<String>,
 ) -> Result<Vec<Hop>, CliError> {
-    let (to, flow) = super::trace_policy::split_target(to)?;
+    let (to, flow) = crate::features::policy::trace::split_target(to)?;
     let src = resolve(world, namespace, from)?;
     refuse_direct(src)?;
     // An address no NIC has: outside the cluster, through a NATGateway if the source's
@@ -194,7 +194,7 @@ pub fn trace(
             ),
         };
         if let Some(hops) =
-            super::trace_nat::outside_hops(world, src, &ep.spec.node_name, first, ip)?
+            crate::features::nat::trace::outside_hops(world, src, &ep.spec.node_name, first, ip)?
         {
             return Ok(hops);
         }
@@ -249,18 +249,21 @@ pub fn trace(
             ),
         ));
     }
-    let policy = super::trace_policy::judge(world, src, dst, flow);
+    let policy = crate::features::policy::trace::judge(world, src, dst, flow);
     let d_node = &d_ep.spec.node_name;
     let (egress, ingress): (Vec<_>, Vec<_>) = policy
         .steps
         .into_iter()
-        .partition(|(at, _)| *at == super::trace_policy::At::Source);
+        .partition(|(at, _)| *at == crate::features::policy::trace::At::Source);
     hops.extend(egress.into_iter().map(|(_, s)| hop(&s_node, s)));
     // Denied on the sender's side: nothing leaves its Node.
     if let Some(reason) = policy.dropped
         && ingress.is_empty()
     {
-        hops.push(hop(&s_node, super::trace_policy::drop_line(reason)));
+        hops.push(hop(
+            &s_node,
+            crate::features::policy::trace::drop_line(reason),
+        ));
         return Ok(hops);
     }
     hops.push(hop(&s_node, format!("switched in VNI {d_vni} to {d_mac}")));
@@ -282,7 +285,10 @@ pub fn trace(
     // The receiver's side, at delivery on its Node.
     hops.extend(ingress.into_iter().map(|(_, s)| hop(d_node, s)));
     if let Some(reason) = policy.dropped {
-        hops.push(hop(d_node, super::trace_policy::drop_line(reason)));
+        hops.push(hop(
+            d_node,
+            crate::features::policy::trace::drop_line(reason),
+        ));
         return Ok(hops);
     }
     hops.push(hop(
@@ -330,4 +336,47 @@ pub fn local_fdb(node: &str, vni: u32, mac: &str) -> Option<String> {
             None => format!("{mac} not learned on {node}: flooded to the segment until it speaks"),
         },
     })
+}
+
+/// The policy steps to each backend of `backends` that is a NIC of the client's Vpc.
+pub fn backend_policy(
+    world: &World,
+    src: &SourceNic,
+    proto: u8,
+    backends: &[(Ipv4Addr, u16)],
+) -> Vec<Hop> {
+    use crate::features::policy::trace::{self as tp, At, Flow};
+    let Some(client) = tp::nic_at(world, src.vni, src.ip) else {
+        return Vec::new();
+    };
+    let mut hops = Vec::new();
+    for (a, p) in backends {
+        let Some(backend) = tp::nic_in_vpc(world, &src.vpc, *a) else {
+            continue;
+        };
+        let flow = Flow {
+            proto,
+            port: Some(*p),
+        };
+        let j = tp::judge(world, client, backend, flow);
+        let node = |at: At| match at {
+            At::Source => src.node.clone(),
+            At::Destination => backend.spec.node_name.clone(),
+        };
+        let mut last = At::Source;
+        for (at, step) in j.steps {
+            last = at;
+            hops.push(Hop {
+                node: node(at),
+                what: format!("to backend {a}:{p}: {step}"),
+            });
+        }
+        if let Some(reason) = j.dropped {
+            hops.push(Hop {
+                node: node(last),
+                what: format!("to backend {a}:{p}: {}", tp::drop_line(reason)),
+            });
+        }
+    }
+    hops
 }

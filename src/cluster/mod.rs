@@ -66,13 +66,16 @@ pub trait Cluster: Send + Sync {
         pod: &str,
     ) -> Result<Vec<NetworkInterface>, ClusterError> {
         let (world, _) = self.read()?;
-        Ok(world
+        let mut nics: Vec<NetworkInterface> = world
             .objects
             .interfaces
             .into_iter()
             .filter(|n| {
                 n.metadata.namespace.as_deref() == Some(namespace) && n.spec.pod_ref.name == pod
             })
-            .collect())
+            .collect();
+        // In the Pod's order, whatever order the backend lists them in.
+        nics.sort_by(|a, b| a.order_key().cmp(&b.order_key()));
+        Ok(nics)
     }
 }

@@ -32,7 +32,8 @@ fn no_admission(_: &Subnet, _: &World) -> Result<(), String> {
 }
 
 #[test]
-fn l2_22_a_status_is_written_where_it_differs_and_left_alone_where_the_pass_has_none() {
+fn l2_22_a_segment_the_pass_has_no_status_for_keeps_its_vni_and_a_status_is_written_where_it_differs()
+ {
     let mut w = World::default();
     w.objects.l2networks = vec![l2("same"), l2("new"), l2("later")];
     w.objects.l2networks[0].status = Some(status(2));
@@ -48,6 +49,8 @@ fn l2_22_a_status_is_written_where_it_differs_and_left_alone_where_the_pass_has_
     );
     assert!(apply_to(&mut w, &writes, &no_admission));
     assert_eq!(w.objects.l2networks[1].status, Some(status(3)));
+    // Cleared, its VNI 9 would look free to the next pass while the Nodes still
+    // forward by it: two segments on one VNI (L2-22).
     assert_eq!(
         w.objects.l2networks[2].status,
         Some(status(9)),

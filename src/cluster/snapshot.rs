@@ -85,6 +85,18 @@ impl Snapshot {
             .iter()
             .find(|o| name(*o) == n)
     }
+    /// The rule set of a segment's `spec.networkACL`: 0 for none, `SET_PENDING` while
+    /// the NetworkACL has no id (or is missing). The Nodes' routers write it into the
+    /// segment, the policy trace reads it: both by this.
+    pub fn acl_set(&self, acl: Option<&str>) -> u32 {
+        use juneau_common::policy::SET_PENDING;
+        let Some(acl) = acl else { return 0 };
+        self.network_acl(acl)
+            .and_then(|a| a.status.as_ref())
+            .map(|s| s.acl_id)
+            .filter(|id| *id != 0 && *id < SET_PENDING as u32)
+            .unwrap_or(SET_PENDING as u32)
+    }
     /// The table a segment of `vpc` routes by: its own (`gateway.routeTable` of an
     /// L2Network), else its Vpc's main table (`status.mainRouteTable`, else the
     /// RouteTable named as the Vpc), else the Vpc's implicit table (`vpc:<name>`: its

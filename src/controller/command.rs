@@ -39,7 +39,7 @@ impl ControllerArgs {
     pub fn run(self) -> ExitCode {
         let default_subnet_cidr = match self.default_subnet_cidr.as_str() {
             "none" => None,
-            c => match crate::admission::validate::parse_cidr(c) {
+            c => match crate::api::net::parse_cidr(c) {
                 Ok(net) => Some(net),
                 Err(e) => {
                     eprintln!("juneau controller: --default-subnet-cidr: {e}");

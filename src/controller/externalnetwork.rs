@@ -1,14 +1,20 @@
+//! ExternalNetworks are shared by the ElasticIPs and the NATGateways (both draw
+//! addresses from their pools), so they live with the controller, not in a feature.
 //! ExternalNetwork status: `networkID`, the VNI of its direct NICs' segment, from the
 //! `subnet-vni` pool Subnets and L2Networks share (the datapath keys its tables by VNI
 //! alone), chosen once and never changed; Ready once the pools it lists exist and
 //! match its type.
 use std::collections::BTreeMap;
 
-use super::segments::{held_vnis, next_vni, oldest_first, vni_exhausted};
+use crate::controller::segments::{held_vnis, next_vni, oldest_first, vni_exhausted};
 use crate::{
     admission::validate::Snapshot,
     api::{condition::Condition, externalnetwork::ExternalNetworkStatus},
 };
+
+/// Why no address came out of an ExternalNetwork's pools (for an ElasticIP, or a
+/// Node's NAT address): the Allocated condition's reason and message.
+pub type Unallocated = (&'static str, String);
 
 pub fn reconcile_all(snap: &Snapshot) -> BTreeMap<String, ExternalNetworkStatus> {
     let mut held = held_vnis(snap);

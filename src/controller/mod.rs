@@ -4,45 +4,31 @@
 //! API (`store::k8s`); `command` is `juneau controller`'s start.
 pub mod bootstrap;
 pub mod command;
-pub mod elasticip;
-pub mod endpointslice;
+pub mod config;
 pub mod externalnetwork;
-pub mod ipam;
-pub mod l2network;
-pub mod natgateway;
-pub mod pod;
-pub mod policy;
-pub mod routetable;
 pub mod segments;
-pub mod service_source;
-pub mod subnet;
 
-use crate::cluster::{Cluster, ClusterError, Desired, World};
+use crate::{
+    cluster::{Cluster, ClusterError, Desired, World},
+    features::{
+        elasticip::controller as elasticip,
+        l2::controller as l2network,
+        nat::controller as natgateway,
+        nics::controller as pod,
+        policy::controller as policy,
+        router::{controller_routetable as routetable, controller_subnet as subnet},
+        services::{endpointslice, source as service_source},
+    },
+};
 
-/// Controller flags.
-#[derive(Clone, Copy, Debug)]
-pub struct Config {
-    /// `--default-l2-mtu`: 1500 underlay less 50 bytes of VXLAN (L2-21).
-    pub default_l2_mtu: u32,
-    /// `--default-subnet-cidr`: the default Subnet's CIDR, made with the default Vpc
-    /// when absent; `None` makes neither.
-    pub default_subnet_cidr: Option<ipnet::Ipv4Net>,
-    /// Maintain the EndpointSlices of Services with a selector (`endpointslice`):
-    /// where no kube-controller-manager runs, the standalone mode.
-    pub endpoint_slices: bool,
-}
+pub use config::{Config, DEFAULT_SUBNET_CIDR};
 
-/// The default Subnet's CIDR unless told otherwise (kube-ovn's `ovn-default`).
-pub const DEFAULT_SUBNET_CIDR: &str = "10.16.0.0/16";
-
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            default_l2_mtu: 1450,
-            default_subnet_cidr: DEFAULT_SUBNET_CIDR.parse().ok(),
-            endpoint_slices: false,
-        }
-    }
+/// The NetworkACLs' ids as a segment's status names them, read from `snap` alone: what
+/// [`reconcile`] computes first, for a caller that runs one segment kind's reconciler.
+pub fn acl_refs(
+    snap: &crate::cluster::Snapshot,
+) -> std::collections::BTreeMap<String, crate::api::l2network::AclRef> {
+    policy::acl_refs(snap, &policy::assign_ids(snap))
 }
 
 /// Every reconciler, in dependency order: rule-set ids, segments (VNIs, gateways),

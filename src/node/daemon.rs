@@ -126,7 +126,7 @@ fn conntrack_entries() -> u32 {
 }
 
 fn garp_rounds() -> u32 {
-    super::garp::DEFAULT_ROUNDS
+    crate::features::elasticip::garp::DEFAULT_ROUNDS
 }
 
 fn yes() -> bool {

@@ -44,7 +44,7 @@ pub(super) fn cluster(
     std::thread::spawn(move || {
         let mut seen = 0;
         let mut last_sweep = Instant::now();
-        let mut ports = super::nat_ports::PortWatch::default();
+        let mut ports = crate::features::nat::ports::PortWatch::default();
         let mut last_ports: Option<Instant> = None;
         while !stop.load(Ordering::Relaxed) {
             match agent.cluster.wait(seen, Duration::from_millis(500)) {
@@ -66,7 +66,7 @@ pub(super) fn cluster(
                 }
                 last_sweep = Instant::now();
             }
-            if last_ports.is_none_or(|t| t.elapsed() >= super::nat_ports::EVERY) {
+            if last_ports.is_none_or(|t| t.elapsed() >= crate::features::nat::ports::EVERY) {
                 report_nat_ports(&agent, &mut ports);
                 last_ports = Some(Instant::now());
             }
@@ -76,7 +76,7 @@ pub(super) fn cluster(
 
 /// NAT-02: the refusals for want of a port since the last round, as the condition
 /// `PortsExhausted` on this Node's attachments (`nat_ports`).
-fn report_nat_ports(agent: &Agent, watch: &mut super::nat_ports::PortWatch) {
+fn report_nat_ports(agent: &Agent, watch: &mut crate::features::nat::ports::PortWatch) {
     let reason = juneau_common::DropReason::NatPortExhausted.name();
     let count = match agent.dataplane.lock().expect("dataplane lock").drops() {
         Ok(d) => d.get(reason).copied().unwrap_or(0),
@@ -93,7 +93,7 @@ fn report_nat_ports(agent: &Agent, watch: &mut super::nat_ports::PortWatch) {
             "new connections found no free NAT source port (NAT_PORT_EXHAUSTED)"
         );
     }
-    match super::nat_ports::report(agent.cluster.as_ref(), watch, &agent.node, now) {
+    match crate::features::nat::ports::report(agent.cluster.as_ref(), watch, &agent.node, now) {
         Ok(0) => {}
         Ok(n) => tracing::info!(attachments = n, "PortsExhausted condition written"),
         Err(e) => tracing::warn!(error = %e, "PortsExhausted condition not written"),

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use super::{Run, StandaloneError};
 use crate::{
     api::Object,
-    cli::{Filter, node_dir, policy::dump_policy},
+    cli::{Filter, node_dir},
+    features::policy::cli::dump_policy,
 };
 
 /// How long a change may take to reach every Node before the step fails (the

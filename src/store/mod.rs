@@ -198,14 +198,17 @@ impl Store {
     /// The NICs of a Pod, as the controller wrote them.
     pub fn interfaces_of(&self, namespace: &str, pod: &str) -> Vec<NetworkInterface> {
         let g = self.lock();
-        g.0.objects
-            .interfaces
-            .iter()
-            .filter(|n| {
-                n.metadata.namespace.as_deref() == Some(namespace) && n.spec.pod_ref.name == pod
-            })
-            .cloned()
-            .collect()
+        let mut nics: Vec<NetworkInterface> =
+            g.0.objects
+                .interfaces
+                .iter()
+                .filter(|n| {
+                    n.metadata.namespace.as_deref() == Some(namespace) && n.spec.pod_ref.name == pod
+                })
+                .cloned()
+                .collect();
+        nics.sort_by(|a, b| a.order_key().cmp(&b.order_key()));
+        nics
     }
 
     /// Registers a Node (or replaces its record), as a kubelet registers its Node.

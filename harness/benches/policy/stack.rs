@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use juneau::{
     api::Object,
-    cli::{Filter, node_dir, policy::dump_policy},
+    cli::{Filter, node_dir},
+    features::policy::cli::dump_policy,
     scenario::Layer,
     standalone::{Options, Run, Scenario},
 };

@@ -6,10 +6,8 @@
 //! interleaved, median of rounds; both end in a redirect to the backend's port.
 use std::{collections::BTreeMap, net::Ipv4Addr};
 
-use juneau::node::{
-    dataplane::{PortKind, PortSpec, Whole},
-    services::{Frontend, FrontendKey, ServiceState},
-};
+use juneau::features::services::node::{Frontend, FrontendKey, ServiceState};
+use juneau::node::dataplane::{PortKind, PortSpec, Whole};
 use juneau_common::{FdbKey, ct::PROTO_TCP, svc::SvcHost};
 use juneau_harness::{
     bench::{Measurement, interleaved_medians},

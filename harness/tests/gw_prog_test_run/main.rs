@@ -5,9 +5,9 @@
 //! 1400) port 2; both route by one table.
 use std::net::Ipv4Addr;
 
-use juneau::node::{
-    dataplane::{PortKind, PortSpec, Whole},
-    gateway::{RouteSpec, RouterState},
+use juneau::{
+    features::router::gateway::{RouteSpec, RouterState},
+    node::dataplane::{PortKind, PortSpec, Whole},
 };
 use juneau_common::gw::ROUTE_UNSUPPORTED;
 use juneau_harness::{

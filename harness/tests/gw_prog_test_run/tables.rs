@@ -106,7 +106,7 @@ fn l2_14_a_changed_table_is_swapped_in_whole_and_a_restarted_daemon_keeps_routin
     });
     changed.neighbours.insert(
         (VNI_B, far.into()),
-        juneau::node::gateway::Neighbour {
+        juneau::features::router::gateway::Neighbour {
             mac: pod_mac(2),
             vtep: Ipv4Addr::UNSPECIFIED,
         },
@@ -202,7 +202,7 @@ fn l2_14_a_table_that_cannot_be_written_is_left_out_alone() {
     want.tables.insert("big".into(), big);
     want.segments.insert(
         12,
-        juneau::node::gateway::GatewaySegment {
+        juneau::features::router::gateway::GatewaySegment {
             table: "big".into(),
             ..router().segments[&VNI_A].clone()
         },

@@ -8,7 +8,7 @@
 #![allow(dead_code)]
 use std::{collections::BTreeMap, net::Ipv4Addr};
 
-use juneau::{node::gateway::RouteSpec, standalone::topology::node_mac};
+use juneau::{features::router::gateway::RouteSpec, standalone::topology::node_mac};
 use juneau_common::gw::ROUTE_NAT_GW;
 use juneau_harness::{
     capture::inject,
@@ -43,7 +43,7 @@ pub fn mac(n: usize) -> [u8; 6] {
 /// Node `n`'s table: segment A, and the rest by a route of `kind` (via the NATGateway,
 /// or the internet gateway falling back to it) at `nat_ip` (0: the Node has no
 /// attachment yet).
-pub fn router_state(kind: u32, nat_ip: [u8; 4]) -> juneau::node::gateway::RouterState {
+pub fn router_state(kind: u32, nat_ip: [u8; 4]) -> juneau::features::router::gateway::RouterState {
     let mut want = router::state(
         &[SEG_A],
         &[

@@ -9,10 +9,8 @@ use std::net::Ipv4Addr;
 
 use juneau::{
     api::{networkacl::AclRule, securitygroup::SecurityGroup},
-    node::{
-        dataplane::{PortKind, PortSpec, Whole},
-        policy::{self, Compiled, PolicyState, compile},
-    },
+    features::policy::node::{self as policy, Compiled, PolicyState, compile},
+    node::dataplane::{PortKind, PortSpec, Whole},
 };
 use juneau_common::policy::{SET_ACL, SET_PENDING};
 use juneau_harness::{

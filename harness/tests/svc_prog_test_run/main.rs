@@ -9,10 +9,8 @@
 //! Subnet S (10.0.3.0/24): the client on port 0, backends on ports 1 and 2.
 use std::{collections::BTreeMap, net::Ipv4Addr};
 
-use juneau::node::{
-    dataplane::{PortKind, PortSpec, Whole},
-    services::{Frontend, FrontendKey, ServiceState},
-};
+use juneau::features::services::node::{Frontend, FrontendKey, ServiceState};
+use juneau::node::dataplane::{PortKind, PortSpec, Whole};
 use juneau_common::{
     FdbKey,
     ct::{

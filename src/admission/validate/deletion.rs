@@ -117,7 +117,7 @@ pub fn validate_delete_network_acl(acl: &str, snap: &Snapshot) -> Verdict {
 /// What still uses SecurityGroup `sg`: the NetworkInterfaces that carry it and the
 /// other groups whose peers name it (a group naming itself does not count), quoted
 /// and grouped by kind; `None` when nothing does.
-pub(super) fn security_group_users(sg: &str, snap: &Snapshot) -> Option<String> {
+pub(crate) fn security_group_users(sg: &str, snap: &Snapshot) -> Option<String> {
     let nics: Vec<String> = snap
         .interfaces
         .iter()

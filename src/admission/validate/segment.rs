@@ -2,7 +2,8 @@
 //! the five overlap checks of L2-08, and a NetworkACL of its own Vpc.
 use ipnet::Ipv4Net;
 
-use super::{Snapshot, Verdict, cidr::parse_cidr, reject};
+use super::{Snapshot, Verdict, reject};
+use crate::api::net::parse_cidr;
 
 /// The segment being checked, so that it does not clash with itself.
 #[derive(Clone, Copy)]

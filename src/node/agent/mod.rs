@@ -94,7 +94,9 @@ impl Agent {
         cluster: Arc<dyn Cluster>,
         mut dp: Dataplane,
     ) -> Result<Self, DataplaneError> {
-        let garp_rounds = Arc::new(AtomicU32::new(super::garp::DEFAULT_ROUNDS));
+        let garp_rounds = Arc::new(AtomicU32::new(
+            crate::features::elasticip::garp::DEFAULT_ROUNDS,
+        ));
         let features = Features::new(garp_rounds.clone(), &mut dp)?;
         Ok(Self {
             port_filters: dp.ports_use_filters(),

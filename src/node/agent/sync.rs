@@ -1,7 +1,7 @@
 //! The rest of the cluster in the datapath: one read of the cluster, then every Node
 //! feature (`node::features`: the router, the ElasticIPs, the remote lists) in order.
 use super::Agent;
-use crate::{cluster::ClusterError, node::features::NodeView};
+use crate::{cluster::ClusterError, node::feature::NodeView};
 
 impl Agent {
     /// Brings the datapath's view of the rest of the cluster in line with it.

@@ -22,7 +22,7 @@ use juneau_common::{
 };
 
 use super::{Dataplane, DataplaneError, Gateway, map_err};
-use crate::node::gateway::{RouteSpec, RouterState};
+use crate::features::router::gateway::{RouteSpec, RouterState};
 
 /// What the router maps hold, as this daemon wrote (or found) them.
 #[derive(Debug, Default)]

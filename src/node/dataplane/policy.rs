@@ -23,7 +23,7 @@ use juneau_common::{
 };
 
 use super::{Dataplane, DataplaneError, map_err};
-use crate::node::policy::{Compiled, PolicyState};
+use crate::features::policy::node::{Compiled, PolicyState};
 
 /// What one sync changed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -35,7 +35,7 @@ use super::{
     map_err,
     raw::{batch_err, batch_update, lookup_u32, raw_fd, write_mapped},
 };
-use crate::node::services::{Frontend, FrontendKey, ServiceState, maglev};
+use crate::features::services::node::{Frontend, FrontendKey, ServiceState, maglev};
 
 /// What one sync changed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use super::{
     Conntrack, Dataplane, DataplaneError, ElasticIpWriter, Holder, PolicyWriter, RouterSync,
     RouterWriter, ServiceSync, ServiceWriter,
 };
-use crate::node::{gateway::RouterState, services::ServiceState};
+use crate::features::{router::gateway::RouterState, services::node::ServiceState};
 
 /// The port owner (reached through `Deref`) with the router's and the ElasticIPs'
 /// writers beside it.

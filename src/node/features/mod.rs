@@ -1,6 +1,8 @@
 //! Node features: what each keeps of the rest of the cluster in this Node's datapath.
-//! A feature is one file here: its desired state, computed from the cluster by a pure
-//! function (`node::gateway::desired`, `node::elasticip::holders`, ...), and the write
+//! A feature is its `features/<name>/feature.rs` (the trait is `node::feature`): its
+//! desired state, computed from the cluster by a pure function
+//! (`features::router::gateway::desired`, `features::elasticip::node::holders`, ...),
+//! and the write
 //! of that state through its map writer, which owns the feature's maps behind the
 //! feature's own lock (`RouterWriter`, `ElasticIpWriter`). The port array, the
 //! segments and their lists have one owner, the `Dataplane` (the CNI's ports and the
@@ -13,98 +15,18 @@
 //! branch in the sync. A feature that needs a process beside the daemon (the BGP
 //! speaker) starts it in [`NodeFeature::start`] through the crate's
 //! [`Supervisor`], which the agent owns; the others have none.
-mod elastic_ips;
-mod policy;
-mod remotes;
-mod router;
-mod services;
 
-use std::{
-    collections::BTreeSet,
-    sync::{Arc, Mutex, atomic::AtomicU32},
-};
+use std::sync::{Arc, atomic::AtomicU32};
 
-pub use elastic_ips::ElasticIps;
-pub use policy::Policy;
-pub use remotes::RemoteLists;
-pub use router::Router;
-pub use services::Services;
+pub use crate::features::elasticip::feature::ElasticIps;
+pub use crate::features::l2::feature::RemoteLists;
+pub use crate::features::policy::feature::Policy;
+pub use crate::features::router::feature::Router;
+pub use crate::features::services::feature::Services;
 
+use super::feature::{NodeFeature, NodeView};
 use super::{Dataplane, DataplaneError};
 use crate::{cluster::World, supervisor::Supervisor};
-
-#[derive(Debug, thiserror::Error)]
-pub enum FeatureError {
-    #[error("cannot write {what}: {source}")]
-    Write {
-        what: &'static str,
-        source: Box<DataplaneError>,
-    },
-    #[error("cannot set up {what} in the Node's namespace: {cause}")]
-    Host { what: &'static str, cause: String },
-    #[error("cannot start {what}: {source}")]
-    Process {
-        what: &'static str,
-        source: crate::supervisor::SupervisorError,
-    },
-    #[error("cannot read {what}: {source}; {kept}")]
-    Read {
-        what: &'static str,
-        kept: &'static str,
-        source: Box<DataplaneError>,
-    },
-}
-
-impl FeatureError {
-    fn write(what: &'static str) -> impl FnOnce(DataplaneError) -> Self {
-        move |source| FeatureError::Write {
-            what,
-            source: Box::new(source),
-        }
-    }
-}
-
-/// What a feature's sync may use of its Node.
-pub struct NodeView<'a> {
-    /// This Node's name, as the cluster knows it.
-    pub name: &'a str,
-    /// The port owner (its own lock: a feature takes it only for what it reads or asks
-    /// of the ports, after its own lock).
-    pub dataplane: &'a Mutex<Dataplane>,
-}
-
-/// One feature of the Node.
-pub trait NodeFeature: Send + Sync {
-    /// Its name in the logs.
-    fn name(&self) -> &'static str;
-    /// Brings its maps in line with `world`; returns how many entries it changed.
-    fn sync(&self, world: &World, node: &NodeView<'_>) -> Result<usize, FeatureError>;
-    /// Starts the processes it needs beside the daemon (the BGP speaker) through
-    /// `processes`, which keeps them running; a feature that needs none has none.
-    fn start(&self, _processes: &Arc<Supervisor>, _node: &str) -> Result<(), FeatureError> {
-        Ok(())
-    }
-    /// The daemon is leaving: what its processes do now is the feature's to say (one
-    /// whose state must outlive a daemon restart is left running, untied).
-    fn stop(&self, _processes: &Supervisor) {}
-}
-
-/// Lines of what a feature left out (an object it cannot serve), each logged once.
-#[derive(Default)]
-struct LoggedOnce(Mutex<BTreeSet<String>>);
-
-impl LoggedOnce {
-    fn warn(&self, line: String, why: &'static str) {
-        if self
-            .0
-            .lock()
-            .expect("logged-once lock")
-            .insert(line.clone())
-        {
-            tracing::warn!(what = %line, "{why}");
-        }
-    }
-}
 
 /// Every feature of the Node, in the order a sync runs them: policy before the router
 /// (a segment names its NetworkACL's set once it is written), the router before the
@@ -164,6 +86,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::node::feature::FeatureError;
     use crate::supervisor::{ProcessSpec, Ready};
 
     /// A feature with a process: starts it under its own name, stops it on leave.
