@@ -108,7 +108,7 @@ fn mapping() -> Option<String> {
         addr: Some(SERVER.parse().unwrap()),
         ..Default::default()
     };
-    let d = juneau::cli::nat::dump_nat(&node_dir(NODE), &filter).ok()?;
+    let d = juneau::features::nat::cli::dump_nat(&node_dir(NODE), &filter).ok()?;
     let tcp: Vec<_> = d
         .mappings
         .iter()

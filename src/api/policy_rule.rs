@@ -1,6 +1,6 @@
 //! What NetworkACL and SecurityGroup rules share: the protocol and the ports an entry
 //! matches (POL-01, POL-02). The protocol is a name or a number, as the reference
-//! writes it; admission normalises and checks both (`admission/validate/policy.rs`).
+//! writes it; admission normalises and checks both (`features/policy/admission.rs`).
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

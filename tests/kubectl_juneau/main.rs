@@ -146,7 +146,7 @@ fn mx_03_bpf_dump_drops_counts_each_drop_under_its_reason() {
 
 #[test]
 fn l2_13_bpf_dump_shows_the_routers_segments_routes_neighbours_and_counters() {
-    use juneau::node::gateway::{GatewaySegment, Neighbour, RouteSpec, RouterState};
+    use juneau::features::router::gateway::{GatewaySegment, Neighbour, RouteSpec, RouterState};
     use juneau_common::gw::{ROUTE_CONNECTED, ROUTE_ENDPOINT, ROUTE_UNSUPPORTED};
     let node = format!("jn-cligw-{}", std::process::id());
     let root = juneau::standalone::pin_dir_of(&node);

@@ -3,7 +3,7 @@ use super::*;
 
 #[test]
 fn svc_01_bpf_dump_services_backends_and_conntrack_show_what_the_maps_hold() {
-    use juneau::node::services::{Frontend, FrontendKey, ServiceState};
+    use juneau::features::services::node::{Frontend, FrontendKey, ServiceState};
     use juneau_common::ct::{CT_ESTABLISHED, CT_F_REPLY, CT_F_SERVICE, CtEntry, CtKey};
     let node = format!("jn-clisvc-{}", std::process::id());
     let root = juneau::standalone::pin_dir_of(&node);
@@ -139,7 +139,7 @@ fn svc_01_bpf_dump_services_backends_and_conntrack_show_what_the_maps_hold() {
 
 #[test]
 fn pol_03_dump_policy_shows_the_sets_nics_counters_and_connections_policy_bits() {
-    use juneau::node::policy::{Compiled, PolicyState, compile};
+    use juneau::features::policy::node::{Compiled, PolicyState, compile};
     use juneau_common::{
         ct::{CtEntry, CtKey},
         policy::{POL_F_EGRESS, PolCounters, SET_ACL, SET_PENDING, SET_SG},
