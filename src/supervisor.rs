@@ -192,6 +192,10 @@ impl Supervisor {
         }
         if spec.tied {
             crate::child::die_with_parent(&mut cmd, spec.stop_signal);
+        } else {
+            // Its own process group: a Ctrl-C of the terminal the daemon runs in must
+            // not reach what is meant to outlive the daemon.
+            cmd.process_group(0);
         }
         cmd.spawn()
     }

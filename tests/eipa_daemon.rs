@@ -61,7 +61,7 @@ fn scenario(nodes: [&str; 2]) -> Scenario {
         nodes: nodes.map(String::from).to_vec(),
         objects: objects.into(),
         pods: Vec::new(),
-        outside: true,
+        outside: juneau::scenario::Outside::Router,
     }
 }
 

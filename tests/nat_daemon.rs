@@ -61,7 +61,7 @@ fn scenario(a: &str, b: &str) -> Scenario {
             ),
         ],
         pods: Vec::new(),
-        outside: true,
+        outside: juneau::scenario::Outside::Router,
     }
 }
 

@@ -72,7 +72,7 @@ fn scenario() -> Scenario {
             })),
         ],
         pods: Vec::new(),
-        outside: false,
+        outside: juneau::scenario::Outside::None,
     }
 }
 

@@ -68,7 +68,7 @@ fn scenario(nodes: [&str; 2], tenant: bool) -> Scenario {
         nodes: nodes.iter().map(|n| n.to_string()).collect(),
         objects,
         pods: Vec::new(),
-        outside: false,
+        outside: juneau::scenario::Outside::None,
     }
 }
 

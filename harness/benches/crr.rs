@@ -188,7 +188,7 @@ fn main() {
         nodes: NODES.iter().map(|n| n.to_string()).collect(),
         objects: objects(),
         pods: Vec::new(),
-        outside: false,
+        outside: juneau::scenario::Outside::None,
     };
     let mut run = Run::start(&scenario, &Options::default(), &mut |_| {}).expect("start");
     run.add_pod(&pod("c0", NODES[0], &[], None)).unwrap();

@@ -35,6 +35,10 @@ pub fn admit(request: Request<'_>, snap: &Snapshot) -> Verdict {
             O::SecurityGroup(g) => validate::validate_security_group_create(g, snap),
             O::NATGateway(g) => validate::validate_nat_gateway_create(g, snap),
             O::ElasticIPAttachment(a) => validate::validate_elastic_ip_attachment_create(a, snap),
+            O::BGPPeer(p) => validate::validate_bgp_peer_create(p, snap)
+                .and_then(|()| validate::speaker_not_built("BGPPeer")),
+            O::BGPAdvertisement(a) => validate::validate_bgp_advertisement_create(a, snap)
+                .and_then(|()| validate::speaker_not_built("BGPAdvertisement")),
             _ => Ok(()),
         },
         Request::Update { old, new } => match (old, new) {
@@ -46,6 +50,12 @@ pub fn admit(request: Request<'_>, snap: &Snapshot) -> Verdict {
             (O::ElasticIP(o), O::ElasticIP(n)) => validate::validate_elastic_ip_update(o, n),
             (O::ElasticIPAttachment(o), O::ElasticIPAttachment(n)) => {
                 validate::validate_elastic_ip_attachment_update(o, n)
+            }
+            (O::BGPPeer(o), O::BGPPeer(n)) if o.spec != n.spec => {
+                validate::validate_bgp_peer_update(o, n, snap)
+            }
+            (O::BGPAdvertisement(o), O::BGPAdvertisement(n)) if o.spec != n.spec => {
+                validate::validate_bgp_advertisement_update(o, n, snap)
             }
             (O::NATGateway(o), O::NATGateway(n)) if o.spec != n.spec => {
                 validate::validate_nat_gateway_update(o, n, snap)
@@ -83,6 +93,7 @@ pub fn admit(request: Request<'_>, snap: &Snapshot) -> Verdict {
             "SecurityGroup" => validate::validate_delete_security_group(name, snap),
             "NATGateway" => validate::validate_delete_nat_gateway(name, snap),
             "ExternalNetwork" => validate::validate_delete_external_network(name, snap),
+            "AddressPool" => validate::validate_delete_address_pool(name, snap),
             _ => Ok(()),
         },
         Request::CreatePod(pod) => validate::validate_pod_create(&pod.annotations, snap)

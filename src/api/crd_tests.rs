@@ -81,3 +81,30 @@ fn pol_03_network_acl_and_security_group_printer_columns() {
     assert_eq!(NetworkACL::crd().spec.scope, "Cluster");
     assert_eq!(SecurityGroup::crd().spec.scope, "Cluster");
 }
+
+#[test]
+fn bgp_03_node_state_peer_and_advertisement_columns() {
+    let names = |c: Vec<(String, String)>| c.into_iter().map(|(n, _)| n).collect::<Vec<_>>();
+    // NAME is the object's own column.
+    assert_eq!(
+        names(columns::<super::BGPNodeState>()),
+        ["READY", "BIRD", "UP", "AGE"]
+    );
+    assert_eq!(
+        names(columns::<super::BGPPeer>()),
+        ["MYASN", "PEERASN", "ADDRESS", "PORT", "BFD", "AGE"]
+    );
+    assert_eq!(
+        names(columns::<super::BGPAdvertisement>()),
+        ["POOLS", "PREFIX", "NODE", "AGE"]
+    );
+    // Every Node's daemon lists only its own BGPNodeState.
+    let crd = super::BGPNodeState::crd();
+    let v = &crd.spec.versions[0];
+    assert!(
+        v.selectable_fields
+            .as_ref()
+            .is_some_and(|f| f.iter().any(|f| f.json_path == ".spec.nodeName"))
+    );
+    assert_eq!(crd.spec.scope, "Cluster");
+}

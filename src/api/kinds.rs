@@ -27,6 +27,9 @@ macro_rules! snapshot_kinds {
             arp_advertisements: ARPAdvertisement = All, juneau,
             nat_gateways: NATGateway = All, user,
             external_network_attachments: ExternalNetworkAttachment = All, juneau,
+            bgp_peers: BGPPeer = All, user,
+            bgp_advertisements: BGPAdvertisement = All, user,
+            bgp_node_states: BGPNodeState = Node, juneau,
         }
     };
 }

@@ -3,8 +3,9 @@
 //! webhook and the store. Generated from the registry (`api::kinds`): its `user`
 //! kinds.
 use super::{
-    AddressPool, ElasticIP, ElasticIPAttachment, ExternalNetwork, L2Network, NATGateway,
-    NetworkACL, RouteTable, SecurityGroup, Subnet, TransitGateway, Vpc, VpcPeering,
+    AddressPool, BGPAdvertisement, BGPPeer, ElasticIP, ElasticIPAttachment, ExternalNetwork,
+    L2Network, NATGateway, NetworkACL, RouteTable, SecurityGroup, Subnet, TransitGateway, Vpc,
+    VpcPeering,
 };
 
 /// A `kind`-tagged object that does not read: its kind is missing or unknown, or its

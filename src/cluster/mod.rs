@@ -18,7 +18,7 @@ pub use kinds::Scope;
 pub(crate) use kinds::snapshot_kinds;
 pub use plan::{Key, Write, apply_to, plan};
 pub use snapshot::Snapshot;
-pub use world::World;
+pub use world::{World, node_addresses};
 
 use crate::api::{NetworkEndpoint, NetworkInterface, condition::Condition};
 

@@ -1,9 +1,10 @@
 //! The objects the rules and reconcilers read: one value for the admission rules, the
 //! reconcilers and the node's syncs, whichever backend filled it.
 use crate::api::{
-    ARPAdvertisement, AddressPool, ElasticIP, ElasticIPAttachment, ExternalNetwork,
-    ExternalNetworkAttachment, L2Network, NATGateway, NetworkACL, NetworkInterface, RouteTable,
-    SecurityGroup, Subnet, TransitGateway, Vpc, VpcPeering,
+    ARPAdvertisement, AddressPool, BGPAdvertisement, BGPNodeState, BGPPeer, ElasticIP,
+    ElasticIPAttachment, ExternalNetwork, ExternalNetworkAttachment, L2Network, NATGateway,
+    NetworkACL, NetworkInterface, RouteTable, SecurityGroup, Subnet, TransitGateway, Vpc,
+    VpcPeering,
 };
 
 macro_rules! define_snapshot {
@@ -22,6 +23,10 @@ macro_rules! define_snapshot {
             pub terminating_pods: Vec<String>,
             /// The cluster's Service CIDR(s) (kube-apiserver `--service-cluster-ip-range`).
             pub service_cidrs: Vec<ipnet::Ipv4Net>,
+            /// Every Node's name and InternalIP, as the rules need them (a BGPPeer is
+            /// never a Node, BGP-01): a copy of `World::nodes`' addresses.
+            #[serde(default)]
+            pub node_addresses: Vec<(String, std::net::Ipv4Addr)>,
         }
     };
 }

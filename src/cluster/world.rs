@@ -26,3 +26,12 @@ pub struct World {
     #[serde(default)]
     pub pods_admitted: u64,
 }
+
+/// The Nodes' names and InternalIPs (those that have one), as the rules read them
+/// (`Snapshot::node_addresses`).
+pub fn node_addresses(nodes: &[NodeRecord]) -> Vec<(String, std::net::Ipv4Addr)> {
+    nodes
+        .iter()
+        .filter_map(|n| Some((n.name.clone(), n.internal_ip.parse().ok()?)))
+        .collect()
+}

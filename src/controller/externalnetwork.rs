@@ -9,7 +9,10 @@ use std::collections::BTreeMap;
 use crate::controller::segments::{held_vnis, next_vni, oldest_first, vni_exhausted};
 use crate::{
     admission::validate::Snapshot,
-    api::{condition::Condition, externalnetwork::ExternalNetworkStatus},
+    api::{
+        condition::Condition,
+        externalnetwork::{BGP_SPEAKER_ON_NODES, ExternalNetworkStatus, TYPE_BGP},
+    },
 };
 
 /// Why no address came out of an ExternalNetwork's pools (for an ElasticIP, or a
@@ -43,15 +46,56 @@ pub fn reconcile_all(snap: &Snapshot) -> BTreeMap<String, ExternalNetworkStatus>
             None => Condition::new("Ready", true, "Reconciled", ""),
             Some((reason, message)) => Condition::new("Ready", false, reason, message),
         };
+        let mut conditions = vec![ready];
+        if n.spec.type_ == TYPE_BGP {
+            conditions.push(announced(snap, &n.spec.address_pools));
+        }
         out.insert(
             name,
             ExternalNetworkStatus {
                 network_id,
-                conditions: vec![ready],
+                conditions,
             },
         );
     }
     out
+}
+
+/// Whether a bgp network's addresses are announced (EIP-12): every pool by a
+/// BGPAdvertisement, by Nodes that run a speaker. Without, its ElasticIPs are
+/// unreachable from outside, and this says so rather than leave it to be found.
+fn announced(snap: &Snapshot, pools: &[String]) -> Condition {
+    if !BGP_SPEAKER_ON_NODES {
+        return Condition::new(
+            "Announced",
+            false,
+            "NoSpeaker",
+            "the Nodes run no BGP speaker yet (issue 27): nothing announces this network's addresses, its ElasticIPs are unreachable from outside",
+        );
+    }
+    let missing: Vec<&str> = pools
+        .iter()
+        .filter(|p| {
+            !snap
+                .bgp_advertisements
+                .iter()
+                .any(|a| a.spec.address_pools.contains(p))
+        })
+        .map(String::as_str)
+        .collect();
+    if missing.is_empty() {
+        Condition::new("Announced", true, "Advertised", "")
+    } else {
+        Condition::new(
+            "Announced",
+            false,
+            "NoBGPAdvertisement",
+            format!(
+                "AddressPools {} are in no BGPAdvertisement: their ElasticIPs are unreachable from outside; add one",
+                missing.join(", ")
+            ),
+        )
+    }
 }
 
 /// Why the pools of an ExternalNetwork of `type_` cannot hand out addresses, if they
@@ -145,5 +189,30 @@ mod tests {
             reconcile_all(&s)["ext"].conditions[0].reason,
             "InvalidAddressPool"
         );
+    }
+
+    #[test]
+    fn eip_12_a_bgp_network_says_whether_its_pools_are_announced() {
+        let mut s = Snapshot::default();
+        let mut n = net("ext", &["wan"]);
+        n.spec.type_ = "bgp".into();
+        s.external_networks.push(n);
+        let st = reconcile_all(&s);
+        let c = st["ext"]
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Announced")
+            .expect("a bgp network has Announced");
+        assert_eq!(c.status, "False");
+        if !BGP_SPEAKER_ON_NODES {
+            assert_eq!(c.reason, "NoSpeaker");
+        } else {
+            assert_eq!(c.reason, "NoBGPAdvertisement");
+            assert!(c.message.contains("wan"), "{}", c.message);
+        }
+        // An arp network has no such condition.
+        s.external_networks[0].spec.type_ = "arp".into();
+        let st = reconcile_all(&s);
+        assert!(st["ext"].conditions.iter().all(|c| c.type_ != "Announced"));
     }
 }

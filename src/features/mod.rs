@@ -13,6 +13,7 @@
 //! `node::dataplane`, the `cli` core) and never another feature; the layers'
 //! registries (`controller::reconcile`, `admission::validate`, `node::features`,
 //! `cli`) import the features. `docs/architecture.md` lists each feature's files.
+pub mod bgp;
 pub mod elasticip;
 pub mod l2;
 pub mod nat;

@@ -146,6 +146,15 @@ pub fn socket_of(node: &str) -> PathBuf {
     Path::new(RUN_BASE).join(node).join("cni.sock")
 }
 
+/// `<socket folder>/bgp`: the BGP speaker's files (its configuration, control socket
+/// and pid), beside the daemon's own, so that the next daemon finds it.
+pub fn bgp_dir_of(cni_socket: &Path) -> PathBuf {
+    cni_socket
+        .parent()
+        .unwrap_or(Path::new(RUN_BASE))
+        .join("bgp")
+}
+
 /// `<socket folder>/node.pid`.
 pub fn pid_file_of(cni_socket: &Path) -> PathBuf {
     cni_socket
@@ -309,7 +318,10 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     // programs still forward; again once the ports run the new programs (what the old
     // ones made meanwhile), before the old pins go.
     carry_connections(&mut conntrack, &layout);
-    let agent = Arc::new(Agent::new(&cfg.node_name, vtep, cluster.clone(), dp)?);
+    let agent = Arc::new(
+        Agent::new(&cfg.node_name, vtep, cluster.clone(), dp)?
+            .with_bgp_speaker(bgp_dir_of(&cfg.cni_socket)),
+    );
     agent
         .garp_rounds
         .store(cfg.garp_rounds, std::sync::atomic::Ordering::Relaxed);

@@ -43,11 +43,58 @@ pub struct Scenario {
     /// Stack layer: an upstream router on the underlay and an external client behind
     /// it, which steps name [`UPSTREAM`] and [`CLIENT`] (ElasticIPs are reached from
     /// there).
+    /// `outside: true`, or `outside: {bgp: {}}`: the upstream router then runs FRR and
+    /// peers with every Node's speaker (the scenario's BGPPeer at its address).
     #[serde(default)]
-    pub outside: bool,
+    pub outside: Outside,
     /// Each step is a map with one key, the step's kind (`send: {...}`).
     #[serde(default, with = "serde_yaml_ng::with::singleton_map_recursive")]
     pub steps: Vec<Step>,
+}
+
+/// A scenario's outside: none, a plain router, or a router that speaks BGP.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Outside {
+    #[default]
+    None,
+    Router,
+    Bgp,
+}
+
+impl Outside {
+    /// Whether the scenario has an upstream router and a client at all.
+    pub fn any(self) -> bool {
+        self != Outside::None
+    }
+}
+
+impl<'de> Deserialize<'de> for Outside {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Bgp {}
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct With {
+            #[allow(dead_code)]
+            bgp: Bgp,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Def {
+            Plain(bool),
+            With(With),
+        }
+        Ok(
+            match Def::deserialize(d)
+                .map_err(|_| serde::de::Error::custom("outside: write true, false or {bgp: {}}"))?
+            {
+                Def::Plain(true) => Outside::Router,
+                Def::Plain(false) => Outside::None,
+                Def::With(_) => Outside::Bgp,
+            },
+        )
+    }
 }
 
 /// What steps call the upstream router of a scenario with `outside: true`.
@@ -258,10 +305,10 @@ impl Scenario {
             ));
         } else if !self.objects.is_empty() {
             return Err("objects: a datapath scenario has no objects (it drives the datapath alone); use layer: stack".into());
-        } else if self.outside {
+        } else if self.outside.any() {
             return Err("outside: only a stack scenario has an outside; use layer: stack".into());
         }
-        if self.outside {
+        if self.outside.any() {
             // Steps name Pods and the outside alike, and a Node's namespace
             // (`<prefix>-<node>`) would take the outside's.
             let taken = [UPSTREAM, CLIENT];
@@ -289,7 +336,7 @@ impl Scenario {
                         "steps: step {n}: {role} {name:?} is not a {} of this scenario",
                         match self.layer {
                             Layer::Datapath => "Pod or bridge host",
-                            Layer::Stack if self.outside => "Pod, Node, upstream or client",
+                            Layer::Stack if self.outside.any() => "Pod, Node, upstream or client",
                             Layer::Stack => "Pod or Node",
                         }
                     ))
@@ -372,7 +419,7 @@ impl Scenario {
         }
         if self.layer == Layer::Stack {
             names.extend(self.nodes.iter().map(String::as_str));
-            if self.outside {
+            if self.outside.any() {
                 names.extend([UPSTREAM, CLIENT]);
             }
         }
@@ -427,7 +474,16 @@ mod tests {
         );
         assert!(parse(&ok.replace("layer: datapath", "layer: both")).is_err());
         let outside = "description: d\nlayer: stack\nproves: [L2-28]\nnodes: [n0]\noutside: true\npods: [{name: a, node: n0}]\n";
-        assert!(parse(outside).is_ok_and(|s| s.outside));
+        assert!(parse(outside).is_ok_and(|s| s.outside == Outside::Router));
+        assert!(
+            parse(&outside.replace("outside: true", "outside: {bgp: {}}"))
+                .is_ok_and(|s| s.outside == Outside::Bgp)
+        );
+        assert!(
+            parse(&outside.replace("outside: true", "outside: {ospf: {}}"))
+                .unwrap_err()
+                .contains("outside: write true, false or {bgp: {}}")
+        );
         assert!(
             parse(&outside.replace("name: a", "name: client"))
                 .unwrap_err()

@@ -10,6 +10,7 @@
 //! up by the next one ([`cleanup`]).
 mod apply;
 pub mod cleanup;
+pub mod frr;
 mod pods;
 mod run;
 pub mod supervisor;

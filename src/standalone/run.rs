@@ -20,7 +20,7 @@ use crate::{
     controller::{self, Config},
     netns::Owned,
     node::daemon::pid_file_of,
-    scenario::{CLIENT, UPSTREAM},
+    scenario::{CLIENT, Outside, UPSTREAM},
     store::{ENDPOINT_SLICE_KIND, Object, SERVICE_KIND, Store, StoreError},
 };
 
@@ -95,6 +95,15 @@ impl Run {
                 .service_cidrs
                 .push("10.96.0.0/12".parse().unwrap())
         });
+        // The Nodes first, as kubelets register them before anyone writes objects: the
+        // rules read their addresses (a BGPPeer is never a Node, BGP-01).
+        for (i, name) in s.nodes.iter().enumerate() {
+            store.put_node(crate::api::NodeRecord {
+                name: name.clone(),
+                internal_ip: super::topology::node_ip(i).to_string(),
+                terminating: false,
+            });
+        }
         for (i, v) in s.objects.iter().enumerate() {
             let what = format!(
                 "objects[{i}] ({} {:?})",
@@ -146,18 +155,11 @@ impl Run {
 
         let prefix = format!("jn-sa-{pid}-{seq}");
         let mut topo = Topology::new(&prefix, &s.nodes)?;
-        if s.outside {
+        if s.outside.any() {
             topo.add_outside(&prefix)?;
         }
         let mut specs = Vec::new();
         for n in &topo.nodes {
-            // Registered as a kubelet registers its Node: the controller gives each
-            // its per-Node things (a NATGateway's address, NAT-02).
-            store.put_node(crate::api::NodeRecord {
-                name: n.name.clone(),
-                internal_ip: n.ip.to_string(),
-                terminating: false,
-            });
             let pin = pin_dir_of(&n.name);
             // A previous run of these Nodes is over (checked above): start clean.
             let _ = std::fs::remove_dir_all(&pin);
@@ -217,6 +219,25 @@ impl Run {
                 run.run_dir.join(format!("{name}.log")).display()
             ));
         }
+        if let (Outside::Bgp, Some(o)) = (s.outside, &run.topo.outside) {
+            let (peers, nodes): (Vec<_>, Vec<_>) = (
+                run.store.read().0.objects.bgp_peers,
+                run.topo.nodes.iter().map(|n| n.ip).collect(),
+            );
+            let up = crate::standalone::frr::start::upstream(&peers, &nodes)?;
+            crate::standalone::frr::start::bring_up(
+                &run.daemons,
+                &run.run_dir.join("frr"),
+                &o.upstream,
+                &run.prefix,
+                &up,
+            )?;
+            out(format!(
+                "outside: router {UPSTREAM} speaks BGP (FRR, AS {}) with every Node; vtysh --vty_socket {}",
+                up.local_as,
+                run.run_dir.join("frr").display()
+            ));
+        }
         if let Some(o) = &run.topo.outside {
             out(format!(
                 "outside: router {UPSTREAM} (namespace {}) {} on the underlay, {} to the client; {CLIENT} (namespace {}) {}; ElasticIPs {}-{}",
@@ -272,12 +293,21 @@ impl Run {
 
     /// Daemons, controller, pins, sockets, the run's folder and record; idempotent.
     fn stop_everything(&mut self) {
+        let frr: Vec<u32> = ["frr-zebra", "frr-bfdd", "frr-bgpd"]
+            .iter()
+            .filter_map(|n| self.daemons.pid(n))
+            .collect();
         self.daemons.shutdown();
+        crate::standalone::frr::start::remove_leftovers(&self.prefix, &frr);
         self.stop.store(true, Ordering::Relaxed);
         if let Some(c) = self.controller.take() {
             let _ = c.join();
         }
         for n in &self.topo.nodes {
+            // The speakers outlive their daemons by design: asked to leave here.
+            crate::features::bgp::feature::take_down(&crate::node::daemon::bgp_dir_of(&socket_of(
+                &n.name,
+            )));
             if let Some(dir) = socket_of(&n.name).parent() {
                 let _ = std::fs::remove_dir_all(dir);
             }

@@ -138,6 +138,8 @@ impl Store {
                 Object::ExternalNetwork(o) => add!(external_networks, o, "ExternalNetwork"),
                 Object::AddressPool(o) => add!(address_pools, o, "AddressPool"),
                 Object::NATGateway(o) => add!(nat_gateways, o, "NATGateway"),
+                Object::BGPPeer(o) => add!(bgp_peers, o, "BGPPeer"),
+                Object::BGPAdvertisement(o) => add!(bgp_advertisements, o, "BGPAdvertisement"),
                 Object::ElasticIP(mut o) => {
                     o.metadata.namespace.get_or_insert_with(|| "default".into());
                     add_namespaced!(elastic_ips, o, "ElasticIP")
@@ -219,6 +221,7 @@ impl Store {
             }
             w.nodes.retain(|n| n.name != node.name);
             w.nodes.push(node);
+            w.objects.node_addresses = crate::cluster::node_addresses(&w.nodes);
             true
         });
     }
@@ -228,6 +231,7 @@ impl Store {
         self.write_if(|w| {
             let before = w.nodes.len();
             w.nodes.retain(|n| n.name != name);
+            w.objects.node_addresses = crate::cluster::node_addresses(&w.nodes);
             w.nodes.len() != before
         });
     }

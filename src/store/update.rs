@@ -80,6 +80,10 @@ impl Store {
                 Object::NATGateway(o) => {
                     replace!(nat_gateways, NATGateway, o, "NATGateway", name_of, status)
                 }
+                Object::BGPPeer(o) => replace!(bgp_peers, BGPPeer, o, "BGPPeer", name_of),
+                Object::BGPAdvertisement(o) => {
+                    replace!(bgp_advertisements, BGPAdvertisement, o, "BGPAdvertisement", name_of)
+                }
                 Object::ElasticIP(mut o) => {
                     o.metadata.namespace.get_or_insert_with(|| "default".into());
                     replace!(elastic_ips, ElasticIP, o, "ElasticIP", crate::cluster::key, status)

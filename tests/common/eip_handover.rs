@@ -44,7 +44,7 @@ pub fn scenario(description: &str, nodes: &[&str]) -> Scenario {
             ),
         ],
         pods: Vec::new(),
-        outside: true,
+        outside: juneau::scenario::Outside::Router,
     }
 }
 

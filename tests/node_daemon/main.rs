@@ -45,7 +45,7 @@ fn scenario(nodes: &[&str]) -> Scenario {
             ),
         ],
         pods: Vec::new(),
-        outside: false,
+        outside: juneau::scenario::Outside::None,
     }
 }
 

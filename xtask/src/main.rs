@@ -42,7 +42,15 @@ const PACKAGES: &[&str] = &[
     "util-linux",
     // The netfilter baseline of the policy benchmark (nft in the bed's namespace).
     "nftables",
+    // The Nodes' BGP speaker and the test bed's upstream router (issue 27).
+    "bird2",
+    "frr",
 ];
+
+/// Services the packages above start on a machine with systemd, in its root
+/// namespace: stopped and disabled at once, since the tests run their own, in
+/// namespaces.
+const SERVICES: &[&str] = &["bird", "frr"];
 
 /// The bpf-linker release known to build here against rustc's LLVM.
 const BPF_LINKER_VERSION: &str = "0.13.0";
@@ -177,7 +185,15 @@ fn debian_packages() -> Result<()> {
         .env("DEBIAN_FRONTEND", "noninteractive")
         .args(["install", "-y", "-qq", "--no-install-recommends"])
         .args(&missing))
-    .with_context(|| format!("cannot install {}", missing.join(" ")))
+    .with_context(|| format!("cannot install {}", missing.join(" ")))?;
+    if Path::new("/run/systemd/system").exists() {
+        // Best effort: a service that is not there is no failure.
+        let _ = Command::new("systemctl")
+            .args(["disable", "--now"])
+            .args(SERVICES)
+            .status();
+    }
+    Ok(())
 }
 
 fn rust_src() -> Result<()> {

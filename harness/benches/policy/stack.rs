@@ -76,7 +76,7 @@ pub fn run(out: &mut Vec<Measurement>) {
                 "spec": {"vpc": "bench", "cidr": "10.95.200.0/24", "networkACL": "bench-acl"}}),
         ],
         pods: Vec::new(),
-        outside: false,
+        outside: juneau::scenario::Outside::None,
     };
     let run = Run::start(&scenario, &Options::default(), &mut |_| {}).expect("start");
     let (mut status, mut nodes) = (Vec::new(), Vec::new());

@@ -66,7 +66,7 @@ pub fn run(out: &mut Vec<Measurement>) {
         nodes: NODES.iter().map(|n| n.to_string()).collect(),
         objects: Vec::new(),
         pods: Vec::new(),
-        outside: false,
+        outside: juneau::scenario::Outside::None,
     };
     let mut run = Run::start(&scenario, &Options::default(), &mut |_| {}).expect("start");
     let (mut added, mut gone, mut pods) = (Vec::new(), Vec::new(), Vec::new());

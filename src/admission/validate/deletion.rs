@@ -181,3 +181,31 @@ pub fn validate_delete_subnet(subnet: &str, snap: &Snapshot) -> Verdict {
         ),
     ))
 }
+
+/// An AddressPool goes only when no ExternalNetwork lists it and no BGPAdvertisement
+/// announces it (the anchor's rule): its addresses would be handed out, or announced,
+/// from a pool that is gone.
+pub fn validate_delete_address_pool(pool: &str, snap: &Snapshot) -> Verdict {
+    let named = |pools: &[String]| pools.iter().any(|p| p == pool);
+    let user = snap
+        .external_networks
+        .iter()
+        .find(|n| named(&n.spec.address_pools))
+        .map(|n| ("listed by ExternalNetwork", n.metadata.name.clone()))
+        .or_else(|| {
+            snap.bgp_advertisements
+                .iter()
+                .find(|a| named(&a.spec.address_pools))
+                .map(|a| ("announced by BGPAdvertisement", a.metadata.name.clone()))
+        });
+    match user {
+        Some((how, name)) => Err(reject(
+            "metadata.name",
+            format!(
+                "AddressPool {pool:?} is {how} {:?}: edit or delete it first",
+                name.unwrap_or_default()
+            ),
+        )),
+        None => Ok(()),
+    }
+}

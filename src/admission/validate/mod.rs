@@ -7,6 +7,10 @@ pub mod segment;
 /// The object set the rules read; it lives in [`crate::cluster`] beside the watch caches
 /// that fill it, and stays reachable here for the rules and their callers.
 pub use crate::cluster::Snapshot;
+pub use crate::features::bgp::admission::{
+    speaker_not_built, validate_bgp_advertisement_create, validate_bgp_advertisement_update,
+    validate_bgp_peer_create, validate_bgp_peer_update,
+};
 pub use crate::features::elasticip::admission::{
     validate_address_pool_create, validate_elastic_ip_update, validate_external_network_create,
     validate_pod_elastic_ips,
@@ -32,8 +36,8 @@ pub use crate::features::router::admission_subnet::{
     validate_subnet_create, validate_subnet_update,
 };
 pub use deletion::{
-    validate_delete_network_acl, validate_delete_route_table, validate_delete_security_group,
-    validate_delete_subnet, validate_delete_vpc,
+    validate_delete_address_pool, validate_delete_network_acl, validate_delete_route_table,
+    validate_delete_security_group, validate_delete_subnet, validate_delete_vpc,
 };
 
 /// A refusal: the field at fault and a message that says what to do.

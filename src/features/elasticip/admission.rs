@@ -152,6 +152,21 @@ pub fn validate_external_network_create(net: &ExternalNetwork, snap: &Snapshot) 
     if net.spec.address_pools.is_empty() {
         return Err(reject("spec.addressPools", "list at least one AddressPool"));
     }
+    for (i, p) in net.spec.address_pools.iter().enumerate() {
+        // A pool not written yet is admitted (objects come in any order); the status
+        // reports it until it is.
+        if let Some(pool) = snap.address_pool(p)
+            && pool.spec.advertise_mode != t
+        {
+            return Err(reject(
+                format!("spec.addressPools[{i}]"),
+                format!(
+                    "AddressPool {p:?} has advertiseMode {}: an ExternalNetwork of type {t} takes {t} pools only",
+                    pool.spec.advertise_mode
+                ),
+            ));
+        }
+    }
     let me = net.metadata.name.as_deref().unwrap_or("");
     for p in &net.spec.address_pools {
         if let Some(other) = snap
@@ -186,6 +201,17 @@ pub fn validate_address_pool_create(pool: &AddressPool, snap: &Snapshot) -> Verd
     for (i, a) in pool.spec.addresses.iter().enumerate() {
         let (first, last) =
             addresspool::usable(mode, a).map_err(|m| reject(format!("spec.addresses[{i}]"), m))?;
+        // A bgp pool's CIDRs are announced as written, and BIRD refuses a route with
+        // host bits set.
+        if mode == TYPE_BGP
+            && let Ok(net) = a.parse::<ipnet::Ipv4Net>()
+            && net.trunc() != net
+        {
+            return Err(reject(
+                format!("spec.addresses[{i}]"),
+                format!("{a} has host bits set: write {}", net.trunc()),
+            ));
+        }
         for other in snap
             .address_pools
             .iter()

@@ -113,6 +113,17 @@ impl Agent {
         })
     }
 
+    /// Adds the BGP speaker's feature, its files in `dir` (the daemon's run folder's
+    /// `bgp/`): a cluster without BGPPeers runs no speaker.
+    pub fn with_bgp_speaker(mut self, dir: std::path::PathBuf) -> Self {
+        self.features
+            .push(Box::new(crate::features::bgp::feature::Bgp::new(
+                self.node_ip,
+                dir,
+            )));
+        self
+    }
+
     /// Starts the processes the features need (once the datapath serves).
     pub fn start_processes(&self) {
         self.features.start(&self.processes, &self.node);

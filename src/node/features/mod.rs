@@ -52,6 +52,12 @@ impl Features {
         })
     }
 
+    /// Adds a feature that needs more of the daemon than a datapath (the BGP speaker:
+    /// its folder): it runs after the others.
+    pub fn push(&mut self, feature: Box<dyn NodeFeature>) {
+        self.list.push(feature);
+    }
+
     /// Starts every feature's processes; a feature that fails is logged, the others
     /// still start.
     pub fn start(&self, processes: &Arc<Supervisor>, node: &str) {

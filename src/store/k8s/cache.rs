@@ -36,10 +36,10 @@ use serde::de::DeserializeOwned;
 use super::pod_record;
 use crate::{
     api::{
-        ARPAdvertisement, AddressPool, ElasticIP, ElasticIPAttachment, EndpointSliceRecord,
-        ExternalNetwork, ExternalNetworkAttachment, L2Network, NATGateway, NetworkACL,
-        NetworkEndpoint, NetworkInterface, NodeRecord, RouteTable, SecurityGroup, ServiceRecord,
-        Subnet, TransitGateway, Vpc, VpcPeering,
+        ARPAdvertisement, AddressPool, BGPAdvertisement, BGPNodeState, BGPPeer, ElasticIP,
+        ElasticIPAttachment, EndpointSliceRecord, ExternalNetwork, ExternalNetworkAttachment,
+        L2Network, NATGateway, NetworkACL, NetworkEndpoint, NetworkInterface, NodeRecord,
+        RouteTable, SecurityGroup, ServiceRecord, Subnet, TransitGateway, Vpc, VpcPeering,
     },
     cluster::{ClusterError, Scope, Snapshot, World, snapshot_kinds},
 };
@@ -314,6 +314,8 @@ macro_rules! define_caches {
             /// The cached objects as one [`World`].
             pub(super) fn world(&self, service_cidrs: &[ipnet::Ipv4Net]) -> World {
                 let pods = self.pods.objects();
+                let nodes: Vec<NodeRecord> =
+                    self.nodes.objects().iter().map(NodeRecord::from_k8s).collect();
                 World {
                     objects: Snapshot {
                         $($field: self.$field.objects(),)*
@@ -323,6 +325,7 @@ macro_rules! define_caches {
                             .map(|p| format!("{}/{}", p.namespace().unwrap_or_default(), p.name_any()))
                             .collect(),
                         service_cidrs: service_cidrs.to_vec(),
+                        node_addresses: crate::cluster::node_addresses(&nodes),
                     },
                     endpoints: self.endpoints.objects(),
                     pods: pods.iter().map(pod_record).collect(),
@@ -334,7 +337,7 @@ macro_rules! define_caches {
                         .iter()
                         .map(EndpointSliceRecord::from_k8s)
                         .collect(),
-                    nodes: self.nodes.objects().iter().map(NodeRecord::from_k8s).collect(),
+                    nodes,
                 }
             }
         }
