@@ -17,7 +17,7 @@ pub const TYPE_BGP: &str = "bgp";
 /// Whether the Nodes run a BGP speaker (issue 27): until they do, admission refuses
 /// BGPPeers and BGPAdvertisements and a bgp network reports `Announced` False, since
 /// nothing would peer or announce.
-pub const BGP_SPEAKER_ON_NODES: bool = false;
+pub const BGP_SPEAKER_ON_NODES: bool = true;
 
 #[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[kube(

@@ -1,0 +1,222 @@
+//! The BGP speaker across what happens to a Node (BGP-01), against a real FRR
+//! upstream: a daemon killed with SIGKILL and started again withdraws nothing (the
+//! speaker lives on and the new daemon adopts it: not one probe lost, the upstream
+//! keeps three next hops throughout), and a Node taken off the underlay leaves the
+//! upstream's route within BFD's time.
+use std::{
+    collections::BTreeSet,
+    path::{Path, PathBuf},
+    process::Command,
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+mod common;
+
+use juneau::{
+    scenario::steps::Bed,
+    standalone::{Options, Run, Scenario, frr::routes::installed_next_hops},
+};
+
+/// One bed at a time: BFD's 300 ms must not be measured on a starved machine.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+const POOL: &str = "203.0.113.0/24";
+const EIP: &str = "203.0.113.10";
+
+/// The BGP scenario on Nodes `<p>-a`, `<p>-b`, `<p>-c` (names of this test's own, so
+/// that no other test's pins or sockets are touched).
+fn scenario(p: &str) -> Scenario {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/stack/eip-bgp.yaml"),
+    )
+    .unwrap()
+    .replace("node-a", &format!("{p}-a"))
+    .replace("node-b", &format!("{p}-b"))
+    .replace("node-c", &format!("{p}-c"));
+    let mut s: Scenario = serde_yaml_ng::from_str(&text).unwrap();
+    s.steps.clear();
+    s
+}
+
+fn start(p: &str) -> Run {
+    let s = scenario(p);
+    let mut run = Run::start(&s, &Options::default(), &mut |_| {}).expect("start");
+    for pod in &s.pods {
+        run.add_pod(pod).unwrap();
+    }
+    run
+}
+
+/// The upstream's installed next hops of the pool, by vtysh (FRR's own view).
+fn next_hops(run: &Run) -> BTreeSet<String> {
+    let dir = run.store_socket().parent().unwrap().join("frr");
+    let out = Command::new("vtysh")
+        .arg("--vty_socket")
+        .arg(&dir)
+        .args(["-c", &format!("show ip route {POOL} json")])
+        .output()
+        .unwrap();
+    installed_next_hops(&String::from_utf8_lossy(&out.stdout), POOL)
+        .map(|hops| {
+            hops.into_iter()
+                .filter(|h| h.fib)
+                .filter_map(|h| h.address.map(|a| a.to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn wait_for_hops(run: &Run, n: usize, within: Duration) -> Duration {
+    let t0 = Instant::now();
+    loop {
+        if next_hops(run).len() == n {
+            return t0.elapsed();
+        }
+        assert!(
+            t0.elapsed() < within,
+            "{n} next hops within {within:?}: {:?}",
+            next_hops(run)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The upstream's BFD sessions that are up.
+fn bfd_up(run: &Run) -> usize {
+    let dir = run.store_socket().parent().unwrap().join("frr");
+    let out = Command::new("vtysh")
+        .arg("--vty_socket")
+        .arg(&dir)
+        .args(["-c", "show bfd peers brief"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.split_whitespace().last() == Some("up"))
+        .count()
+}
+
+/// Runs `cmd` in the namespace a step calls `at`.
+fn exec(run: &Run, at: &str, cmd: &str) -> String {
+    let ns = run.netns_name(at).unwrap();
+    let out = Command::new("ip")
+        .args(["netns", "exec", &ns, "sh", "-c", cmd])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The Node the upstream sends the client's pings to `EIP` through.
+fn ping_node(run: &Run) -> String {
+    let via = exec(
+        run,
+        "upstream",
+        &format!("ip route get {EIP} from 198.51.100.10 iif ext0 ipproto icmp"),
+    );
+    let ip = via
+        .split_whitespace()
+        .skip_while(|w| *w != "via")
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned();
+    assert!(ip.starts_with("10.99.0."), "{via}");
+    ip
+}
+
+fn bird_pid(node: &str) -> String {
+    let dir = juneau::node::daemon::bgp_dir_of(&juneau::standalone::socket_of(node));
+    std::fs::read_to_string(dir.join("bird.pid")).unwrap_or_default()
+}
+
+#[test]
+fn bgp_01_a_daemon_sigkill_loses_no_probe_and_the_upstream_keeps_its_routes() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let run = start("bk");
+    wait_for_hops(&run, 3, Duration::from_secs(30));
+    // The daemon of the Node the probes go through is the one killed.
+    let via = ping_node(&run);
+    let i: usize = via.rsplit('.').next().unwrap().parse().unwrap();
+    let node = ["bk-a", "bk-b", "bk-c"][i - 1];
+    let speaker = bird_pid(node);
+    assert!(!speaker.is_empty(), "{node} runs a speaker");
+    let client = PathBuf::from("/run/netns").join(run.netns_name("client").unwrap());
+    let probes = std::thread::spawn(move || {
+        juneau::netns::run_in(&client, || {
+            Command::new("ping")
+                .args(["-n", "-q", "-i", "0.01", "-c", "400", "-W", "1", EIP])
+                .output()
+                .unwrap()
+        })
+        .unwrap()
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let old = common::sigkill_daemon(&run, node);
+    // The upstream's view, every 50 ms, until the new daemon serves.
+    let mut fewest = 3;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while run.daemons.pid(node).is_none_or(|p| p == old) {
+        fewest = fewest.min(next_hops(&run).len());
+        assert!(
+            Instant::now() < deadline,
+            "the daemon was not started again"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    common::wait_restarted(&run, node, old);
+    for _ in 0..20 {
+        fewest = fewest.min(next_hops(&run).len());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = probes.join().unwrap();
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        summary.contains("400 packets transmitted, 400 received"),
+        "{summary}"
+    );
+    assert_eq!(fewest, 3, "the upstream kept every next hop");
+    assert_eq!(
+        bird_pid(node),
+        speaker,
+        "the new daemon adopted the speaker"
+    );
+    run.teardown(&mut |_| {}).unwrap();
+}
+
+#[test]
+fn bgp_01_a_node_off_the_underlay_leaves_the_upstream_within_the_bfd_time() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let run = start("bf");
+    wait_for_hops(&run, 3, Duration::from_secs(30));
+    // BFD comes up after the sessions: a session whose BFD is not up yet is not taken
+    // down by it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while bfd_up(&run) < 3 {
+        assert!(Instant::now() < deadline, "BFD up with the three Nodes");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let underlay = run
+        .netns_name("upstream")
+        .unwrap()
+        .replace("-upstream", "-underlay");
+    // bf-b's port on the bridge: both links stay up, only BFD (or the hold timer) can
+    // tell the Node is gone.
+    let ip = |args: &[&str]| {
+        let ok = Command::new("ip")
+            .args(["-n", &underlay])
+            .args(args)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "ip {args:?}");
+    };
+    ip(&["link", "set", "n1", "nomaster"]);
+    let gone = wait_for_hops(&run, 2, Duration::from_secs(5));
+    assert!(!next_hops(&run).contains("10.99.0.2"));
+    // Bounded well above BFD's 300 ms, so that a loaded machine passes and the hold
+    // timer (90 s) cannot: how fast it is, is a benchmark's to measure.
+    assert!(gone < Duration::from_secs(5), "{gone:?}");
+    ip(&["link", "set", "n1", "master", "br0"]);
+    wait_for_hops(&run, 3, Duration::from_secs(30));
+    run.teardown(&mut |_| {}).unwrap();
+}
