@@ -2,7 +2,8 @@
 //! upstream: a daemon killed with SIGKILL and started again withdraws nothing (the
 //! speaker lives on and the new daemon adopts it: not one probe lost, the upstream
 //! keeps three next hops throughout), and a Node taken off the underlay leaves the
-//! upstream's route within BFD's time.
+//! upstream's route within BFD's time; each Node's BGPNodeState and `kubectl juneau
+//! bgp status` say what their speaker says (BGP-03).
 use std::{
     collections::BTreeSet,
     path::{Path, PathBuf},
@@ -97,6 +98,39 @@ fn bfd_up(run: &Run) -> usize {
         .count()
 }
 
+/// Node `node`'s BGPNodeState status as its daemon wrote it: (Ready, the session's
+/// state, its last error).
+fn node_state(run: &Run, node: &str) -> Option<(String, String, String)> {
+    let (w, _) = run.store.read();
+    let st = w
+        .objects
+        .bgp_node_states
+        .iter()
+        .find(|s| s.spec.node_name == node)?
+        .status
+        .clone()?;
+    let ready = st
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .map(|c| c.status.clone())
+        .unwrap_or_default();
+    let s = st.bgp_sessions.first()?;
+    Some((ready, s.state.clone(), s.last_error.clone()))
+}
+
+fn wait_for_state(run: &Run, node: &str, f: impl Fn(&(String, String, String)) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let s = node_state(run, node);
+        if s.as_ref().is_some_and(&f) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{node}'s BGPNodeState: {s:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// Runs `cmd` in the namespace a step calls `at`.
 fn exec(run: &Run, at: &str, cmd: &str) -> String {
     let ns = run.netns_name(at).unwrap();
@@ -184,7 +218,7 @@ fn bgp_01_a_daemon_sigkill_loses_no_probe_and_the_upstream_keeps_its_routes() {
 }
 
 #[test]
-fn bgp_01_a_node_off_the_underlay_leaves_the_upstream_within_the_bfd_time() {
+fn bgp_01_bgp_03_a_node_off_the_underlay_leaves_the_upstream_by_bfd_and_its_state_says_why() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let run = start("bf");
     wait_for_hops(&run, 3, Duration::from_secs(30));
@@ -210,12 +244,36 @@ fn bgp_01_a_node_off_the_underlay_leaves_the_upstream_within_the_bfd_time() {
             .success();
         assert!(ok, "ip {args:?}");
     };
+    // BGP-03: every Node reports its session Up and itself Ready.
+    for n in ["bf-a", "bf-b", "bf-c"] {
+        wait_for_state(&run, n, |(ready, state, _)| {
+            ready == "True" && state == "Up"
+        });
+    }
+    // BGP-03: `kubectl juneau bgp status` asks the speaker itself.
+    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-juneau"))
+        .args(["bgp", "status", "--node", "bf-a", "-o", "json"])
+        .output()
+        .unwrap();
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(status["sessions"][0]["peer"], "upstream", "{status}");
+    assert_eq!(status["sessions"][0]["state"], "Up", "{status}");
+    // The pool, and bf-a's own NATGateway address as a /32 (NAT-02).
+    let mut routes: Vec<String> = serde_json::from_value(status["routes"].clone()).unwrap();
+    routes.sort();
+    assert_eq!(routes, [POOL, "203.0.113.1/32"], "{status}");
     ip(&["link", "set", "n1", "nomaster"]);
     let gone = wait_for_hops(&run, 2, Duration::from_secs(5));
     assert!(!next_hops(&run).contains("10.99.0.2"));
     // Bounded well above BFD's 300 ms, so that a loaded machine passes and the hold
     // timer (90 s) cannot: how fast it is, is a benchmark's to measure.
     assert!(gone < Duration::from_secs(5), "{gone:?}");
+    // BGP-03: the lost Node's own view, as its daemon writes it (its store socket is
+    // not on the underlay): the session down, and why.
+    wait_for_state(&run, "bf-b", |(ready, state, error)| {
+        ready == "False" && state == "Down" && error.contains("BFD session down")
+    });
     ip(&["link", "set", "n1", "master", "br0"]);
     wait_for_hops(&run, 3, Duration::from_secs(30));
     run.teardown(&mut |_| {}).unwrap();

@@ -37,6 +37,10 @@ pub struct BGPAdvertisementSpec {
     pub prefix: Option<String>,
 }
 
+/// The label on the BGPAdvertisements the controller writes (NAT-02's `ena-`): the
+/// only ones it ever deletes.
+pub const MANAGED_BY: (&str, &str) = ("juneau.loutres.me/managed-by", "juneau");
+
 impl BGPAdvertisementSpec {
     /// Whether `node` announces this advertisement.
     pub fn announced_by(&self, node: &str) -> bool {

@@ -36,6 +36,12 @@ enum Cmd {
         #[arg(short, long, value_enum, default_value_t = Output::Table)]
         output: Output,
     },
+    /// What a Node's BGP speaker says: its sessions (state, last error) and the
+    /// routes it announces (BGP-03).
+    Bgp {
+        #[command(subcommand)]
+        command: BgpCmd,
+    },
     /// Describe a Pod's NICs: the network of each, and who carries a direct ElasticIP
     /// (EIP-25).
     Describe {
@@ -58,6 +64,17 @@ enum Cmd {
         to: String,
         #[command(flatten)]
         source: Source,
+        #[arg(short, long, value_enum, default_value_t = Output::Table)]
+        output: Output,
+    },
+}
+
+#[derive(Subcommand)]
+enum BgpCmd {
+    Status {
+        /// The Node whose speaker to ask (its control socket is on this machine).
+        #[arg(long)]
+        node: String,
         #[arg(short, long, value_enum, default_value_t = Output::Table)]
         output: Output,
     },
@@ -158,6 +175,16 @@ fn run() -> Result<(), cli::CliError> {
             netns,
             output,
         } => return attachments(node, netns, output),
+        Cmd::Bgp {
+            command: BgpCmd::Status { node, output },
+        } => {
+            let s = juneau::features::bgp::cli::status(&node)?;
+            match output {
+                Output::Json => json(&s),
+                Output::Table => print!("{}", juneau::features::bgp::cli::render(&s)),
+            }
+            return Ok(());
+        }
         Cmd::Describe {
             what:
                 DescribeCmd::Pod {

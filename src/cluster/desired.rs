@@ -45,6 +45,14 @@ pub struct Desired {
     /// Every ExternalNetworkAttachment, with its status (NAT-02): any other goes.
     #[serde(default)]
     pub external_network_attachments: Vec<ExternalNetworkAttachment>,
+    /// The BGPAdvertisements the controller writes (NAT-02's `ena-` on bgp networks,
+    /// labelled as its own): any other of its own goes; a user's are never touched.
+    #[serde(default)]
+    pub bgp_advertisements: Vec<crate::api::BGPAdvertisement>,
+    /// One BGPNodeState per Node while a BGPPeer exists (BGP-03), spec only: each
+    /// Node's daemon writes its status. Any other goes.
+    #[serde(default)]
+    pub bgp_node_states: Vec<crate::api::BGPNodeState>,
     /// By NATGateway name.
     #[serde(default)]
     pub nat_gateway_status: BTreeMap<String, NATGatewayStatus>,

@@ -7,16 +7,18 @@
 //! socket, and [`crate::store::k8s::KubeCluster`] implements it over the Kubernetes API.
 use std::time::Duration;
 
+mod apply;
 mod desired;
 mod kinds;
 mod plan;
 mod snapshot;
 mod world;
 
+pub use apply::apply_to;
 pub use desired::{Desired, key};
 pub use kinds::Scope;
 pub(crate) use kinds::snapshot_kinds;
-pub use plan::{Key, Write, apply_to, plan};
+pub use plan::{Key, Write, plan};
 pub use snapshot::Snapshot;
 pub use world::{World, node_addresses};
 
@@ -57,6 +59,14 @@ pub trait Cluster: Send + Sync {
         &self,
         name: &str,
         condition: Condition,
+    ) -> Result<bool, ClusterError>;
+
+    /// Writes Node `node`'s BGPNodeState status whole (BGP-03: the daemon owns it);
+    /// true when it changed. A Node without one (no BGPPeer) is left alone (false).
+    fn set_bgp_node_state(
+        &self,
+        node: &str,
+        status: crate::api::bgpnodestate::BGPNodeStateStatus,
     ) -> Result<bool, ClusterError>;
 
     /// The NICs of a Pod, as the controller wrote them.

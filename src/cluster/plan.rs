@@ -36,7 +36,7 @@ use crate::api::{
 /// A namespaced object's `(namespace, name)`, `default` for an unset namespace.
 pub type Key = (String, String);
 
-fn key_of<K: kube::Resource>(o: &K) -> Key {
+pub(super) fn key_of<K: kube::Resource>(o: &K) -> Key {
     (
         o.meta()
             .namespace
@@ -46,7 +46,7 @@ fn key_of<K: kube::Resource>(o: &K) -> Key {
     )
 }
 
-fn name_of<K: kube::Resource>(o: &K) -> String {
+pub(super) fn name_of<K: kube::Resource>(o: &K) -> String {
     o.meta().name.clone().unwrap_or_default()
 }
 
@@ -79,6 +79,12 @@ pub enum Write {
         status: bool,
     },
     DeleteNodeAttachment(String),
+    /// One of the controller's BGPAdvertisements, made or its spec set.
+    BgpAdvertisement(crate::api::BGPAdvertisement),
+    DeleteBgpAdvertisement(String),
+    /// A Node's BGPNodeState, made (or its spec set); its status is the Node's.
+    BgpNodeState(crate::api::BGPNodeState),
+    DeleteBgpNodeState(String),
     /// A RouteTable's routes, the rest of it left to its owner.
     Routes(String, Vec<Route>),
     /// A NIC: its spec when it differs (or it is new), its status when it differs.
@@ -191,6 +197,8 @@ pub fn plan<'a>(world: &'a World, desired: &'a Desired) -> Vec<Write> {
         |g, s| Write::NatGatewayStatus(name_of(g), s),
     );
     node_attachments(&mut out, world, desired);
+    bgp_node_states(&mut out, world, desired);
+    bgp_advertisements(&mut out, world, desired);
     for want in &desired.route_tables {
         if let Some(have) = o.route_table(&name_of(want))
             && have.spec.routes != want.spec.routes
@@ -284,6 +292,57 @@ fn node_attachments(out: &mut Vec<Write>, world: &World, desired: &Desired) {
     }
 }
 
+/// NAT-02 on bgp networks: the controller's BGPAdvertisements; one of its own that is
+/// no longer wanted goes, a user's is never touched.
+fn bgp_advertisements(out: &mut Vec<Write>, world: &World, desired: &Desired) {
+    use crate::api::bgpadvertisement::MANAGED_BY;
+    let have = &world.objects.bgp_advertisements;
+    for want in &desired.bgp_advertisements {
+        let n = name_of(want);
+        if have
+            .iter()
+            .find(|h| name_of(*h) == n)
+            .is_none_or(|h| h.spec != want.spec)
+        {
+            out.push(Write::BgpAdvertisement(want.clone()));
+        }
+    }
+    let wanted: BTreeSet<String> = desired.bgp_advertisements.iter().map(name_of).collect();
+    let ours = |a: &&crate::api::BGPAdvertisement| {
+        a.metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.get(MANAGED_BY.0).map(String::as_str) == Some(MANAGED_BY.1))
+    };
+    for gone in have
+        .iter()
+        .filter(ours)
+        .map(name_of)
+        .filter(|n| !wanted.contains(n))
+    {
+        out.push(Write::DeleteBgpAdvertisement(gone));
+    }
+}
+
+/// BGP-03: the Nodes' BGPNodeStates, spec only; any other goes.
+fn bgp_node_states(out: &mut Vec<Write>, world: &World, desired: &Desired) {
+    let have = &world.objects.bgp_node_states;
+    for want in &desired.bgp_node_states {
+        let n = name_of(want);
+        if have
+            .iter()
+            .find(|h| name_of(*h) == n)
+            .is_none_or(|h| h.spec != want.spec)
+        {
+            out.push(Write::BgpNodeState(want.clone()));
+        }
+    }
+    let wanted: BTreeSet<String> = desired.bgp_node_states.iter().map(name_of).collect();
+    for gone in have.iter().map(name_of).filter(|n| !wanted.contains(n)) {
+        out.push(Write::DeleteBgpNodeState(gone));
+    }
+}
+
 /// The Pods' NICs; one no Pod asks for any more goes.
 fn interfaces(out: &mut Vec<Write>, world: &World, desired: &Desired) {
     let have = &world.objects.interfaces;
@@ -304,189 +363,6 @@ fn interfaces(out: &mut Vec<Write>, world: &World, desired: &Desired) {
     let wanted: BTreeSet<Key> = desired.interfaces.iter().map(key_of).collect();
     for gone in have.iter().map(key_of).filter(|k| !wanted.contains(k)) {
         out.push(Write::DeleteInterface(gone));
-    }
-}
-
-/// Applies `writes` to an in-memory `world` (the embedded store, and tests that settle
-/// a cluster without one); true when any was made. `admit_subnet` judges the default
-/// Subnet as the store's admission would (a refusal is logged and the Subnet not made).
-pub fn apply_to(
-    world: &mut World,
-    writes: &[Write],
-    admit_subnet: &dyn Fn(&Subnet, &World) -> Result<(), String>,
-) -> bool {
-    let mut changed = false;
-    for w in writes {
-        changed |= apply_one(world, w, admit_subnet);
-    }
-    changed
-}
-
-fn set<T: PartialEq>(slot: &mut T, want: T) -> bool {
-    let changed = *slot != want;
-    *slot = want;
-    changed
-}
-
-fn named(m: &kube::api::ObjectMeta, n: &str) -> bool {
-    m.name.as_deref() == Some(n)
-}
-
-fn keyed(m: &kube::api::ObjectMeta, k: &Key) -> bool {
-    m.namespace.as_deref().unwrap_or("default") == k.0 && m.name.as_deref() == Some(&k.1)
-}
-
-fn apply_one(
-    world: &mut World,
-    w: &Write,
-    admit_subnet: &dyn Fn(&Subnet, &World) -> Result<(), String>,
-) -> bool {
-    let o = &mut world.objects;
-    match w {
-        Write::CreateVpc(v) => {
-            o.vpcs.push(v.clone());
-            true
-        }
-        Write::CreateSubnet(s) => match admit_subnet(s, world) {
-            Ok(()) => {
-                world.objects.subnets.push(s.clone());
-                true
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "the default Subnet is refused");
-                false
-            }
-        },
-        Write::L2NetworkStatus(n, s) => o
-            .l2networks
-            .iter_mut()
-            .find(|x| named(&x.metadata, n))
-            .is_some_and(|x| set(&mut x.status, Some(s.clone()))),
-        Write::SubnetStatus(n, s) => o
-            .subnets
-            .iter_mut()
-            .find(|x| named(&x.metadata, n))
-            .is_some_and(|x| set(&mut x.status, Some(s.clone()))),
-        Write::NetworkAclStatus(n, s) => o
-            .network_acls
-            .iter_mut()
-            .find(|x| named(&x.metadata, n))
-            .is_some_and(|x| set(&mut x.status, Some(s.clone()))),
-        Write::SecurityGroupStatus(n, s) => o
-            .security_groups
-            .iter_mut()
-            .find(|x| named(&x.metadata, n))
-            .is_some_and(|x| set(&mut x.status, Some(s.clone()))),
-        // Nothing in memory waits for a finalizer (a delete is at once), and a user's
-        // update would drop it again: the list would only cost a pass each time.
-        Write::Finalizers { .. } => false,
-        Write::ExternalNetworkStatus(n, s) => o
-            .external_networks
-            .iter_mut()
-            .find(|x| named(&x.metadata, n))
-            .is_some_and(|x| set(&mut x.status, Some(s.clone()))),
-        Write::ElasticIpStatus(k, s) => o
-            .elastic_ips
-            .iter_mut()
-            .find(|x| keyed(&x.metadata, k))
-            .is_some_and(|x| set(&mut x.status, Some(s.clone()))),
-        Write::AttachmentStatus(k, s) => o
-            .elastic_ip_attachments
-            .iter_mut()
-            .find(|x| keyed(&x.metadata, k))
-            .is_some_and(|x| set(&mut x.status, Some(s.clone()))),
-        Write::Advertisement(a) => {
-            match o
-                .arp_advertisements
-                .iter_mut()
-                .find(|x| named(&x.metadata, &name_of(a)))
-            {
-                Some(x) => set(&mut x.spec, a.spec.clone()),
-                None => {
-                    o.arp_advertisements.push(a.clone());
-                    true
-                }
-            }
-        }
-        Write::DeleteAdvertisement(n) => {
-            let before = o.arp_advertisements.len();
-            o.arp_advertisements.retain(|x| !named(&x.metadata, n));
-            o.arp_advertisements.len() != before
-        }
-        Write::NatGatewayStatus(n, s) => o
-            .nat_gateways
-            .iter_mut()
-            .find(|x| named(&x.metadata, n))
-            .is_some_and(|x| set(&mut x.status, Some(s.clone()))),
-        Write::NodeAttachment {
-            attachment,
-            spec,
-            status,
-        } => {
-            let n = name_of(attachment);
-            match o
-                .external_network_attachments
-                .iter_mut()
-                .find(|x| named(&x.metadata, &n))
-            {
-                Some(x) => {
-                    let mut changed = false;
-                    if *spec {
-                        changed |= set(&mut x.spec, attachment.spec.clone());
-                    }
-                    if *status {
-                        changed |= set(&mut x.status, attachment.status.clone());
-                    }
-                    changed
-                }
-                None => {
-                    o.external_network_attachments.push(attachment.clone());
-                    true
-                }
-            }
-        }
-        Write::DeleteNodeAttachment(n) => {
-            let before = o.external_network_attachments.len();
-            o.external_network_attachments
-                .retain(|x| !named(&x.metadata, n));
-            o.external_network_attachments.len() != before
-        }
-        Write::Routes(n, routes) => o
-            .route_tables
-            .iter_mut()
-            .find(|x| named(&x.metadata, n))
-            .is_some_and(|x| set(&mut x.spec.routes, routes.clone())),
-        Write::Interface { nic, spec, status } => {
-            let k = key_of(nic);
-            match o.interfaces.iter_mut().find(|x| keyed(&x.metadata, &k)) {
-                Some(x) => {
-                    let mut changed = false;
-                    if *spec {
-                        changed |= set(&mut x.spec, nic.spec.clone());
-                    }
-                    if *status {
-                        changed |= set(&mut x.status, nic.status.clone());
-                    }
-                    changed
-                }
-                None => {
-                    o.interfaces.push(nic.clone());
-                    true
-                }
-            }
-        }
-        Write::DeleteInterface(k) => {
-            let before = o.interfaces.len();
-            o.interfaces.retain(|x| !keyed(&x.metadata, k));
-            o.interfaces.len() != before
-        }
-        Write::Slices(slices) => {
-            world
-                .endpoint_slices
-                .retain(|s| s.managed_by != MANAGED_BY_JUNEAU);
-            world.endpoint_slices.extend(slices.iter().cloned());
-            true
-        }
     }
 }
 

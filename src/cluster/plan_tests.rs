@@ -9,6 +9,7 @@ use crate::api::{
     subnet::SubnetSpec,
     vpc::VpcSpec,
 };
+use crate::cluster::apply_to;
 
 fn l2(name: &str) -> L2Network {
     L2Network::new(

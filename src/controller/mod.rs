@@ -84,6 +84,8 @@ pub fn reconcile(world: &World, cfg: &Config) -> Desired {
         endpointslice::reconcile_all(&w)
     });
     Desired {
+        bgp_node_states: crate::features::bgp::controller::node_states(world),
+        bgp_advertisements: nat.bgp_advertisements.clone(),
         endpoint_slices,
         l2_status,
         subnet_status,

@@ -46,6 +46,11 @@ pub(super) fn cluster(
         let mut last_sweep = Instant::now();
         let mut ports = crate::features::nat::ports::PortWatch::default();
         let mut last_ports: Option<Instant> = None;
+        let mut bgp = agent
+            .bgp_dir
+            .clone()
+            .map(|d| crate::features::bgp::report::Reporter::new(agent.node_ip, d));
+        let mut last_bgp: Option<Instant> = None;
         while !stop.load(Ordering::Relaxed) {
             match agent.cluster.wait(seen, Duration::from_millis(500)) {
                 Ok(g) => seen = g,
@@ -69,6 +74,15 @@ pub(super) fn cluster(
             if last_ports.is_none_or(|t| t.elapsed() >= crate::features::nat::ports::EVERY) {
                 report_nat_ports(&agent, &mut ports);
                 last_ports = Some(Instant::now());
+            }
+            if let Some(r) = &mut bgp
+                && last_bgp.is_none_or(|t| t.elapsed() >= crate::features::bgp::report::EVERY)
+            {
+                // BGP-03: the speaker's sessions and what it announces.
+                if let Err(e) = r.round(agent.cluster.as_ref(), &agent.node) {
+                    tracing::warn!(error = %e, "BGPNodeState not written");
+                }
+                last_bgp = Some(Instant::now());
             }
         }
     })

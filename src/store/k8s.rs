@@ -410,6 +410,29 @@ impl Cluster for KubeCluster {
         self.rt.block_on(self.apply_desired(&world, desired))
     }
 
+    fn set_bgp_node_state(
+        &self,
+        node: &str,
+        status: crate::api::bgpnodestate::BGPNodeStateStatus,
+    ) -> Result<bool, ClusterError> {
+        let (world, _) = self.world()?;
+        let Some(s) = world
+            .objects
+            .bgp_node_states
+            .iter()
+            .find(|s| s.spec.node_name == node)
+        else {
+            return Ok(false);
+        };
+        if s.status.as_ref() == Some(&status) {
+            return Ok(false);
+        }
+        let api: Api<crate::api::BGPNodeState> = Api::all(self.client.clone());
+        let name = s.metadata.name.clone().unwrap_or_default();
+        self.rt.block_on(self.apply_status(&api, &name, &status))?;
+        Ok(true)
+    }
+
     fn set_attachment_condition(
         &self,
         name: &str,

@@ -298,6 +298,24 @@ impl crate::cluster::Cluster for Store {
         }))
     }
 
+    fn set_bgp_node_state(
+        &self,
+        node: &str,
+        status: crate::api::bgpnodestate::BGPNodeStateStatus,
+    ) -> Result<bool, crate::cluster::ClusterError> {
+        Ok(self.write_if(|w| {
+            w.objects
+                .bgp_node_states
+                .iter_mut()
+                .find(|s| s.spec.node_name == node)
+                .is_some_and(|s| {
+                    let changed = s.status.as_ref() != Some(&status);
+                    s.status = Some(status);
+                    changed
+                })
+        }))
+    }
+
     fn apply(&self, desired: &Desired) -> Result<bool, crate::cluster::ClusterError> {
         // The same writes, by the same rules, as the Kubernetes backend's
         // (`cluster::plan`); the default Subnet judged by this store's admission.

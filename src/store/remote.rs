@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Store;
 use crate::{
-    api::{NetworkEndpoint, condition::Condition},
+    api::{NetworkEndpoint, bgpnodestate::BGPNodeStateStatus, condition::Condition},
     cluster::{Cluster, ClusterError, Desired, World},
 };
 
@@ -21,11 +21,28 @@ use crate::{
 #[serde(rename_all = "snake_case")]
 enum Request {
     Read,
-    Wait { seen: u64, timeout_ms: u64 },
-    PutEndpoint { endpoint: Box<NetworkEndpoint> },
-    DeleteEndpoint { namespace: String, name: String },
-    Apply { desired: Box<Desired> },
-    SetAttachmentCondition { name: String, condition: Condition },
+    Wait {
+        seen: u64,
+        timeout_ms: u64,
+    },
+    PutEndpoint {
+        endpoint: Box<NetworkEndpoint>,
+    },
+    DeleteEndpoint {
+        namespace: String,
+        name: String,
+    },
+    Apply {
+        desired: Box<Desired>,
+    },
+    SetAttachmentCondition {
+        name: String,
+        condition: Condition,
+    },
+    SetBgpNodeState {
+        node: String,
+        status: Box<BGPNodeStateStatus>,
+    },
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -145,6 +162,30 @@ impl Cluster for RemoteStore {
             a => Err(Self::unexpected(a)),
         }
     }
+
+    fn set_bgp_node_state(
+        &self,
+        node: &str,
+        status: BGPNodeStateStatus,
+    ) -> Result<bool, ClusterError> {
+        let req = Request::SetBgpNodeState {
+            node: node.to_owned(),
+            status: Box::new(status),
+        };
+        match self.call(&req, QUICK)? {
+            Answer::Changed { changed } => Ok(changed),
+            a => Err(Self::unexpected(a)),
+        }
+    }
+}
+
+fn changed(r: Result<bool, ClusterError>) -> Answer {
+    match r {
+        Ok(changed) => Answer::Changed { changed },
+        Err(e) => Answer::Error {
+            message: e.to_string(),
+        },
+    }
 }
 
 fn answer(store: &Store, req: Request) -> Answer {
@@ -174,12 +215,10 @@ fn answer(store: &Store, req: Request) -> Answer {
             },
         },
         Request::SetAttachmentCondition { name, condition } => {
-            match Cluster::set_attachment_condition(store, &name, condition) {
-                Ok(changed) => Answer::Changed { changed },
-                Err(e) => Answer::Error {
-                    message: e.to_string(),
-                },
-            }
+            changed(Cluster::set_attachment_condition(store, &name, condition))
+        }
+        Request::SetBgpNodeState { node, status } => {
+            changed(Cluster::set_bgp_node_state(store, &node, *status))
         }
     }
 }

@@ -144,4 +144,13 @@ impl Cluster for Relisting {
         self.wrote.store(true, Ordering::Relaxed);
         self.inner.set_attachment_condition(name, condition)
     }
+
+    fn set_bgp_node_state(
+        &self,
+        node: &str,
+        status: juneau::api::bgpnodestate::BGPNodeStateStatus,
+    ) -> Result<bool, ClusterError> {
+        self.wrote.store(true, Ordering::Relaxed);
+        self.inner.set_bgp_node_state(node, status)
+    }
 }

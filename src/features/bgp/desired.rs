@@ -51,8 +51,12 @@ pub fn intent(world: &World, node: &str, node_ip: Ipv4Addr) -> (Intent, Vec<Stri
         .iter()
         .filter(|a| a.spec.announced_by(node))
     {
-        for (prefix, why) in announced(world, a, &mut left_out) {
-            prefixes.entry(prefix).or_default().push(why);
+        let name = a.metadata.name.as_deref().unwrap_or("");
+        for (pool, prefix) in announced(world, a, &mut left_out) {
+            prefixes
+                .entry(prefix)
+                .or_default()
+                .push(format!("BGPAdvertisement {name} (pool {pool})"));
         }
     }
     let intent = Intent {
@@ -71,12 +75,32 @@ pub fn intent(world: &World, node: &str, node_ip: Ipv4Addr) -> (Intent, Vec<Stri
     (intent, left_out)
 }
 
-/// The prefixes one advertisement announces, each with the words that say why.
+/// What Node `node` announces, by pool (BGPNodeState's `advertisements`).
+pub fn by_pool(world: &World, node: &str) -> BTreeMap<String, Vec<Ipv4Net>> {
+    let mut out: BTreeMap<String, Vec<Ipv4Net>> = BTreeMap::new();
+    for a in world
+        .objects
+        .bgp_advertisements
+        .iter()
+        .filter(|a| a.spec.announced_by(node))
+    {
+        for (pool, prefix) in announced(world, a, &mut Vec::new()) {
+            let v = out.entry(pool).or_default();
+            if !v.contains(&prefix) {
+                v.push(prefix);
+            }
+        }
+    }
+    out.values_mut().for_each(|v| v.sort());
+    out
+}
+
+/// The prefixes one advertisement announces, each with its pool.
 fn announced(
     world: &World,
     a: &BGPAdvertisement,
     left_out: &mut Vec<String>,
-) -> Vec<(Ipv4Net, String)> {
+) -> Vec<(String, Ipv4Net)> {
     let name = a.metadata.name.as_deref().unwrap_or("");
     let mut out = Vec::new();
     for pool in &a.spec.address_pools {
@@ -90,7 +114,6 @@ fn announced(
             ));
             continue;
         };
-        let why = format!("BGPAdvertisement {name} (pool {pool})");
         let cidrs: Vec<Ipv4Net> = p
             .spec
             .addresses
@@ -102,10 +125,10 @@ fn announced(
                 if let Ok(net) = parse_cidr(prefix)
                     && cidrs.iter().any(|c| c.contains(&net))
                 {
-                    out.push((net, why));
+                    out.push((pool.clone(), net));
                 }
             }
-            None => out.extend(cidrs.into_iter().map(|c| (c, why.clone()))),
+            None => out.extend(cidrs.into_iter().map(|c| (pool.clone(), c))),
         }
     }
     out

@@ -6,5 +6,8 @@
 //! (`admission/admit.rs`): nothing would announce them.
 pub mod admission;
 pub mod bird;
+pub mod cli;
+pub mod controller;
 pub mod desired;
 pub mod feature;
+pub mod report;

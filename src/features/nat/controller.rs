@@ -18,10 +18,11 @@ use crate::{
     admission::validate::Snapshot,
     alloc::Pool,
     api::{
-        ARPAdvertisement, ExternalNetworkAttachment, NodeRecord,
+        ARPAdvertisement, BGPAdvertisement, ExternalNetworkAttachment, NodeRecord,
         arpadvertisement::ARPAdvertisementSpec,
+        bgpadvertisement::{BGPAdvertisementSpec, MANAGED_BY},
         condition::Condition,
-        externalnetwork::TYPE_ARP,
+        externalnetwork::{BGP_SPEAKER_ON_NODES, TYPE_ARP, TYPE_BGP},
         externalnetworkattachment::{
             ExternalNetworkAttachmentSpec, ExternalNetworkAttachmentStatus, PORTS_EXHAUSTED,
             advertisement_name, name_for,
@@ -37,22 +38,71 @@ pub struct Outcome {
     pub attachments: Vec<ExternalNetworkAttachment>,
     /// The `ena-<attachment>` advertisements of `arp` networks.
     pub arp_advertisements: Vec<ARPAdvertisement>,
+    /// The `ena-<attachment>` advertisements of `bgp` networks: the address as a /32
+    /// announced by its Node alone (NAT-02).
+    pub bgp_advertisements: Vec<BGPAdvertisement>,
     /// By NATGateway name.
     pub nat_gateway_status: BTreeMap<String, NATGatewayStatus>,
 }
 
 /// The ExternalNetworks whose pools give the Nodes an address: those a NATGateway not
 /// being deleted names, that exist, whose pools hand out addresses, and that the
-/// datapath announces (`arp`; `bgp` announcements are not built yet).
+/// datapath announces (`arp`, or `bgp` once the Nodes run a speaker).
 fn networks_in_use(snap: &Snapshot) -> BTreeSet<String> {
     snap.nat_gateways
         .iter()
         .filter(|g| g.metadata.deletion_timestamp.is_none())
         .filter_map(|g| snap.external_network(&g.spec.external_network))
-        .filter(|n| n.spec.type_ == TYPE_ARP)
+        .filter(|n| n.spec.type_ == TYPE_ARP || (n.spec.type_ == TYPE_BGP && BGP_SPEAKER_ON_NODES))
         .filter(|n| pools_problem(snap, &n.spec.type_, &n.spec.address_pools).is_none())
         .filter_map(|n| n.metadata.name.clone())
         .collect()
+}
+
+fn is_bgp(snap: &Snapshot, net: &str) -> bool {
+    snap.external_network(net)
+        .is_some_and(|n| n.spec.type_ == TYPE_BGP)
+}
+
+/// NAT-02 on a bgp network: `ena-<attachment>`, the address as a /32 of the pool that
+/// holds it, announced by the attachment's Node alone (the others deliver it there,
+/// EIP-14), labelled as the controller's.
+fn bgp_advertisement(
+    snap: &Snapshot,
+    net: &str,
+    attachment: &str,
+    address: Ipv4Addr,
+    node: &str,
+) -> BGPAdvertisement {
+    let pool = snap
+        .external_network(net)
+        .into_iter()
+        .flat_map(|n| n.spec.address_pools.iter())
+        .find(|p| {
+            snap.address_pool(p).is_some_and(|p| {
+                p.spec
+                    .addresses
+                    .iter()
+                    .filter_map(|c| c.parse::<ipnet::Ipv4Net>().ok())
+                    .any(|c| c.contains(&address))
+            })
+        })
+        .cloned()
+        .unwrap_or_default();
+    let mut adv = BGPAdvertisement::new(
+        &advertisement_name(attachment),
+        BGPAdvertisementSpec {
+            address_pools: vec![pool],
+            node_name: Some(node.to_owned()),
+            prefix: Some(format!("{address}/32")),
+        },
+    );
+    adv.metadata.labels = Some(
+        [(MANAGED_BY.0.to_owned(), MANAGED_BY.1.to_owned())]
+            .into_iter()
+            .collect(),
+    );
+    adv
 }
 
 /// `eips`: this pass's ElasticIP addresses (`elasticip::allocate`), held out of the
@@ -122,6 +172,19 @@ pub fn reconcile(
             Some(free)
         });
         let (assigned_ip, ready) = match address {
+            Some(a) if is_bgp(snap, net) => {
+                out.bgp_advertisements
+                    .push(bgp_advertisement(snap, net, &name, a, &node.name));
+                (
+                    Some(a),
+                    Condition::new(
+                        "Ready",
+                        true,
+                        "Assigned",
+                        format!("Node {} announces {a}/32 by BGP", node.name),
+                    ),
+                )
+            }
             Some(a) => {
                 out.arp_advertisements.push(ARPAdvertisement::new(
                     &advertisement_name(&name),
@@ -215,7 +278,7 @@ fn gateway_status(
             format!("ExternalNetwork {en:?} not found: create it (type arp, with AddressPools)"),
         );
     };
-    if net.spec.type_ != TYPE_ARP {
+    if net.spec.type_ != TYPE_ARP && !(net.spec.type_ == TYPE_BGP && BGP_SPEAKER_ON_NODES) {
         return not_ready(
             "NotSupported",
             format!(

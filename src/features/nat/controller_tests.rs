@@ -408,3 +408,98 @@ fn nat_02_a_nodes_ports_exhausted_condition_stays_beside_ready_through_controlle
     assert_eq!(a[1], exhausted, "the Node's condition carried over");
     assert_eq!(of("ext--node-b").len(), 1, "no other attachment gets it");
 }
+
+/// NAT-02 on a bgp network: each Node's address is a /32 BGPAdvertisement of the pool
+/// that holds it, pinned to that Node (`ena-<attachment>`, the controller's own), and
+/// goes with the attachment; a user's BGPAdvertisement is never touched.
+#[test]
+fn nat_02_a_bgp_network_gives_each_node_a_pinned_slash_32() {
+    use crate::api::{BGPAdvertisement, bgpadvertisement::BGPAdvertisementSpec};
+    let store = Store::new();
+    let create = |o: Object| store.create(o).expect("admitted");
+    create(Object::AddressPool(AddressPool::new(
+        "wan",
+        AddressPoolSpec {
+            advertise_mode: "bgp".into(),
+            addresses: vec!["192.0.2.0/28".into()],
+        },
+    )));
+    create(Object::ExternalNetwork(ExternalNetwork::new(
+        "ext",
+        ExternalNetworkSpec {
+            type_: "bgp".into(),
+            address_pools: vec!["wan".into()],
+        },
+    )));
+    create(Object::BGPAdvertisement(BGPAdvertisement::new(
+        "users",
+        BGPAdvertisementSpec {
+            address_pools: vec!["wan".into()],
+            ..Default::default()
+        },
+    )));
+    create(Object::Vpc(Vpc::new("tenant", VpcSpec::default())));
+    create(Object::NATGateway(NATGateway::new(
+        "out",
+        NATGatewaySpec {
+            vpc: "tenant".into(),
+            external_network: "ext".into(),
+        },
+    )));
+    for n in ["node-a", "node-b"] {
+        store.put_node(node(n));
+    }
+    let w = settle(&store);
+    assert_eq!(
+        attachments(&w),
+        [
+            row("ext--node-a", "192.0.2.1", "True", "Assigned"),
+            row("ext--node-b", "192.0.2.2", "True", "Assigned"),
+        ]
+    );
+    // (name, nodeName, prefix, addressPools) of every BGPAdvertisement.
+    type Ena = (String, Option<String>, Option<String>, Vec<String>);
+    let ena = |w: &World| -> Vec<Ena> {
+        let mut v: Vec<_> = w
+            .objects
+            .bgp_advertisements
+            .iter()
+            .map(|a| {
+                (
+                    a.metadata.name.clone().unwrap(),
+                    a.spec.node_name.clone(),
+                    a.spec.prefix.clone(),
+                    a.spec.address_pools.clone(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let pinned = |n: &str, node: &str, p: &str| {
+        (
+            n.to_owned(),
+            Some(node.to_owned()),
+            Some(p.to_owned()),
+            vec!["wan".to_owned()],
+        )
+    };
+    assert_eq!(
+        ena(&w),
+        [
+            pinned("ena-ext--node-a", "node-a", "192.0.2.1/32"),
+            pinned("ena-ext--node-b", "node-b", "192.0.2.2/32"),
+            ("users".into(), None, None, vec!["wan".into()]),
+        ]
+    );
+    // A Node that leaves takes its /32 along; the user's stays.
+    store.delete_node("node-b");
+    let w = settle(&store);
+    assert_eq!(
+        ena(&w),
+        [
+            pinned("ena-ext--node-a", "node-a", "192.0.2.1/32"),
+            ("users".into(), None, None, vec!["wan".into()]),
+        ]
+    );
+}

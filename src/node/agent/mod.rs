@@ -53,6 +53,8 @@ pub struct Agent {
     /// Rounds of gratuitous ARP for an ElasticIP this Node starts answering for (0:
     /// none); the ElasticIP feature reads it.
     pub garp_rounds: Arc<AtomicU32>,
+    /// The BGP speaker's folder, when the daemon runs one (`with_bgp_speaker`).
+    pub bgp_dir: Option<std::path::PathBuf>,
     /// How ports attach, read once from the datapath (set before the agent is made), so
     /// that an ADD need not take the datapath's lock to know it.
     port_filters: bool,
@@ -110,6 +112,7 @@ impl Agent {
             features,
             processes: Supervisor::new(Vec::<ProcessSpec>::new(), false),
             garp_rounds,
+            bgp_dir: None,
         })
     }
 
@@ -119,8 +122,9 @@ impl Agent {
         self.features
             .push(Box::new(crate::features::bgp::feature::Bgp::new(
                 self.node_ip,
-                dir,
+                dir.clone(),
             )));
+        self.bgp_dir = Some(dir);
         self
     }
 

@@ -10,9 +10,9 @@ use kube::{
 use super::{KubeCluster, cache::Cached, is_not_found, refused};
 use crate::{
     api::{
-        ARPAdvertisement, ElasticIP, ElasticIPAttachment, ExternalNetwork,
-        ExternalNetworkAttachment, L2Network, NATGateway, NetworkACL, NetworkInterface, RouteTable,
-        SecurityGroup, Subnet, Vpc,
+        ARPAdvertisement, BGPAdvertisement, BGPNodeState, ElasticIP, ElasticIPAttachment,
+        ExternalNetwork, ExternalNetworkAttachment, L2Network, NATGateway, NetworkACL,
+        NetworkInterface, RouteTable, SecurityGroup, Subnet, Vpc,
     },
     cluster::{ClusterError, Desired, World, Write, plan},
 };
@@ -133,6 +133,25 @@ impl KubeCluster {
                     self.apply_status(&api, &attachment.name_any(), st).await?;
                 }
                 Ok(true)
+            }
+            Write::BgpAdvertisement(a) => {
+                self.apply_object(&Api::<BGPAdvertisement>::all(c()), a)
+                    .await?;
+                Ok(true)
+            }
+            Write::DeleteBgpAdvertisement(n) => {
+                self.delete_of(Api::<BGPAdvertisement>::all(c()), None, n)
+                    .await
+            }
+            Write::BgpNodeState(s) => {
+                let mut spec_only = s.clone();
+                spec_only.status = None;
+                self.apply_object(&Api::<BGPNodeState>::all(c()), &spec_only)
+                    .await?;
+                Ok(true)
+            }
+            Write::DeleteBgpNodeState(n) => {
+                self.delete_of(Api::<BGPNodeState>::all(c()), None, n).await
             }
             Write::DeleteNodeAttachment(n) => {
                 self.delete_of(Api::<ExternalNetworkAttachment>::all(c()), None, n)
