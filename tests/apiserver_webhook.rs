@@ -46,7 +46,7 @@ fn configurations(base: &str, ca_pem: &str) -> String {
 }
 
 #[test]
-fn l2_04_l2_07_l2_08_l2_10_l2_27_eip_04_the_registered_webhook_refuses_with_the_seed_messages_and_rewrites_dns_policy()
+fn l2_04_l2_07_l2_08_l2_10_l2_27_eip_04_bgp_01_nat_03_the_registered_webhook_refuses_with_the_seed_messages_and_rewrites_dns_policy()
  {
     let cp = ControlPlane::start();
     cp.install_crds();
@@ -160,6 +160,20 @@ fn l2_04_l2_07_l2_08_l2_10_l2_27_eip_04_the_registered_webhook_refuses_with_the_
     refused(
         &l2("{vpc: tenant-a, gateway: {}}"),
         "spec.gateway: requires spec.cidr: a gateway routes the segment's addresses; add spec.cidr or remove spec.gateway",
+    );
+    // BGP-01: the BGP kinds are judged by the same rules (and the manifests register
+    // them); NAT-03: so are ElasticIPAttachments, namespaced.
+    refused(
+        "apiVersion: juneau.loutres.me/v1alpha1\nkind: BGPPeer\nmetadata: {name: up}\nspec: {myASN: 0, peerASN: 64512, peerAddress: 10.99.0.254}\n",
+        "spec.myASN: 0 is not an AS number: use 1-4294967294",
+    );
+    refused(
+        "apiVersion: juneau.loutres.me/v1alpha1\nkind: BGPAdvertisement\nmetadata: {name: adv}\nspec: {addressPools: []}\n",
+        "spec.addressPools: list at least one AddressPool",
+    );
+    refused(
+        "apiVersion: juneau.loutres.me/v1alpha1\nkind: ElasticIPAttachment\nmetadata: {name: att, namespace: default}\nspec: {elasticIPRef: {name: nope}, targetRef: {networkInterfaceName: web.eth0}}\n",
+        "spec.elasticIPRef.name: no ElasticIP \"nope\" in namespace \"default\"",
     );
     // Accepted, then a Pod on it gets dnsPolicy Default from the mutating half (L2-27).
     let out = cp.kubectl_stdin(
