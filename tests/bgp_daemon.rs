@@ -278,3 +278,67 @@ fn bgp_01_bgp_03_a_node_off_the_underlay_leaves_the_upstream_by_bfd_and_its_stat
     wait_for_hops(&run, 3, Duration::from_secs(30));
     run.teardown(&mut |_| {}).unwrap();
 }
+
+/// The DaemonSet's speaker container (`juneau speaker`): it waits for the daemon's
+/// first file, then becomes BIRD itself (the same process: a container's restart is a
+/// restart of BIRD, with graceful restart).
+#[test]
+fn bgp_01_the_speaker_container_waits_for_the_daemons_file_then_is_bird() {
+    use juneau::features::bgp::bird::{ctl, render};
+    let ns = juneau::netns::Owned::create(&format!("jn-spk-{}", std::process::id())).unwrap();
+    let dir = std::env::temp_dir().join(format!("jn-spk-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    /// Ends the speaker this test started, also when the test fails.
+    struct Started(std::process::Child);
+    impl Drop for Started {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut speaker = Started(
+        Command::new("ip")
+            .args(["netns", "exec", ns.name()])
+            .arg(env!("CARGO_BIN_EXE_juneau"))
+            .args(["speaker", "--dir"])
+            .arg(&dir)
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(
+        ctl::connect(&dir.join("bird.ctl")).is_err(),
+        "no speaker before the daemon's file"
+    );
+    let conf = render::render(&render::Intent {
+        node: "spk".into(),
+        router_id: "10.0.0.1".parse().unwrap(),
+        local_address: "10.0.0.1".parse().unwrap(),
+        peers: Vec::new(),
+        prefixes: Vec::new(),
+    })
+    .unwrap();
+    std::fs::write(dir.join("bird.conf"), conf).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut c = loop {
+        if let Ok(c) = ctl::connect(&dir.join("bird.ctl")) {
+            break c;
+        }
+        assert!(Instant::now() < deadline, "BIRD answers on its socket");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // `ip netns exec` execs the command, which execs BIRD: one process all along.
+    let pid: u32 = std::fs::read_to_string(dir.join("bird.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        pid,
+        speaker.0.id(),
+        "the container's process is BIRD itself"
+    );
+    c.down().unwrap();
+    assert!(speaker.0.wait().unwrap().success(), "BIRD left on down");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -60,6 +60,13 @@ enum Cmd {
         #[arg(long)]
         kubeconfig: Option<PathBuf>,
     },
+    /// The BGP speaker of the DaemonSet's speaker container: waits for the daemon's
+    /// first `bird.conf` in `--dir`, then becomes BIRD (with graceful restart).
+    Speaker {
+        /// The daemon's speaker folder (its run folder's `bgp/`).
+        #[arg(long, default_value = "/run/juneau/bgp")]
+        dir: PathBuf,
+    },
     /// Run every reconciler (L2Network VNIs and status, Pod NICs and IPAM, RouteTables)
     /// against the Kubernetes API until SIGTERM: a pass after every change (watched).
     Controller(juneau::controller::command::ControllerArgs),
@@ -82,6 +89,14 @@ fn main() -> ExitCode {
         Cmd::Node(args) => {
             init_logs("info");
             juneau::node::settings::main(*args)
+        }
+        Cmd::Speaker { dir } => {
+            let e = juneau::features::bgp::feature::exec_speaker(&dir);
+            eprintln!(
+                "juneau speaker: cannot run {}: {e}",
+                juneau::features::bgp::feature::BIRD
+            );
+            ExitCode::FAILURE
         }
         Cmd::Standalone {
             scenario,

@@ -119,6 +119,10 @@ pub struct DaemonConfig {
     /// (`CT_FULL`), established ones never evicted.
     #[serde(default = "conntrack_entries")]
     pub conntrack_entries: u32,
+    /// Who runs the BGP speaker: the daemon (`supervised`), another container
+    /// (`container`, the DaemonSet's `juneau speaker`), or nobody (`off`).
+    #[serde(default)]
+    pub bgp_speaker: crate::features::bgp::feature::SpeakerMode,
 }
 
 fn conntrack_entries() -> u32 {
@@ -320,7 +324,7 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     carry_connections(&mut conntrack, &layout);
     let agent = Arc::new(
         Agent::new(&cfg.node_name, vtep, cluster.clone(), dp)?
-            .with_bgp_speaker(bgp_dir_of(&cfg.cni_socket)),
+            .with_bgp_speaker(cfg.bgp_speaker, bgp_dir_of(&cfg.cni_socket)),
     );
     agent
         .garp_rounds

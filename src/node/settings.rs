@@ -69,6 +69,11 @@ pub struct NodeArgs {
     /// ones are never evicted. A table already pinned keeps its size [default: 1048576].
     #[arg(long, value_parser = clap::value_parser!(u32).range(2..))]
     conntrack_entries: Option<u32>,
+    /// Who runs the BGP speaker (BIRD): `supervised` (this daemon starts it; it
+    /// outlives the daemon), `container` (the DaemonSet's `juneau speaker` container;
+    /// the daemon only writes its file) or `off` [default: supervised].
+    #[arg(long, value_parser = ["supervised", "container", "off"])]
+    bgp_speaker: Option<String>,
 }
 
 impl NodeArgs {
@@ -118,6 +123,7 @@ impl NodeArgs {
         set("port-attach", self.port_attach.map(Into::into));
         set("garp-rounds", self.garp_rounds.map(Into::into));
         set("conntrack-entries", self.conntrack_entries.map(Into::into));
+        set("bgp-speaker", self.bgp_speaker.map(Into::into));
         let from_flag = self.metrics_addr.is_some();
         let metrics = match (self.metrics_addr, file.get("metrics-addr")) {
             (Some(flag), _) => flag,
@@ -243,6 +249,14 @@ mod tests {
             .config()
         };
         assert!(settings("garp-rounds: 2\n").is_ok());
+        // BGP-01: who runs the speaker, from the file too; a word it does not know is
+        // refused by its key.
+        assert_eq!(
+            settings("bgp-speaker: container\n").unwrap().bgp_speaker,
+            crate::features::bgp::feature::SpeakerMode::Container
+        );
+        let e = settings("bgp-speaker: bird\n").unwrap_err();
+        assert!(e.starts_with("node setting bgp-speaker"), "{e}");
         let e = settings("garp-rounds: three\n").unwrap_err();
         assert!(
             e.starts_with("node setting garp-rounds (the --garp-rounds flag"),

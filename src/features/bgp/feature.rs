@@ -35,6 +35,39 @@ pub const BIRD: &str = "/usr/sbin/bird";
 /// The supervisor's name for the speaker.
 const SPEAKER: &str = "bgp-speaker";
 
+/// Who runs the speaker (`--bgp-speaker`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SpeakerMode {
+    /// The daemon starts it through its supervisor (standalone, a plain host).
+    #[default]
+    Supervised,
+    /// Another container runs it (`juneau speaker`, the DaemonSet): the daemon only
+    /// writes its file and reconfigures it.
+    Container,
+    /// No speaker: BGPPeers are not served on this Node.
+    Off,
+}
+
+/// `juneau speaker --dir D` (the DaemonSet's speaker container): waits for the
+/// daemon's first file, then becomes BIRD (`exec`, so the container's process is the
+/// speaker itself, and its restart is BIRD's graceful restart, `-R`).
+pub fn exec_speaker(dir: &Path) -> std::io::Error {
+    use std::os::unix::process::CommandExt;
+    let d = SpeakerDir(dir.to_owned());
+    while !d.conf().exists() {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::process::Command::new(BIRD)
+        .args(["-f", "-R", "-c"])
+        .arg(d.conf())
+        .arg("-s")
+        .arg(d.ctl())
+        .arg("-P")
+        .arg(d.pid())
+        .exec()
+}
+
 /// The files of one Node's speaker, in `<the daemon's run folder>/bgp/`.
 #[derive(Clone, Debug)]
 pub struct SpeakerDir(pub PathBuf);
@@ -80,6 +113,7 @@ pub fn take_down(dir: &Path) -> bool {
 }
 
 pub struct Bgp {
+    mode: SpeakerMode,
     node_ip: Ipv4Addr,
     dir: SpeakerDir,
     /// The daemon's supervisor, once it starts its features.
@@ -90,8 +124,9 @@ pub struct Bgp {
 }
 
 impl Bgp {
-    pub fn new(node_ip: Ipv4Addr, dir: PathBuf) -> Self {
+    pub fn new(mode: SpeakerMode, node_ip: Ipv4Addr, dir: PathBuf) -> Self {
         Self {
+            mode,
             node_ip,
             dir: SpeakerDir(dir),
             processes: Mutex::new(None),
@@ -179,6 +214,9 @@ impl NodeFeature for Bgp {
     }
 
     fn sync(&self, world: &World, node: &NodeView<'_>) -> Result<usize, FeatureError> {
+        if self.mode == SpeakerMode::Off {
+            return Ok(0);
+        }
         let (intent, left_out) = intent(world, node.name, self.node_ip);
         for line in left_out {
             self.logged.warn(line, "BGP: left out");
@@ -208,7 +246,10 @@ impl NodeFeature for Bgp {
                 what: "the BGP speaker's configuration",
                 cause: e.to_string(),
             })?;
-            self.start_speaker()?;
+            if self.mode == SpeakerMode::Supervised {
+                self.start_speaker()?;
+            }
+            // Container: the speaker container starts on this file.
         }
         *applied = Some(conf);
         Ok(1)

@@ -118,9 +118,17 @@ impl Agent {
 
     /// Adds the BGP speaker's feature, its files in `dir` (the daemon's run folder's
     /// `bgp/`): a cluster without BGPPeers runs no speaker.
-    pub fn with_bgp_speaker(mut self, dir: std::path::PathBuf) -> Self {
+    pub fn with_bgp_speaker(
+        mut self,
+        mode: crate::features::bgp::feature::SpeakerMode,
+        dir: std::path::PathBuf,
+    ) -> Self {
+        if mode == crate::features::bgp::feature::SpeakerMode::Off {
+            return self;
+        }
         self.features
             .push(Box::new(crate::features::bgp::feature::Bgp::new(
+                mode,
                 self.node_ip,
                 dir.clone(),
             )));
