@@ -16,7 +16,10 @@ mod common;
 
 use juneau::{
     scenario::steps::Bed,
-    standalone::{Options, Run, Scenario, frr::routes::installed_next_hops},
+    standalone::{
+        Options, Run, Scenario,
+        frr::vtysh::{bfd_up, fib_next_hops},
+    },
 };
 
 /// One bed at a time: BFD's 300 ms must not be measured on a starved machine.
@@ -51,21 +54,14 @@ fn start(p: &str) -> Run {
 
 /// The upstream's installed next hops of the pool, by vtysh (FRR's own view).
 fn next_hops(run: &Run) -> BTreeSet<String> {
-    let dir = run.store_socket().parent().unwrap().join("frr");
-    let out = Command::new("vtysh")
-        .arg("--vty_socket")
-        .arg(&dir)
-        .args(["-c", &format!("show ip route {POOL} json")])
-        .output()
-        .unwrap();
-    installed_next_hops(&String::from_utf8_lossy(&out.stdout), POOL)
-        .map(|hops| {
-            hops.into_iter()
-                .filter(|h| h.fib)
-                .filter_map(|h| h.address.map(|a| a.to_string()))
-                .collect()
-        })
-        .unwrap_or_default()
+    fib_next_hops(&frr_dir(run), POOL)
+        .iter()
+        .map(|a| a.to_string())
+        .collect()
+}
+
+fn frr_dir(run: &Run) -> PathBuf {
+    run.store_socket().parent().unwrap().join("frr")
 }
 
 fn wait_for_hops(run: &Run, n: usize, within: Duration) -> Duration {
@@ -81,21 +77,6 @@ fn wait_for_hops(run: &Run, n: usize, within: Duration) -> Duration {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// The upstream's BFD sessions that are up.
-fn bfd_up(run: &Run) -> usize {
-    let dir = run.store_socket().parent().unwrap().join("frr");
-    let out = Command::new("vtysh")
-        .arg("--vty_socket")
-        .arg(&dir)
-        .args(["-c", "show bfd peers brief"])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| l.split_whitespace().last() == Some("up"))
-        .count()
 }
 
 /// Node `node`'s BGPNodeState status as its daemon wrote it: (Ready, the session's
@@ -225,7 +206,7 @@ fn bgp_01_bgp_03_a_node_off_the_underlay_leaves_the_upstream_by_bfd_and_its_stat
     // BFD comes up after the sessions: a session whose BFD is not up yet is not taken
     // down by it.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while bfd_up(&run) < 3 {
+    while bfd_up(&frr_dir(&run)) < 3 {
         assert!(Instant::now() < deadline, "BFD up with the three Nodes");
         std::thread::sleep(Duration::from_millis(50));
     }

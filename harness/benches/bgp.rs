@@ -21,7 +21,7 @@ use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
     process::Command,
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{Duration, Instant},
 };
 
 use juneau::{
@@ -29,7 +29,7 @@ use juneau::{
     scenario::{CLIENT, UPSTREAM, steps},
     standalone::{Options, Run, Scenario, sibling_binary},
 };
-use juneau_harness::bench::{Measurement, median, write_part};
+use juneau_harness::bench::{Measurement, median, ping_replies, unix_now, write_part};
 
 const NODES: [&str; 3] = ["bgb-a", "bgb-b", "bgb-c"];
 const POOL: &str = "203.0.113.0/24";
@@ -71,18 +71,7 @@ fn frr_dir(run: &Run) -> PathBuf {
 
 /// The upstream's installed next hops of `prefix`.
 fn next_hops(run: &Run, prefix: &str) -> usize {
-    let out = Command::new("vtysh")
-        .arg("--vty_socket")
-        .arg(frr_dir(run))
-        .args(["-c", &format!("show ip route {prefix} json")])
-        .output()
-        .unwrap();
-    juneau::standalone::frr::routes::installed_next_hops(
-        &String::from_utf8_lossy(&out.stdout),
-        prefix,
-    )
-    .map(|h| h.iter().filter(|h| h.fib).count())
-    .unwrap_or(0)
+    juneau::standalone::frr::vtysh::fib_next_hops(&frr_dir(run), prefix).len()
 }
 
 fn wait_for_hops(run: &Run, prefix: &str, n: usize, within: Duration) -> Duration {
@@ -116,27 +105,6 @@ fn ping_via(run: &Run, eip: &str) -> usize {
     ip.rsplit('.').next().unwrap().parse::<usize>().unwrap() - 1
 }
 
-fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
-}
-
-/// `ping -D` replies as (unix time received, unix time sent).
-fn replies(path: &Path) -> Vec<(f64, f64)> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| l.contains("bytes from"))
-        .filter_map(|l| {
-            let at: f64 = l.strip_prefix('[')?.split(']').next()?.parse().ok()?;
-            let rtt: f64 = l.split("time=").nth(1)?.split(' ').next()?.parse().ok()?;
-            Some((at, at - rtt / 1000.0))
-        })
-        .collect()
-}
-
 fn underlay(run: &Run) -> String {
     steps::Bed::netns_name(run, UPSTREAM)
         .unwrap()
@@ -151,20 +119,7 @@ fn failover(bfd: bool, cap: Duration) -> f64 {
     if bfd {
         // BFD comes up after the sessions.
         let t0 = Instant::now();
-        while String::from_utf8_lossy(
-            &Command::new("vtysh")
-                .arg("--vty_socket")
-                .arg(frr_dir(&run))
-                .args(["-c", "show bfd peers brief"])
-                .output()
-                .unwrap()
-                .stdout,
-        )
-        .lines()
-        .filter(|l| l.split_whitespace().last() == Some("up"))
-        .count()
-            < 3
-        {
+        while juneau::standalone::frr::vtysh::bfd_up(&frr_dir(&run)) < 3 {
             assert!(t0.elapsed() < Duration::from_secs(30), "BFD up");
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -202,7 +157,10 @@ fn failover(bfd: bool, cap: Duration) -> f64 {
     let start = unix_now();
     let t0 = Instant::now();
     let served = loop {
-        if let Some(&(at, _)) = replies(&probes).iter().find(|&&(_, sent)| sent >= start) {
+        if let Some(&(at, _)) = ping_replies(&probes)
+            .iter()
+            .find(|&&(_, sent)| sent >= start)
+        {
             break at - start;
         }
         if t0.elapsed() >= cap {

@@ -16,10 +16,7 @@
 //! (`--garp-rounds 0`, the reference) the router keeps the dead MAC until its neighbour
 //! entry fails (Linux defaults: reachable 15-45 s, 5 s delay, 3 probes 1 s apart).
 //! Each round is a fresh run; median of the rounds, the wait capped at 90 s.
-use std::{
-    path::Path,
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
-};
+use std::time::{Duration, Instant};
 
 #[path = "../../tests/common/eip_handover.rs"]
 mod fixture;
@@ -32,7 +29,7 @@ use juneau::{
         topology::{UNDERLAY_DEV, node_mac},
     },
 };
-use juneau_harness::bench::{Measurement, median, write_part};
+use juneau_harness::bench::{Measurement, median, ping_replies, unix_now, write_part};
 
 const NODES: [&str; 2] = ["efo-a", "efo-b"];
 /// Longest wait for the client to be served again after the loss.
@@ -43,26 +40,6 @@ const BUDGET: Duration = Duration::from_secs(140);
 
 fn scenario() -> Scenario {
     fixture::scenario("ElasticIP failover on a Node loss", &NODES)
-}
-
-fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
-}
-
-/// `ping -D` replies as (unix time received, unix time sent: received less the RTT).
-fn replies(path: &Path) -> Vec<(f64, f64)> {
-    let out = std::fs::read_to_string(path).unwrap_or_default();
-    out.lines()
-        .filter(|l| l.contains("bytes from"))
-        .filter_map(|l| {
-            let at: f64 = l.strip_prefix('[')?.split(']').next()?.parse().ok()?;
-            let rtt: f64 = l.split("time=").nth(1)?.split(' ').next()?.parse().ok()?;
-            Some((at, at - rtt / 1000.0))
-        })
-        .collect()
 }
 
 /// One round: the failover time in seconds (the cap if the client was not served again
@@ -104,7 +81,7 @@ fn round(garp: bool) -> (f64, f64) {
     let before = unix_now();
     std::thread::sleep(Duration::from_millis(300));
     assert!(
-        replies(&probes).iter().any(|&(_, sent)| sent > before),
+        ping_replies(&probes).iter().any(|&(_, sent)| sent > before),
         "the flow stopped with Node A's daemon"
     );
 
@@ -127,7 +104,10 @@ fn round(garp: bool) -> (f64, f64) {
     let add_done = t0.elapsed().as_secs_f64();
     assert!(added.contains(&format!("{EIP}/32")), "{added}");
     let served = loop {
-        if let Some(&(at, _)) = replies(&probes).iter().find(|&&(_, sent)| sent >= start) {
+        if let Some(&(at, _)) = ping_replies(&probes)
+            .iter()
+            .find(|&&(_, sent)| sent >= start)
+        {
             break at - start;
         }
         if t0.elapsed() >= CAP {

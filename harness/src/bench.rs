@@ -382,3 +382,26 @@ pub fn iperf(
     let cpu_s = (b1 - b0) as f64 / hz;
     (bps / 1e9, cpu_s / (bytes / 1e9))
 }
+
+/// Seconds since the epoch, as `ping -D` stamps its replies.
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// The replies a `ping -D` wrote to `path`, as (unix time received, unix time sent:
+/// received less the round trip): what the failover benchmarks time.
+pub fn ping_replies(path: &std::path::Path) -> Vec<(f64, f64)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("bytes from"))
+        .filter_map(|l| {
+            let at: f64 = l.strip_prefix('[')?.split(']').next()?.parse().ok()?;
+            let rtt: f64 = l.split("time=").nth(1)?.split(' ').next()?.parse().ok()?;
+            Some((at, at - rtt / 1000.0))
+        })
+        .collect()
+}

@@ -49,7 +49,7 @@ pub(super) fn cluster(
         let mut bgp = agent
             .bgp_dir
             .clone()
-            .map(|d| crate::features::bgp::report::Reporter::new(agent.node_ip, d));
+            .map(|d| crate::features::bgp::report::Reporter::new(agent.bgp_off, agent.node_ip, d));
         let mut last_bgp: Option<Instant> = None;
         while !stop.load(Ordering::Relaxed) {
             match agent.cluster.wait(seen, Duration::from_millis(500)) {

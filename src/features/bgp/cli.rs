@@ -3,11 +3,7 @@
 //! since when and its last error, and the routes it announces.
 use serde::Serialize;
 
-use super::{
-    bird::{ctl, state::SessionState},
-    feature::SpeakerDir,
-    report::ask,
-};
+use super::{bird::ctl, feature::SpeakerDir, report::ask};
 use crate::cli::CliError;
 
 #[derive(Debug, Serialize)]
@@ -62,12 +58,7 @@ pub fn status(node: &str) -> Result<BgpStatus, CliError> {
             .map(|s| SessionRow {
                 peer: s.peer_name.unwrap_or(s.protocol),
                 address: s.peer_address.map(|a| a.to_string()).unwrap_or_default(),
-                state: match s.state {
-                    SessionState::Up => "Up",
-                    SessionState::Down => "Down",
-                    SessionState::Unknown => "Unknown",
-                }
-                .into(),
+                state: s.state.as_str().into(),
                 bgp_state: s.bgp_state.unwrap_or_default(),
                 exported: s.exported_routes,
                 last_error: s.last_error.map(|e| e.to_string()).unwrap_or_default(),

@@ -42,6 +42,9 @@ fn rfc3339(t: SystemTime) -> String {
 /// What the speaker answered, or why it did not.
 pub type Speaker = Result<(Status, Vec<Session>), String>;
 
+/// Why a Node with `--bgp-speaker off` has no speaker to ask.
+pub const DISABLED: &str = "the BGP speaker is off on this Node (--bgp-speaker off)";
+
 /// The status of Node `node` (pure): `applied` is whether the speaker's file is the
 /// one the intent renders today.
 pub fn node_state(
@@ -67,11 +70,7 @@ pub fn node_state(
             });
             let (state, up, last_error, exported) = match mine {
                 Some((st, s)) => (
-                    match s.state {
-                        SessionState::Up => "Up",
-                        SessionState::Down => "Down",
-                        SessionState::Unknown => "Unknown",
-                    },
+                    s.state.as_str(),
                     s.since
                         .filter(|_| s.state == SessionState::Up)
                         .map(|since| rfc3339(up_since(now, st.server_time, since)))
@@ -137,7 +136,14 @@ pub fn node_state(
         Ok((st, _)) => Condition::new("BirdRunning", running, "Status", st.condition.clone()),
         Err(why) => Condition::new("BirdRunning", false, "NoAnswer", why.clone()),
     };
-    let ready = if !running {
+    let ready = if matches!(speaker, Err(why) if why == DISABLED) {
+        Condition::new(
+            "Ready",
+            false,
+            "SpeakerDisabled",
+            "this Node's daemon runs with --bgp-speaker off: it announces nothing and peers with no BGPPeer",
+        )
+    } else if !running {
         Condition::new("Ready", false, "SpeakerDown", "the speaker does not answer")
     } else if !applied {
         Condition::new(
@@ -188,14 +194,17 @@ pub fn ask(dir: &SpeakerDir) -> Speaker {
 
 /// The daemon's side: what it wrote last, and when.
 pub struct Reporter {
+    /// `--bgp-speaker off`: the status says so instead of asking anyone.
+    disabled: bool,
     node_ip: Ipv4Addr,
     dir: SpeakerDir,
     last: Option<(BGPNodeStateStatus, Instant)>,
 }
 
 impl Reporter {
-    pub fn new(node_ip: Ipv4Addr, dir: PathBuf) -> Self {
+    pub fn new(disabled: bool, node_ip: Ipv4Addr, dir: PathBuf) -> Self {
         Self {
+            disabled,
             node_ip,
             dir: SpeakerDir(dir),
             last: None,
@@ -213,11 +222,16 @@ impl Reporter {
         let applied = render(&want).ok().is_some_and(|conf| {
             std::fs::read_to_string(self.dir.conf()).is_ok_and(|on_disk| on_disk == conf)
         });
+        let speaker = if self.disabled {
+            Err(DISABLED.to_owned())
+        } else {
+            ask(&self.dir)
+        };
         let status = node_state(
             &world,
             node,
             self.node_ip,
-            &ask(&self.dir),
+            &speaker,
             applied,
             SystemTime::now(),
         );

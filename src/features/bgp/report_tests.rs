@@ -159,3 +159,22 @@ fn bgp_03_a_silent_speaker_or_an_old_file_is_not_ready() {
     assert_eq!(s.conditions[1].reason, "NotApplied");
     assert_eq!(s.advertisements[0].last_synced_at, "");
 }
+
+#[test]
+fn bgp_03_a_node_with_the_speaker_off_says_so() {
+    let w = world();
+    let s = node_state(
+        &w,
+        "node-a",
+        "10.200.0.1".parse().unwrap(),
+        &Err(DISABLED.into()),
+        false,
+        now(),
+    );
+    let ready = &s.conditions[1];
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "SpeakerDisabled")
+    );
+    assert!(s.bgp_sessions.iter().all(|x| x.state == "Unknown"));
+}

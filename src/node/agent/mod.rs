@@ -55,6 +55,8 @@ pub struct Agent {
     pub garp_rounds: Arc<AtomicU32>,
     /// The BGP speaker's folder, when the daemon runs one (`with_bgp_speaker`).
     pub bgp_dir: Option<std::path::PathBuf>,
+    /// `--bgp-speaker off`: the BGPNodeState says so.
+    pub bgp_off: bool,
     /// How ports attach, read once from the datapath (set before the agent is made), so
     /// that an ADD need not take the datapath's lock to know it.
     port_filters: bool,
@@ -113,6 +115,7 @@ impl Agent {
             processes: Supervisor::new(Vec::<ProcessSpec>::new(), false),
             garp_rounds,
             bgp_dir: None,
+            bgp_off: false,
         })
     }
 
@@ -123,16 +126,17 @@ impl Agent {
         mode: crate::features::bgp::feature::SpeakerMode,
         dir: std::path::PathBuf,
     ) -> Self {
-        if mode == crate::features::bgp::feature::SpeakerMode::Off {
+        self.bgp_dir = Some(dir.clone());
+        self.bgp_off = mode == crate::features::bgp::feature::SpeakerMode::Off;
+        if self.bgp_off {
             return self;
         }
         self.features
             .push(Box::new(crate::features::bgp::feature::Bgp::new(
                 mode,
                 self.node_ip,
-                dir.clone(),
+                dir,
             )));
-        self.bgp_dir = Some(dir);
         self
     }
 

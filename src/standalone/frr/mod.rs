@@ -8,3 +8,4 @@ pub mod conf;
 pub mod procs;
 pub mod routes;
 pub mod start;
+pub mod vtysh;

@@ -137,6 +137,17 @@ pub enum SessionState {
     Unknown,
 }
 
+impl SessionState {
+    /// As BGPNodeState and `kubectl juneau bgp status` write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionState::Up => "Up",
+            SessionState::Down => "Down",
+            SessionState::Unknown => "Unknown",
+        }
+    }
+}
+
 /// One BGP protocol of `show protocols all`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Session {
