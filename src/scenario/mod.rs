@@ -10,7 +10,10 @@
 //!
 //! Both share Nodes, Pods, `proves`, and the steps that act inside Pods (`daemon`, `run`,
 //! `ping`), executed by [`steps::run_common`]; each layer's runner adds its own.
+mod outside;
 pub mod steps;
+
+pub use outside::Outside;
 
 use std::{collections::BTreeMap, path::Path};
 
@@ -50,51 +53,6 @@ pub struct Scenario {
     /// Each step is a map with one key, the step's kind (`send: {...}`).
     #[serde(default, with = "serde_yaml_ng::with::singleton_map_recursive")]
     pub steps: Vec<Step>,
-}
-
-/// A scenario's outside: none, a plain router, or a router that speaks BGP.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Outside {
-    #[default]
-    None,
-    Router,
-    Bgp,
-}
-
-impl Outside {
-    /// Whether the scenario has an upstream router and a client at all.
-    pub fn any(self) -> bool {
-        self != Outside::None
-    }
-}
-
-impl<'de> Deserialize<'de> for Outside {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Bgp {}
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct With {
-            #[allow(dead_code)]
-            bgp: Bgp,
-        }
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Def {
-            Plain(bool),
-            With(With),
-        }
-        Ok(
-            match Def::deserialize(d)
-                .map_err(|_| serde::de::Error::custom("outside: write true, false or {bgp: {}}"))?
-            {
-                Def::Plain(true) => Outside::Router,
-                Def::Plain(false) => Outside::None,
-                Def::With(_) => Outside::Bgp,
-            },
-        )
-    }
 }
 
 /// What steps call the upstream router of a scenario with `outside: true`.
