@@ -29,7 +29,7 @@ use juneau::{
     scenario::{CLIENT, UPSTREAM, steps},
     standalone::{Options, Run, Scenario, sibling_binary},
 };
-use juneau_harness::bench::{Measurement, median, ping_replies, unix_now, write_part};
+use juneau_harness::bench::{Measurement, first_reply_after, median, unix_now, write_part};
 
 const NODES: [&str; 3] = ["bgb-a", "bgb-b", "bgb-c"];
 const POOL: &str = "203.0.113.0/24";
@@ -161,19 +161,7 @@ fn failover(bfd: bool, cap: Duration) -> f64 {
         .success();
     assert!(ok, "{port} off the bridge");
     let start = unix_now();
-    let t0 = Instant::now();
-    let served = loop {
-        if let Some(&(at, _)) = ping_replies(&probes)
-            .iter()
-            .find(|&&(_, sent)| sent >= start)
-        {
-            break at - start;
-        }
-        if t0.elapsed() >= cap {
-            break cap.as_secs_f64();
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let served = first_reply_after(&probes, start, cap);
     drop(pinger);
     if let Err(e) = run.teardown(&mut |_| {}) {
         eprintln!("  teardown: {e}");

@@ -405,3 +405,21 @@ pub fn ping_replies(path: &std::path::Path) -> Vec<(f64, f64)> {
         })
         .collect()
 }
+
+/// Seconds from `start` (unix time) to the first reply in `probes` to a probe sent at
+/// or after it, polling every 10 ms; `cap` when none came within it.
+pub fn first_reply_after(probes: &std::path::Path, start: f64, cap: std::time::Duration) -> f64 {
+    let t0 = std::time::Instant::now();
+    loop {
+        if let Some(&(at, _)) = ping_replies(probes)
+            .iter()
+            .find(|&&(_, sent)| sent >= start)
+        {
+            return at - start;
+        }
+        if t0.elapsed() >= cap {
+            return cap.as_secs_f64();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
