@@ -16,7 +16,8 @@
 //!   from the client to one ElasticIP; each Node's share of what the upstream sent,
 //!   by destination MAC on its underlay link; the largest share. Ideal 1/3; the
 //!   kernel's own hash of the same tuples (`ip route get`) beside it.
-//!   Not here: `pps_eip_bgp_carried_vs_direct` (a datapath bed of its own).
+//!   Not here: `pps_eip_bgp_carried_vs_direct` (`eip_bgp_pps.rs`, a datapath bed of
+//!   its own).
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},

@@ -30,9 +30,10 @@ pub const DUMPABLE_MAPS: [&str; 19] = [
 ];
 
 /// The dump a name asks for: one of [`DUMPABLE_MAPS`], also reached through the
-/// pinned map's own name (`jn_eip_direct`, `jn_ext_arp`, `jn_gw_rt`, `jn_svc`, `jn_ct`,
-/// `jn_pol_set`, `jn_pol_nic`), so that a name read off bpffs works too, and with `-`
-/// for `_` (`policy-nics`), as kubectl's own names are spelt. `None` for anything else.
+/// pinned map's own name (`jn_eip_direct`, `jn_ext_arp`, `jn_ext_pools`, `jn_gw_rt`,
+/// `jn_svc`, `jn_ct`, `jn_pol_set`, `jn_pol_nic`), so that a name read off bpffs works
+/// too, and with `-` for `_` (`policy-nics`), as kubectl's own names are spelt. `None`
+/// for anything else.
 pub fn dumpable(name: &str) -> Option<&'static str> {
     let name = name.trim_start_matches("jn_").replace('-', "_");
     let name = name.as_str();
@@ -40,6 +41,7 @@ pub fn dumpable(name: &str) -> Option<&'static str> {
         "gw_rt" => "gw_routes",
         "eip_direct" => "elastic_ip_direct",
         "ext_arp" => "external_arp_table",
+        "ext_pools" => "external_address_pools",
         "svc" => "services",
         "svc_backend" => "backends",
         "ct" => "conntrack",
@@ -165,6 +167,7 @@ mod tests {
         assert_eq!(dumpable("jn_eip_direct"), Some("elastic_ip_direct"));
         assert_eq!(dumpable("elastic_ip_direct"), Some("elastic_ip_direct"));
         assert_eq!(dumpable("jn_ext_arp"), Some("external_arp_table"));
+        assert_eq!(dumpable("jn_ext_pools"), Some("external_address_pools"));
         assert_eq!(dumpable("gw_rt"), Some("gw_routes"));
         assert_eq!(dumpable("jn_l2_fdb"), Some("l2_fdb"));
         assert_eq!(dumpable("arp_table"), Some("arp_table"));

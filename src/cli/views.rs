@@ -9,15 +9,20 @@
 //!   delivers to it: its veth's ifindex on its own Node, ifindex 0 and its Node's VTEP
 //!   elsewhere (`jn_eip_direct`);
 //! - `external_address_pools` (`PREFIXLEN ADDR DELIVERY`): what the uplink takes in
-//!   for delivery. Juneau's uplink accepts exactly the addresses of `jn_eip_direct`,
-//!   each a /32 delivered here (to the holder, or carried to its Node), or dropped when
-//!   no NIC holds it (`NO_HOLDER_DROPPED`); pools announced
-//!   by other Nodes (`..._DELIVERED_ELSEWHERE`) come with BGP, which is not built yet.
+//!   for delivery. Juneau's uplink accepts the addresses of `jn_eip_direct`, each a
+//!   /32 delivered here (to the holder, or carried to its Node), or dropped when no NIC
+//!   holds it (`NO_HOLDER_DROPPED`); then the prefixes of `jn_ext_pools` (EIP-14), the
+//!   bgp pools' ranges this Node announces (`..._DELIVERED_HERE`) or only other Nodes
+//!   do (`..._DELIVERED_ELSEWHERE`: a direct NIC's packet into one leaves for the
+//!   upstream).
 use std::{fmt::Write, net::Ipv4Addr, path::Path};
 
+use aya::maps::{LpmTrie, Map};
+use juneau_common::{eip::ExtPoolKey, map_names};
 use serde::Serialize;
 
-use super::{CliError, Filter, dump_elastic_ips, dump_fdb, dump_gw_neighbours};
+use super::{CliError, Filter, dump_elastic_ips, dump_fdb, dump_gw_neighbours, open};
+use crate::node::dataplane::{Delivery, prefix_of};
 
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct ArpTableRow {
@@ -49,6 +54,7 @@ pub struct PoolRow {
 }
 
 pub const DELIVERED_HERE: &str = "EXTERNAL_ADDRESS_DELIVERED_HERE";
+pub const DELIVERED_ELSEWHERE: &str = "EXTERNAL_ADDRESS_DELIVERED_ELSEWHERE";
 /// An allocated ElasticIP no NIC holds: taken in, then dropped (`EIP_NO_HOLDER`).
 pub const NO_HOLDER: &str = "NO_HOLDER_DROPPED";
 
@@ -134,9 +140,10 @@ pub fn dump_fdb_view(dir: &Path, node: &str, f: &Filter) -> Result<Vec<FdbViewRo
     Ok(rows)
 }
 
-/// `external_address_pools` of `node`.
+/// `external_address_pools` of `node`: the direct ElasticIPs' /32s, then the
+/// announced prefixes (with `--filter addr=A`, those holding `A`).
 pub fn dump_address_pools(dir: &Path, node: &str, f: &Filter) -> Result<Vec<PoolRow>, CliError> {
-    Ok(dump_elastic_ips(dir, node, f)?
+    let mut rows: Vec<PoolRow> = dump_elastic_ips(dir, node, f)?
         .into_iter()
         .map(|e| PoolRow {
             node: node.to_owned(),
@@ -149,7 +156,31 @@ pub fn dump_address_pools(dir: &Path, node: &str, f: &Filter) -> Result<Vec<Pool
             .into(),
             addr: e.addr,
         })
-        .collect())
+        .collect();
+    let name = map_names::EXT_POOLS;
+    let map: LpmTrie<_, ExtPoolKey, u32> =
+        LpmTrie::try_from(Map::LpmTrie(open(dir, name)?)).map_err(|e| CliError::Map(name, e))?;
+    let mut prefixes = Vec::new();
+    for item in map.iter() {
+        let (k, v) = item.map_err(|e| CliError::Map(name, e))?;
+        if let Some(net) = prefix_of(&k).filter(|n| f.addr.is_none_or(|a| n.contains(&a))) {
+            prefixes.push((net, v));
+        }
+    }
+    prefixes.sort();
+    for (net, v) in prefixes {
+        rows.push(PoolRow {
+            node: node.to_owned(),
+            prefixlen: net.prefix_len(),
+            addr: net.network().to_string(),
+            delivery: match Delivery::from_raw(v) {
+                Some(Delivery::Here) => DELIVERED_HERE.into(),
+                Some(Delivery::Elsewhere) => DELIVERED_ELSEWHERE.into(),
+                None => format!("UNKNOWN_{v}"),
+            },
+        });
+    }
+    Ok(rows)
 }
 
 /// Columns as wide as their widest cell plus two spaces, the last one unpadded.

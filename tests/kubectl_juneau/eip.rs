@@ -233,6 +233,66 @@ fn eip_25_the_seeds_views_arp_table_fdb_and_external_address_pools() {
     let _ = std::fs::remove_dir_all(root);
 }
 
+/// EIP-14 in the seed's view: the announced prefixes after the direct ElasticIPs'
+/// /32s, delivered here or elsewhere, also by the pinned map's own name; a filter
+/// address shows the prefixes holding it.
+#[test]
+fn eip_14_external_address_pools_shows_the_prefixes_delivered_here_and_elsewhere() {
+    use juneau::node::dataplane::Delivery;
+    let node = format!("jn-clipools-{}", std::process::id());
+    let root = juneau::standalone::pin_dir_of(&node);
+    let mut dp = Whole::load(Some(&root)).unwrap();
+    let want = [
+        ("203.0.113.0/24", Delivery::Here),
+        ("203.0.113.128/25", Delivery::Elsewhere),
+    ]
+    .into_iter()
+    .map(|(n, d)| (n.parse().unwrap(), d))
+    .collect();
+    assert_eq!(dp.set_ext_pools(&want).unwrap(), 2);
+    assert_eq!(
+        dp.set_ext_pools(&want).unwrap(),
+        0,
+        "unchanged: nothing written"
+    );
+    let dump = |filters: &[&str]| {
+        let mut args = vec!["bpf", "dump", "jn_ext_pools", "--node", &node];
+        for f in filters {
+            args.extend(["--filter", f]);
+        }
+        let (ok, text, err) = kubectl_juneau(&args);
+        assert!(ok, "{err}");
+        table_rows(&text)
+    };
+    let n = node.as_str();
+    assert_eq!(
+        dump(&[]),
+        [
+            [n, "24", "203.0.113.0", "EXTERNAL_ADDRESS_DELIVERED_HERE"],
+            [
+                n,
+                "25",
+                "203.0.113.128",
+                "EXTERNAL_ADDRESS_DELIVERED_ELSEWHERE"
+            ],
+        ]
+    );
+    assert_eq!(
+        dump(&["addr=203.0.113.10"]),
+        [[n, "24", "203.0.113.0", "EXTERNAL_ADDRESS_DELIVERED_HERE"]]
+    );
+    // The pin is the map: a prefix given up is gone from the dump.
+    let fewer = [("203.0.113.0/24".parse().unwrap(), Delivery::Here)].into();
+    assert_eq!(dp.set_ext_pools(&fewer).unwrap(), 1);
+    assert_eq!(
+        dump(&["addr=203.0.113.130"]).len(),
+        1,
+        "only the /24 holds it now"
+    );
+    drop(dp);
+    let _ = std::fs::remove_dir_all(root);
+}
+
 #[test]
 fn eip_25_bpf_dump_external_arp_table_lists_what_this_node_answers() {
     let node = format!("jn-cliarp-{}", std::process::id());

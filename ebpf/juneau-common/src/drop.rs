@@ -165,5 +165,10 @@ crate::slots! {
         /// quoting another address, a protocol without ports or echo, or a source
         /// quench or redirect (NAT-03).
         EipNatUnmappable = 54 => "EIP_NAT_UNMAPPABLE",
+        /// From outside, to an address of a pool announced by BGP that no NIC holds
+        /// and no connection of this Node's expects (EIP-12): dropped here, since the
+        /// Node's stack would route it back to the upstream, which sends it here
+        /// again until its TTL runs out.
+        ExtPoolNoHolder = 55 => "EXT_POOL_NO_HOLDER",
     }
 }

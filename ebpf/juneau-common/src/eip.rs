@@ -11,6 +11,20 @@ pub const MAX_EIPS: u32 = 16384;
 /// Addresses one Node may answer ARP for.
 pub const MAX_EXT_ARP: u32 = 4096;
 
+/// Prefixes of bgp AddressPools a Node knows how they are delivered (EIP-14): every
+/// BGPAdvertisement's prefixes, announced here or pinned to another Node.
+pub const MAX_EXT_POOLS: u32 = 4096;
+/// Data of `jn_ext_pools`'s key: the prefix's address as it sits in packets; the
+/// prefix length is the trie key's.
+pub type ExtPoolKey = [u8; 4];
+/// `jn_ext_pools`: this Node announces the prefix (or another Node does, and this one
+/// too): a direct ElasticIP in it is turned around here (`EXTERNAL_ADDRESS_DELIVERED_HERE`).
+pub const EXT_HERE: u32 = 1;
+/// `jn_ext_pools`: only another Node announces the prefix (a BGPAdvertisement pinned by
+/// `nodeName`): a direct NIC's packet to it leaves by the Node's routing table, as the
+/// upstream would deliver it (`EXTERNAL_ADDRESS_DELIVERED_ELSEWHERE`).
+pub const EXT_ELSEWHERE: u32 = 2;
+
 /// Value of `jn_eip_direct`, keyed by the ElasticIP (network order, as in packets).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -75,7 +75,8 @@ macro_rules! slots {
 /// daemon builds its maps afresh and migrates instead of reading an old map wrongly.
 /// 16: `PORT_ACL` (a port whose segment has a NetworkACL, entered straight from the
 /// uplink only without it): a port of an older layout lacks the bit it needs.
-pub const LAYOUT_VERSION: u32 = 16;
+/// 17: `jn_ext_pools` (EIP-14): an older layout has no map to adopt for it.
+pub const LAYOUT_VERSION: u32 = 17;
 
 /// The names under which the maps are created and pinned. One prefix (`jn_`) so that a
 /// `bpftool map list` tells Juneau's maps apart from any other tenant of the machine.
@@ -98,6 +99,8 @@ pub mod map_names {
     pub const GW_LISTEN: &str = "jn_gw_listen";
     pub const EIP_DIRECT: &str = "jn_eip_direct";
     pub const EXT_ARP: &str = "jn_ext_arp";
+    /// The prefixes of announced bgp pools, delivered here or elsewhere (EIP-14).
+    pub const EXT_POOLS: &str = "jn_ext_pools";
     /// The connection table (`ct`).
     pub const CT: &str = "jn_ct";
     /// Service frontends, backends, Maglev tables, affinities (`svc`).
@@ -122,7 +125,7 @@ pub mod map_names {
     /// A fragmented datagram's ports, for its later fragments (`ct::FragKey`).
     pub const FRAG: &str = "jn_frag";
     /// Every map the daemon pins, in the order `kubectl-juneau` lists them.
-    pub const ALL: [&str; 31] = [
+    pub const ALL: [&str; 32] = [
         NODE,
         L2_PORT,
         L2_VNI,
@@ -140,6 +143,7 @@ pub mod map_names {
         GW_LISTEN,
         EIP_DIRECT,
         EXT_ARP,
+        EXT_POOLS,
         CT,
         SVC,
         SVC_BACKEND,

@@ -10,7 +10,7 @@ use juneau_common::{
     DropReason, EipEntry, ExtArp, FdbEntry, FdbKey, FloodList, GwSegment, NbrEntry, NbrKey,
     NodeConfig, PortConfig, RemoteList, RouteEntry,
     ct::{CtEntry, CtKey, CtScratch, DEFAULT_ENTRIES, FRAG_ENTRIES, FragKey, FragPorts},
-    eip::{MAX_EIPS, MAX_EXT_ARP},
+    eip::{ExtPoolKey, MAX_EIPS, MAX_EXT_ARP, MAX_EXT_POOLS},
     gw::{
         GwStat, IcmpBucket, MAX_GW_SEGMENTS, MAX_NEIGHBOURS, MAX_ROUTE_TABLES, MAX_SNOOPED,
         ROUTES_PER_TABLE, RouteAddr,
@@ -103,6 +103,12 @@ pub static jn_eip_direct: HashMap<u32, EipEntry, { MAX_EIPS as usize }> = HashMa
 /// The addresses this Node answers ARP for on its uplink (its ARPAdvertisements).
 #[btf_map]
 pub static jn_ext_arp: HashMap<u32, ExtArp, { MAX_EXT_ARP as usize }> = HashMap::new();
+
+/// The prefixes of bgp pools some Node announces, by how this Node delivers them
+/// (`eip::EXT_HERE`, `EXT_ELSEWHERE`; EIP-14). Looked up only for a direct ElasticIP
+/// hit and for what nothing else on the uplink took.
+#[btf_map]
+pub static jn_ext_pools: LpmTrie<ExtPoolKey, u32, { MAX_EXT_POOLS as usize }> = LpmTrie::new();
 
 /// The connection table: one direction of a connection per entry (Services now; the
 /// NAT mapping and policy's allow record in the same entry later). Preallocated, so a

@@ -11,6 +11,7 @@ use super::bird::render::{Announce, Bfd, Intent, Peer};
 use crate::{
     api::{BGPAdvertisement, externalnetwork::TYPE_BGP, net::parse_cidr},
     cluster::World,
+    node::dataplane::Delivery,
 };
 
 /// The intent of Node `node` at `node_ip`; objects that cannot be served (a pool not
@@ -92,6 +93,24 @@ pub fn by_pool(world: &World, node: &str) -> BTreeMap<String, Vec<Ipv4Net>> {
         }
     }
     out.values_mut().for_each(|v| v.sort());
+    out
+}
+
+/// How Node `node` delivers each prefix some Node announces (EIP-14): `Here` where it
+/// announces it too, `Elsewhere` where only Nodes pinned by `nodeName` do. The same
+/// prefix announced here and pinned elsewhere is `Here`; between different prefixes
+/// the datapath's longest match decides.
+pub fn delivery(world: &World, node: &str) -> BTreeMap<Ipv4Net, Delivery> {
+    let mut out = BTreeMap::new();
+    for a in &world.objects.bgp_advertisements {
+        let here = a.spec.announced_by(node);
+        for (_, prefix) in announced(world, a, &mut Vec::new()) {
+            let d = out.entry(prefix).or_insert(Delivery::Elsewhere);
+            if here {
+                *d = Delivery::Here;
+            }
+        }
+    }
     out
 }
 
@@ -200,6 +219,39 @@ mod tests {
         let (b, _) = intent(&w, "node-b", "10.99.0.2".parse().unwrap());
         let shown: Vec<String> = b.prefixes.iter().map(|p| p.prefix.to_string()).collect();
         assert_eq!(shown, ["203.0.113.0/24", "203.0.113.128/25"]);
+    }
+
+    #[test]
+    fn eip_14_a_range_pinned_to_another_node_is_delivered_elsewhere_inside_a_pool_all_announce() {
+        let w = world();
+        let net = |s: &str| s.parse::<Ipv4Net>().unwrap();
+        assert_eq!(
+            delivery(&w, "node-a"),
+            BTreeMap::from([
+                (net("203.0.113.0/24"), Delivery::Here),
+                (net("203.0.113.128/25"), Delivery::Elsewhere),
+            ])
+        );
+        assert_eq!(
+            delivery(&w, "node-b"),
+            BTreeMap::from([
+                (net("203.0.113.0/24"), Delivery::Here),
+                (net("203.0.113.128/25"), Delivery::Here),
+            ])
+        );
+        // The same prefix pinned elsewhere and announced here too: here.
+        let mut w = world();
+        w.objects.bgp_advertisements[1].spec.prefix = None;
+        assert_eq!(
+            delivery(&w, "node-a"),
+            BTreeMap::from([(net("203.0.113.0/24"), Delivery::Here)])
+        );
+        // Pinned only: elsewhere on the rest, and nothing is here.
+        w.objects.bgp_advertisements.remove(0);
+        assert_eq!(
+            delivery(&w, "node-a"),
+            BTreeMap::from([(net("203.0.113.0/24"), Delivery::Elsewhere)])
+        );
     }
 
     #[test]

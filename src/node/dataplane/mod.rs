@@ -11,6 +11,7 @@ mod adopt;
 mod counters;
 mod ct;
 mod eip;
+mod ext_pools;
 mod filter;
 mod gw;
 mod ids;
@@ -43,6 +44,7 @@ use aya::{
 pub use counters::run_stats;
 pub use ct::Conntrack;
 pub use eip::{ElasticIpWriter, Holder};
+pub use ext_pools::{Delivery, ExtPoolWriter, prefix_of};
 pub use filter::{PORT_FILTER_HANDLE, PORT_FILTER_PRIORITY, PortAttach};
 pub use gw::{RouterSync, RouterWriter};
 use juneau_common::{l2::MAX_PORTS, map_names, prog_names};

@@ -11,8 +11,8 @@ use std::{
 use juneau_common::{NbrEntry, NbrKey};
 
 use super::{
-    Conntrack, Dataplane, DataplaneError, ElasticIpWriter, Holder, PolicyWriter, RouterSync,
-    RouterWriter, ServiceSync, ServiceWriter,
+    Conntrack, Dataplane, DataplaneError, Delivery, ElasticIpWriter, ExtPoolWriter, Holder,
+    PolicyWriter, RouterSync, RouterWriter, ServiceSync, ServiceWriter,
 };
 use crate::features::{router::gateway::RouterState, services::node::ServiceState};
 
@@ -22,6 +22,7 @@ pub struct Whole {
     pub ports: Dataplane,
     pub router: RouterWriter,
     pub eips: ElasticIpWriter,
+    pub pools: ExtPoolWriter,
     pub services: ServiceWriter,
     pub policy: PolicyWriter,
     pub conntrack: Conntrack,
@@ -38,6 +39,7 @@ impl Whole {
         Ok(Self {
             router: ports.take_router()?,
             eips: ports.take_elastic_ips()?,
+            pools: ports.take_ext_pools()?,
             services: ports.take_services()?,
             policy: ports.take_policy()?,
             conntrack: ports.take_conntrack()?,
@@ -83,6 +85,14 @@ impl Whole {
 
     pub fn arp_answers(&self) -> Result<BTreeMap<Ipv4Addr, [u8; 6]>, DataplaneError> {
         self.eips.arp_answers()
+    }
+
+    /// How this Node delivers the announced prefixes (EIP-14).
+    pub fn set_ext_pools(
+        &mut self,
+        want: &BTreeMap<ipnet::Ipv4Net, Delivery>,
+    ) -> Result<usize, DataplaneError> {
+        self.pools.set(want)
     }
 }
 

@@ -11,13 +11,14 @@
 //! The agent's sync runs them in order over one read of the cluster
 //! ([`Features::sync`]); a feature that fails is logged and the others still run.
 //!
-//! The next features (BGP) each add a file and a line in [`Features::new`], not a
+//! A new feature adds a file and a line in [`Features::new`], not a
 //! branch in the sync. A feature that needs a process beside the daemon (the BGP
 //! speaker) starts it in [`NodeFeature::start`] through the crate's
 //! [`Supervisor`], which the agent owns; the others have none.
 
 use std::sync::{Arc, atomic::AtomicU32};
 
+pub use crate::features::bgp::pools::ExternalPools;
 pub use crate::features::elasticip::feature::ElasticIps;
 pub use crate::features::l2::feature::RemoteLists;
 pub use crate::features::policy::feature::Policy;
@@ -30,8 +31,8 @@ use crate::{cluster::World, supervisor::Supervisor};
 
 /// Every feature of the Node, in the order a sync runs them: policy before the router
 /// (a segment names its NetworkACL's set once it is written), the router before the
-/// ElasticIPs (both read the ports the router marks), then the Services, the remote
-/// lists last.
+/// ElasticIPs (both read the ports the router marks), the announced pools, then the
+/// Services, the remote lists last.
 pub struct Features {
     list: Vec<Box<dyn NodeFeature>>,
 }
@@ -46,6 +47,7 @@ impl Features {
                 Box::new(Policy::new(dp.take_policy()?)),
                 Box::new(Router::new(dp.take_router()?)),
                 Box::new(ElasticIps::new(garp_rounds, dp.take_elastic_ips()?)),
+                Box::new(ExternalPools::new(dp.take_ext_pools()?)),
                 Box::new(Services::new(dp.take_services()?)),
                 Box::new(RemoteLists::default()),
             ],

@@ -4,14 +4,17 @@
 //! - `eip_port` (from `port_ingress` on a port with `PORT_EIP`): what the NIC may send
 //!   (EIP-16: IPv4 from its own address, ARP for 169.254.0.1, answered in place, and
 //!   replies about its own address) and where it goes (EIP-13: another direct
-//!   ElasticIP is turned around here; anything else by the Node's routing table
-//!   (`fib`), the ElasticIP kept as source).
+//!   ElasticIP is turned around here, unless only another Node announces its range
+//!   (EIP-14, `pools`); anything else by the Node's routing table (`fib`), the
+//!   ElasticIP kept as source).
 //! - `eip_uplink` (from `underlay_ingress` for ARP and non-VXLAN IPv4): ARP for the
 //!   addresses this Node advertises is answered with the uplink's MAC (EIP-11), IPv4
 //!   to a direct ElasticIP is taken to its holder, here or on its Node (EIP-12, a
-//!   client's stale ARP cache); everything else passes to the stack.
+//!   client's stale ARP cache); an address of an announced pool that nothing here
+//!   takes is dropped (`EXT_POOL_NO_HOLDER`); everything else passes to the stack.
 pub mod carry;
 pub mod fib;
+pub mod pools;
 pub mod port;
 pub mod uplink;
 

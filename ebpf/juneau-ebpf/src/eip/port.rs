@@ -55,9 +55,10 @@ pub fn from_nic_ipv4(
     // SAFETY: copied at once.
     let direct: Option<EipEntry> = unsafe { maps::jn_eip_direct.get(ip.daddr) }.copied();
     match direct {
-        // Another direct ElasticIP: turned around here (EIP-13, EIP-14).
-        Some(entry) => carry::to_holder(ctx, &entry, ip.ttl),
+        // Another direct ElasticIP: turned around here (EIP-13, EIP-14), unless only
+        // another Node announces its range: then the upstream delivers it (EIP-14).
+        Some(entry) if !super::pools::elsewhere(ip.daddr) => carry::to_holder(ctx, &entry, ip.ttl),
         // Anywhere else by the Node's routing table (its own addresses to its stack).
-        None => super::fib::to_outside(ctx, ifindex, &ip),
+        _ => super::fib::to_outside(ctx, ifindex, &ip),
     }
 }

@@ -7,7 +7,8 @@
 //! IPv4 to this Node's MAC -> jn_eip_direct[daddr]:
 //!   attached to a Subnet NIC (pod_ip) -> nat::one::inbound (1:1) -> carried to the NIC
 //!   held directly                     -> eip::carry::to_holder
-//!   none: a NATGateway connection's reply -> nat::reply::to_client, else the stack
+//!   none: a NATGateway connection's reply -> nat::reply::to_client,
+//!         else in an announced pool (jn_ext_pools) -> EXT_POOL_NO_HOLDER, else the stack
 //! ```
 use aya_ebpf::{bindings::TC_ACT_OK, programs::TcContext};
 use juneau_common::{DropReason, EipEntry};
@@ -45,7 +46,15 @@ fn ipv4(ctx: &TcContext) -> Result<i32, DropReason> {
             eip::carry::to_attached(ctx, &entry, ip.ttl)
         }),
         Some(entry) => eip::carry::to_holder(ctx, &entry, ip.ttl),
-        // Not an ElasticIP's: a NATGateway connection's reply, or the stack's.
-        None => nat::reply::to_client(ctx, &ip),
+        // Not an ElasticIP's: a NATGateway connection's reply; else, in a pool some
+        // Node announces, nobody's here (the stack would send it back out: EIP-12);
+        // else the stack's.
+        None => nat::reply::to_client(ctx, &ip, || {
+            if eip::pools::announced(ip.daddr) {
+                Err(DropReason::ExtPoolNoHolder)
+            } else {
+                Ok(TC_ACT_OK)
+            }
+        }),
     }
 }

@@ -2,8 +2,9 @@
 //! the entry in `ZONE_HOST` for the packet (REPLY|NAT) gives the client back, and the
 //! packet goes on to the client's port as if routed to it (TTL - 1, its segment's
 //! gateway MAC as source), through the delivery stage (the receiver's side of policy).
-//! Anything else to the uplink is not NAT's and passes on (a Service's SVC-02 replies
-//! go to the Node's stack).
+//! Anything else to the uplink is not NAT's and passes on: to `otherwise`, the
+//! hook's say (a Service's SVC-02 replies go to the Node's stack; an unheld address
+//! of an announced pool is dropped).
 use aya_ebpf::{bindings::TC_ACT_OK, programs::TcContext};
 use juneau_common::{
     DropReason,
@@ -13,7 +14,11 @@ use juneau_common::{
 use crate::{conntrack, deliver, frag, ipv4::Ipv4, maps, neighbour, xlate};
 
 #[inline(always)]
-pub fn to_client(ctx: &TcContext, ip: &Ipv4) -> Result<i32, DropReason> {
+pub fn to_client(
+    ctx: &TcContext,
+    ip: &Ipv4,
+    otherwise: impl FnOnce() -> Result<i32, DropReason>,
+) -> Result<i32, DropReason> {
     if ip.proto == PROTO_ICMP
         && ip.ttl > 1
         && let Some(client) = super::error::translate(ctx, ip)?
@@ -21,7 +26,7 @@ pub fn to_client(ctx: &TcContext, ip: &Ipv4) -> Result<i32, DropReason> {
         return deliver(ctx, client.zone, client.addr);
     }
     let Some(ports) = frag::ports(ctx, ip, ZONE_HOST) else {
-        return unmatched(ip);
+        return unmatched(ip, otherwise);
     };
     let key = CtKey::new(
         ZONE_HOST,
@@ -32,7 +37,7 @@ pub fn to_client(ctx: &TcContext, ip: &Ipv4) -> Result<i32, DropReason> {
         ip.proto,
     );
     let Some(entry) = conntrack::lookup(&key) else {
-        return unmatched(ip);
+        return unmatched(ip, otherwise);
     };
     // SAFETY: a map value pointer, read at once.
     let (flags, client, client_port, zone) = unsafe {
@@ -60,15 +65,19 @@ pub fn to_client(ctx: &TcContext, ip: &Ipv4) -> Result<i32, DropReason> {
     deliver(ctx, zone, client)
 }
 
-/// Not a reply of this Node's connections: to the stack, unless it is to an address
-/// the Node answers for outside (its NATGateway address), which nothing else takes.
+/// Not a reply of this Node's connections: dropped when it is to an address the Node
+/// answers ARP for outside (its NATGateway address), which nothing else takes; else
+/// `otherwise`.
 #[inline(always)]
-fn unmatched(ip: &Ipv4) -> Result<i32, DropReason> {
+fn unmatched(
+    ip: &Ipv4,
+    otherwise: impl FnOnce() -> Result<i32, DropReason>,
+) -> Result<i32, DropReason> {
     // SAFETY: a plain lookup, nothing kept.
     if unsafe { maps::jn_ext_arp.get(ip.daddr) }.is_some() {
         return Err(DropReason::NatNoMapping);
     }
-    Ok(TC_ACT_OK)
+    otherwise()
 }
 
 /// The translated packet on to the client's port, as if routed to it.
