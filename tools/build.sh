@@ -25,14 +25,15 @@ die() { echo "build.sh: $*" >&2; exit 1; }
 
 # component -> version, binaries, packages, ldflags
 component_vars() {
-	cgo=0
+	cgo=0 tags="" flavor=""
 	case $1 in
 	k8s)
 		version=$K8S_VERSION mainmod=k8s.io/kubernetes
 		# kube-proxy: the nftables baseline of the connection-rate benchmarks (issue 42).
-		bins=(kube-apiserver kubectl kube-proxy)
+		# kubelet: the testbed's real Nodes (issue 28).
+		bins=(kube-apiserver kubectl kube-proxy kubelet)
 		pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
-			k8s.io/kubernetes/cmd/kube-proxy)
+			k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kubelet)
 		local p=k8s.io/component-base/version minor
 		minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
 		# Names from kubernetes hack/lib/version.sh; without them the binaries
@@ -71,12 +72,12 @@ component_vars() {
 	runc)
 		# Debian's runc 1.1.5 cannot start containers on this kernel ("can't get final
 		# child's PID from pipe") and its crun 1.8.1 refuses containerd 2.4's spec
-		# version. runc's nsexec is C: the one cgo build here (no seccomp tag: the
-		# testbed's Pods ask for no profile).
+		# version. runc's nsexec is C: the one cgo build here, with the seccomp tag
+		# (libseccomp-dev): a kubelet's Pods may ask RuntimeDefault (CoreDNS's do).
 		version=$RUNC_VERSION mainmod=github.com/opencontainers/runc
 		bins=(runc)
 		pkgs=(github.com/opencontainers/runc)
-		cgo=1
+		cgo=1 tags=seccomp flavor=seccomp
 		ldflags="-s -w -X main.version=${RUNC_VERSION#v}"
 		;;
 	coredns)
@@ -133,6 +134,8 @@ build_component() {
 	component_vars "$comp"
 	local out="$root/$comp-$version/bin" missing=0 b
 	for b in "${bins[@]}"; do [ -x "$out/$b" ] || missing=1; done
+	# A build of another flavor (build tags) under the same version is not this one.
+	[ "$(cat "$out/.flavor" 2>/dev/null)" = "$flavor" ] || missing=1
 	if [ $missing = 0 ]; then
 		echo "$comp $version: cached in $out"
 		return
@@ -145,6 +148,7 @@ build_component() {
 	flock 9
 	missing=0
 	for b in "${bins[@]}"; do [ -x "$out/$b" ] || missing=1; done
+	[ "$(cat "$out/.flavor" 2>/dev/null)" = "$flavor" ] || missing=1
 	if [ $missing = 0 ]; then
 		echo "$comp $version: built meanwhile by another run, in $out"
 		exec 9>&-
@@ -157,9 +161,10 @@ build_component() {
 	# become "server"), so a single package gets its binary name explicitly.
 	local o="$tmp/"
 	[ ${#pkgs[@]} = 1 ] && o="$tmp/${bins[0]}"
-	(cd "$dir" && CGO_ENABLED=$cgo "${NICE[@]}" go build -trimpath -ldflags "$ldflags" -o "$o" "${pkgs[@]}") ||
+	(cd "$dir" && CGO_ENABLED=$cgo "${NICE[@]}" go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$o" "${pkgs[@]}") ||
 		{ rm -rf "$tmp"; die "$comp: go build failed"; }
 	for b in "${bins[@]}"; do [ -x "$tmp/$b" ] || { rm -rf "$tmp"; die "$comp: $b was not built"; }; done
+	printf '%s' "$flavor" >"$tmp/.flavor"
 	rm -rf "$out" && mv "$tmp" "$out"
 	exec 9>&-
 	echo "$comp $version: built in $((SECONDS - start)) s -> $out"

@@ -272,8 +272,14 @@ state = '{state}'
         c
     }
 
-    /// `/juneau-test-<folder name>`: where this instance's sandboxes get their cgroups.
-    fn cgroup_parent(&self) -> String {
+    /// Its CRI socket (a kubelet's `--container-runtime-endpoint`).
+    pub fn socket(&self) -> PathBuf {
+        self.dir.join("containerd.sock")
+    }
+
+    /// `/juneau-test-<folder name>`: where this instance's sandboxes get their cgroups
+    /// (a kubelet on it takes it as its `cgroupRoot`).
+    pub fn cgroup_parent(&self) -> String {
         format!(
             "/juneau-test-{}-{}",
             std::process::id(),

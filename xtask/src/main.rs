@@ -40,6 +40,8 @@ const PACKAGES: &[&str] = &[
     "libc6-dev",
     "file",
     "util-linux",
+    // runc's seccomp (a kubelet's Pods may ask RuntimeDefault, CoreDNS's do): cgo.
+    "libseccomp-dev",
     // The netfilter baseline of the policy benchmark (nft in the bed's namespace).
     "nftables",
     // The Nodes' BGP speaker and the test bed's upstream router (issue 27).
@@ -139,8 +141,9 @@ fn bootstrap() -> Result<()> {
     Ok(())
 }
 
-/// etcd, kube-apiserver, kubectl, containerd, crictl, runc and CoreDNS (about 1.5 min of
-/// it) built from their Go
+/// etcd, kube-apiserver, kubectl, kube-proxy, kubelet, containerd, crictl, runc and
+/// CoreDNS (about 1.5 min of it; the kubelet about 1 min with the others' build cache,
+/// 2.5 min without) built from their Go
 /// modules (`tools/build.sh`, cached per version under /var/cache/juneau-tools: about
 /// 9 minutes on 2 idle cores the first time, with the Debian packages and bpf-linker of
 /// `bootstrap`; nothing after). The tests start a real
