@@ -228,40 +228,13 @@ state = '{state}'
             ),
         )
         .unwrap();
-        let containerd = tool("containerd", "containerd");
-        let path = format!(
-            "{}:{}",
-            containerd.parent().unwrap().display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        // nsenter --net only: containerd stays in the machine's mount namespace, so the
-        // Pod namespaces it mounts under /run/netns are visible to the daemon.
-        let log = std::fs::File::create(dir.join("containerd.log")).unwrap();
-        let child = Owned::spawn(
-            Command::new("nsenter")
-                .arg(format!("--net={}", netns.display()))
-                .arg(&containerd)
-                .arg("-c")
-                .arg(dir.join("config.toml"))
-                .env("PATH", path)
-                .stdout(log.try_clone().unwrap())
-                .stderr(log),
-        );
-        let c = Containerd {
+        let mut c = Containerd {
             dir: dir.to_owned(),
             netns: netns.to_owned(),
-            child: Some(child),
+            child: None,
             pod_netns: std::sync::Mutex::new(Vec::new()),
         };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !c.crictl(&["version"]).status.success() {
-            assert!(
-                Instant::now() < deadline,
-                "containerd did not serve CRI: {}",
-                c.log_tail()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        c.spawn();
         for image in images {
             run(Command::new(tool("containerd", "ctr"))
                 .args(["-n", "k8s.io", "-a"])
@@ -270,6 +243,49 @@ state = '{state}'
                 .arg(image));
         }
         c
+    }
+
+    /// Starts containerd on its configuration and waits until it serves CRI.
+    fn spawn(&mut self) {
+        let containerd = tool("containerd", "containerd");
+        let path = format!(
+            "{}:{}",
+            containerd.parent().unwrap().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        // nsenter --net only: containerd stays in the machine's mount namespace, so the
+        // Pod namespaces it mounts under /run/netns are visible to the daemon.
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("containerd.log"))
+            .unwrap();
+        self.child = Some(Owned::spawn(
+            Command::new("nsenter")
+                .arg(format!("--net={}", self.netns.display()))
+                .arg(&containerd)
+                .arg("-c")
+                .arg(self.dir.join("config.toml"))
+                .env("PATH", path)
+                .stdout(log.try_clone().unwrap())
+                .stderr(log),
+        ));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.crictl(&["version"]).status.success() {
+            assert!(
+                Instant::now() < deadline,
+                "containerd did not serve CRI: {}",
+                self.log_tail()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Kills containerd (SIGKILL, as a crash; its shims and their containers go on)
+    /// and starts it again on the same state.
+    pub fn restart(&mut self) {
+        drop(self.child.take());
+        self.spawn();
     }
 
     /// Its CRI socket (a kubelet's `--container-runtime-endpoint`).
