@@ -10,20 +10,18 @@ mod containerd;
 mod control_plane;
 #[path = "common/kubelet.rs"]
 mod kubelet;
+#[path = "common/kubelet_bed.rs"]
+mod kubelet_bed;
 #[path = "common/node_bed.rs"]
 mod node_bed;
 #[path = "common/relay.rs"]
 mod relay;
 
-use std::{process::Command, time::Duration};
+use std::time::Duration;
 
-use containerd::Containerd;
-use control_plane::{ControlPlane, Owned};
-use juneau::standalone::topology::Topology;
-use kubelet::Kubelet;
-use node_bed::{NodeDaemon, TestDir, as_account, start_node, wait_for};
-
-const NODES: [&str; 2] = ["node-a", "node-b"];
+use control_plane::ControlPlane;
+use kubelet_bed::{Bed, NODES, container_of, json, names, node_of, ready_ips};
+use node_bed::wait_for;
 
 fn pod(name: &str, node: &str) -> String {
     format!(
@@ -33,27 +31,6 @@ fn pod(name: &str, node: &str) -> String {
          containers: [{{name: c, image: {img}, imagePullPolicy: Never}}]\n",
         img = containerd::BUSYBOX
     )
-}
-
-fn json(cp: &ControlPlane, args: &[&str]) -> serde_json::Value {
-    let mut all = args.to_vec();
-    all.extend(["-o", "json"]);
-    serde_json::from_str(&cp.kubectl_ok(&all)).unwrap()
-}
-
-/// The Pod's `status.podIPs` once it is Ready.
-fn ready_ips(cp: &ControlPlane, name: &str) -> Option<Vec<String>> {
-    let p = json(cp, &["get", "pod", name, "-n", "default"]);
-    let ready = p["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .any(|c| c["type"] == "Ready" && c["status"] == "True");
-    let ips: Vec<String> = p["status"]["podIPs"]
-        .as_array()?
-        .iter()
-        .filter_map(|i| i["ip"].as_str().map(str::to_owned))
-        .collect();
-    (ready && !ips.is_empty()).then_some(ips)
 }
 
 /// `<pod>.eth0`'s address as the controller allocated it (without its prefix).
@@ -71,176 +48,6 @@ fn endpoint_exists(cp: &ControlPlane, name: &str) -> bool {
     json(cp, &["get", "networkendpoints", "-n", "default"])["items"]
         .as_array()
         .is_some_and(|a| a.iter().any(|i| i["metadata"]["name"] == name))
-}
-
-/// One running container of Pod `pod` on `rt`.
-fn container_of(rt: &Containerd, pod: &str) -> String {
-    let sandbox = rt.crictl_ok(&["pods", "--name", pod, "--state", "ready", "-q"]);
-    let sandbox = sandbox.lines().next().unwrap_or("").to_owned();
-    assert!(!sandbox.is_empty(), "no sandbox of {pod}");
-    rt.crictl_ok(&["ps", "--pod", &sandbox, "-q"])
-        .lines()
-        .next()
-        .unwrap_or("")
-        .to_owned()
-}
-
-/// The testbed: the API server with Juneau's CRDs and `objects`, the controller, and
-/// on every Node its daemon, containerd (Juneau's conflist) and kubelet. Dropped in
-/// the order a cluster stops: kubelets first (they would make sandboxes again), then
-/// the runtimes (their sandboxes' DEL needs the daemons), the daemons, the Nodes, the
-/// controller, the API server; the folder last.
-struct Bed {
-    kubelets: Vec<Kubelet>,
-    runtimes: Vec<Containerd>,
-    daemons: Vec<NodeDaemon>,
-    topo: Topology,
-    _controller: Owned,
-    cp: ControlPlane,
-    _dir: TestDir,
-}
-
-impl Bed {
-    fn start(objects: &str) -> Bed {
-        let cp = ControlPlane::start();
-        cp.install_crds_and(&["namespace.yaml", "rbac.yaml"]);
-        let dir = TestDir::new(std::env::temp_dir().join(format!(
-            "juneau-kl-{}-{}",
-            std::process::id(),
-            free()
-        )));
-        let applied = cp.apply(objects);
-        assert!(
-            applied.status.success(),
-            "{}",
-            String::from_utf8_lossy(&applied.stderr)
-        );
-        let ctl_kubeconfig =
-            cp.kubeconfig_for_token("juneau-controller", &as_account(&cp, "juneau-controller"));
-        let controller = Owned::spawn(
-            Command::new(env!("CARGO_BIN_EXE_juneau"))
-                .args(["controller", "--lease-namespace", "juneau-system"])
-                .arg("--kubeconfig")
-                .arg(&ctl_kubeconfig)
-                .stderr(std::fs::File::create(dir.0.join("controller.log")).unwrap()),
-        );
-        let names: Vec<String> = NODES.iter().map(|n| n.to_string()).collect();
-        let topo = Topology::new(&format!("jn-kl{}", free()), &names).unwrap();
-        let daemons: Vec<NodeDaemon> = NODES
-            .iter()
-            .map(|n| start_node(&cp, &topo, n, &dir.0, "juneau-kl"))
-            .collect();
-        let (pause, busybox) = containerd::test_images(&dir.0.join("images"));
-        let runtimes: Vec<Containerd> = NODES
-            .iter()
-            .zip(&daemons)
-            .map(|(node, daemon)| {
-                Containerd::start(
-                    &dir.0.join(format!("containerd-{node}")),
-                    node_of(&topo, node).ns.path(),
-                    &juneau::standalone::sibling_binary("juneau-cni"),
-                    &serde_json::json!({
-                        "cniVersion": "1.1.0", "name": "juneau",
-                        "plugins": [{"type": "juneau-cni", "socket": daemon.socket}],
-                    })
-                    .to_string(),
-                    &[&pause, &busybox],
-                )
-            })
-            .collect();
-        let kubelets: Vec<Kubelet> = NODES
-            .iter()
-            .zip(&runtimes)
-            .map(|(node, rt)| {
-                let t = node_of(&topo, node);
-                Kubelet::start(
-                    &cp,
-                    node,
-                    t.ip,
-                    t.ns.path(),
-                    rt,
-                    &dir.0.join(format!("kubelet-{node}")),
-                )
-            })
-            .collect();
-        Bed {
-            kubelets,
-            runtimes,
-            daemons,
-            topo,
-            _controller: controller,
-            cp,
-            _dir: dir,
-        }
-    }
-
-    fn apply(&self, yaml: &str) {
-        let applied = self.cp.apply(yaml);
-        assert!(
-            applied.status.success(),
-            "{}",
-            String::from_utf8_lossy(&applied.stderr)
-        );
-    }
-
-    /// The Pods, node-a's kubelet and daemon: what a failed wait shows.
-    fn describe(&self) -> String {
-        format!(
-            "{}\nkubelet node-a:\n{}\ndaemon node-a:\n{}",
-            self.cp
-                .kubectl_ok(&["get", "pods", "-n", "default", "-o", "wide"]),
-            self.kubelets[0].log_tail(30),
-            std::fs::read_to_string(&self.daemons[0].log).unwrap_or_default()
-        )
-    }
-
-    /// Pod `name`'s `status.podIPs` once it is Ready.
-    fn wait_ready(&self, name: &str) -> Vec<String> {
-        wait_for(
-            Duration::from_secs(90),
-            || self.describe(),
-            || ready_ips(&self.cp, name),
-        )
-    }
-
-    /// The juneau veths in Node `node`'s namespace (host ends with the owner alias).
-    fn veths(&self, node: &str) -> usize {
-        let out = Command::new("ip")
-            .args([
-                "-n",
-                node_of(&self.topo, node).ns.name(),
-                "-o",
-                "link",
-                "show",
-            ])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter(|l| l.contains(juneau::node::veth::OWNER_ALIAS))
-            .count()
-    }
-
-    /// The daemon log lines of CNI `command`s served for `pod`.
-    fn served(&self, n: usize, command: &str, pod: &str) -> usize {
-        std::fs::read_to_string(&self.daemons[n].log)
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| {
-                l.contains("CNI request served")
-                    && l.contains(&format!("command={command}"))
-                    && l.contains(pod)
-            })
-            .count()
-    }
-}
-
-fn free() -> u16 {
-    control_plane::free_port()
-}
-
-fn node_of<'a>(topo: &'a Topology, node: &str) -> &'a juneau::standalone::topology::NodeNs {
-    topo.nodes.iter().find(|n| n.name == node).unwrap()
 }
 
 const LAB_NET: &str = "apiVersion: juneau.loutres.me/v1alpha1\nkind: Vpc\nmetadata: {name: tenant-a}\nspec: {}\n---\n\
@@ -369,19 +176,6 @@ fn readiness(cp: &ControlPlane, pod: &str) -> (String, u64) {
         .as_u64()
         .unwrap_or(u64::MAX);
     (since, restarts)
-}
-
-fn names(cp: &ControlPlane, kind: &str) -> Vec<String> {
-    let mut v: Vec<String> = json(cp, &["get", kind, "-n", "default"])["items"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|i| i["metadata"]["name"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort();
-    v
 }
 
 #[test]

@@ -2,7 +2,7 @@
 # Builds the Kubernetes testbed's binaries from Go modules into a per-machine cache.
 #
 #   tools/build.sh k8s etcd            # some components
-#   tools/build.sh all                 # k8s etcd containerd crictl runc coredns
+#   tools/build.sh all                 # k8s etcd containerd crictl runc coredns multus
 #   tools/build.sh --update-modules k8s  # rewrite tools/k8s/go.mod from versions.env, tidy
 #
 # Output: ${JUNEAU_TOOLS_CACHE:-/var/cache/juneau-tools}/<component>-<version>/bin/
@@ -88,7 +88,15 @@ component_vars() {
 		pkgs=(github.com/coredns/coredns)
 		ldflags="-s -w -X github.com/coredns/coredns/coremain.GitCommit=module-$COREDNS_VERSION"
 		;;
-	*) die "unknown component '$1' (k8s etcd containerd crictl runc coredns all)" ;;
+	multus)
+		# Multus thin plugin (issue 28): the meta-plugin the kubelet's containerd calls,
+		# delegating to Juneau and to the NetworkAttachmentDefinitions' plugins.
+		version=$MULTUS_VERSION mainmod=gopkg.in/k8snetworkplumbingwg/multus-cni.v4
+		bins=(multus)
+		pkgs=(gopkg.in/k8snetworkplumbingwg/multus-cni.v4/cmd/multus)
+		ldflags="-s -w -X gopkg.in/k8snetworkplumbingwg/multus-cni.v4/pkg/multus.version=$MULTUS_VERSION"
+		;;
+	*) die "unknown component '$1' (k8s etcd containerd crictl runc coredns multus all)" ;;
 	esac
 }
 
@@ -120,6 +128,7 @@ update_module() {
 	crictl) GOFLAGS=-buildvcs=false go mod edit -require="sigs.k8s.io/cri-tools@$CRICTL_VERSION" ;;
 	runc) GOFLAGS=-buildvcs=false go mod edit -require="github.com/opencontainers/runc@$RUNC_VERSION" ;;
 	coredns) GOFLAGS=-buildvcs=false go mod edit -require="github.com/coredns/coredns@$COREDNS_VERSION" ;;
+	multus) GOFLAGS=-buildvcs=false go mod edit -require="gopkg.in/k8snetworkplumbingwg/multus-cni.v4@$MULTUS_VERSION" ;;
 	esac
 	GOFLAGS=-buildvcs=false "${NICE[@]}" go mod tidy
 	# a dependency could raise the pinned module through MVS; refuse that drift
@@ -175,7 +184,7 @@ comps=()
 for a in "$@"; do
 	case $a in
 	--update-modules) update=1 ;;
-	all) comps+=(k8s etcd containerd crictl runc coredns) ;;
+	all) comps+=(k8s etcd containerd crictl runc coredns multus) ;;
 	-h | --help) sed -n '2,12p' "$0"; exit 0 ;;
 	*) comps+=("$a") ;;
 	esac

@@ -173,11 +173,34 @@ impl Containerd {
         conflist: &str,
         images: &[&Path],
     ) -> Containerd {
+        Self::start_with(
+            dir,
+            netns,
+            &[("juneau-cni", cni_bin)],
+            &[("10-juneau.conflist", conflist)],
+            images,
+        )
+    }
+
+    /// [`Containerd::start`] with the CNI plugins `plugins` (name in its plugin
+    /// folder, binary) and the network files `confs` (name, text: the first by name is
+    /// the one the CRI uses, as on a kubelet's Node).
+    pub fn start_with(
+        dir: &Path,
+        netns: &Path,
+        plugins: &[(&str, &Path)],
+        confs: &[(&str, &str)],
+        images: &[&Path],
+    ) -> Containerd {
         let (bin_dir, conf_dir) = (dir.join("cni-bin"), dir.join("cni-conf"));
         std::fs::create_dir_all(&bin_dir).unwrap();
         std::fs::create_dir_all(&conf_dir).unwrap();
-        std::os::unix::fs::symlink(cni_bin, bin_dir.join("juneau-cni")).unwrap();
-        std::fs::write(conf_dir.join("10-juneau.conflist"), conflist).unwrap();
+        for (name, bin) in plugins {
+            std::os::unix::fs::symlink(bin, bin_dir.join(name)).unwrap();
+        }
+        for (name, text) in confs {
+            std::fs::write(conf_dir.join(name), text).unwrap();
+        }
         let sock = dir.join("containerd.sock");
         let runc = tool("runc", "runc");
         // Keys as containerd 2.x reads them (v4 layout; the 1.x `io.containerd.grpc.v1.cri`
@@ -286,6 +309,11 @@ state = '{state}'
     pub fn restart(&mut self) {
         drop(self.child.take());
         self.spawn();
+    }
+
+    /// Its CNI plugin folder (a meta-plugin's `binDir`).
+    pub fn cni_bin_dir(&self) -> PathBuf {
+        self.dir.join("cni-bin")
     }
 
     /// Its CRI socket (a kubelet's `--container-runtime-endpoint`).

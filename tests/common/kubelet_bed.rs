@@ -1,0 +1,328 @@
+//! The kubelet testbed (issue 28): the API server with Juneau's CRDs, the controller,
+//! and on every Node its daemon, containerd and a real kubelet (`kubelet.rs`); with
+//! Juneau as the Nodes' network, or Multus' thin plugin delegating to it (the cluster
+//! network) and to NetworkAttachmentDefinitions' plugins (Debian's
+//! containernetworking-plugins).
+#![allow(dead_code)]
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    time::Duration,
+};
+
+use juneau::standalone::topology::Topology;
+
+use crate::{
+    containerd::{self, Containerd},
+    control_plane::{self, ControlPlane, Owned, tool},
+    kubelet::Kubelet,
+    node_bed::{NodeDaemon, TestDir, as_account, start_node, wait_for},
+    relay,
+};
+
+pub const NODES: [&str; 2] = ["node-a", "node-b"];
+
+/// The Nodes' network configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cni {
+    /// Juneau's conflist alone.
+    Juneau,
+    /// Multus' thin plugin first, Juneau its cluster network.
+    MultusOverJuneau,
+}
+
+/// Debian's plugins a NetworkAttachmentDefinition may name.
+const DEBIAN_PLUGINS: [&str; 4] = ["bridge", "macvlan", "host-local", "static"];
+
+/// Multus on a Node: its plugin folder's entries and its configuration (thin mode:
+/// it reads the Pod and its NetworkAttachmentDefinitions through the API server, by a
+/// relay into the Node's namespace, and calls the delegates itself).
+fn multus(
+    cp: &ControlPlane,
+    rt_dir: &Path,
+    netns: &Path,
+    juneau_cni: &Path,
+    juneau: serde_json::Value,
+) -> (Vec<(&'static str, PathBuf)>, String) {
+    let mut plugins = vec![
+        ("juneau-cni", juneau_cni.to_owned()),
+        ("multus", tool("multus", "multus")),
+    ];
+    for p in DEBIAN_PLUGINS {
+        plugins.push((p, Path::new("/usr/lib/cni").join(p)));
+    }
+    let upstream = cp.server().trim_start_matches("https://").parse().unwrap();
+    let port = relay::relay_into(netns, upstream);
+    let name = rt_dir.file_name().unwrap().to_string_lossy().into_owned();
+    let kubeconfig = cp.kubeconfig_via(
+        &format!("multus-{name}"),
+        &format!("https://127.0.0.1:{port}"),
+    );
+    std::fs::create_dir_all(rt_dir.join("multus")).unwrap();
+    let conf = serde_json::json!({
+        "cniVersion": "1.0.0",
+        "name": "multus-cni-network",
+        "type": "multus",
+        "kubeconfig": kubeconfig,
+        "binDir": rt_dir.join("cni-bin"),
+        "cniDir": rt_dir.join("multus/cache"),
+        "logFile": rt_dir.join("multus/multus.log"),
+        "logLevel": "verbose",
+        "delegates": [juneau],
+    });
+    (plugins, conf.to_string())
+}
+
+/// The NetworkAttachmentDefinition kind (k8s.cni.cncf.io/v1), as Multus' deployment
+/// defines it: a namespaced object whose `spec.config` is a CNI configuration.
+pub const NAD_CRD: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: network-attachment-definitions.k8s.cni.cncf.io
+spec:
+  group: k8s.cni.cncf.io
+  scope: Namespaced
+  names:
+    plural: network-attachment-definitions
+    singular: network-attachment-definition
+    kind: NetworkAttachmentDefinition
+    shortNames: [net-attach-def]
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              config: {type: string}
+";
+
+/// The testbed: the API server with Juneau's CRDs and `objects`, the controller, and
+/// on every Node its daemon, containerd (Juneau's conflist) and kubelet. Dropped in
+/// the order a cluster stops: kubelets first (they would make sandboxes again), then
+/// the runtimes (their sandboxes' DEL needs the daemons), the daemons, the Nodes, the
+/// controller, the API server; the folder last.
+pub struct Bed {
+    pub kubelets: Vec<Kubelet>,
+    pub runtimes: Vec<Containerd>,
+    pub daemons: Vec<NodeDaemon>,
+    pub topo: Topology,
+    _controller: Owned,
+    pub cp: ControlPlane,
+    _dir: TestDir,
+}
+
+impl Bed {
+    pub fn start(objects: &str) -> Bed {
+        Self::start_with(objects, Cni::Juneau)
+    }
+
+    /// [`Bed::start`] with `cni` as the Nodes' network configuration.
+    pub fn start_with(objects: &str, cni: Cni) -> Bed {
+        let cp = ControlPlane::start();
+        cp.install_crds_and(&["namespace.yaml", "rbac.yaml"]);
+        let dir = TestDir::new(std::env::temp_dir().join(format!(
+            "juneau-kl-{}-{}",
+            std::process::id(),
+            free()
+        )));
+        let applied = cp.apply(objects);
+        assert!(
+            applied.status.success(),
+            "{}",
+            String::from_utf8_lossy(&applied.stderr)
+        );
+        let ctl_kubeconfig =
+            cp.kubeconfig_for_token("juneau-controller", &as_account(&cp, "juneau-controller"));
+        let controller = Owned::spawn(
+            Command::new(env!("CARGO_BIN_EXE_juneau"))
+                .args(["controller", "--lease-namespace", "juneau-system"])
+                .arg("--kubeconfig")
+                .arg(&ctl_kubeconfig)
+                .stderr(std::fs::File::create(dir.0.join("controller.log")).unwrap()),
+        );
+        let names: Vec<String> = NODES.iter().map(|n| n.to_string()).collect();
+        let topo = Topology::new(&format!("jn-kl{}", free()), &names).unwrap();
+        let daemons: Vec<NodeDaemon> = NODES
+            .iter()
+            .map(|n| start_node(&cp, &topo, n, &dir.0, "juneau-kl"))
+            .collect();
+        let (pause, busybox) = containerd::test_images(&dir.0.join("images"));
+        let runtimes: Vec<Containerd> = NODES
+            .iter()
+            .zip(&daemons)
+            .map(|(node, daemon)| {
+                let rt_dir = dir.0.join(format!("containerd-{node}"));
+                let ns = node_of(&topo, node).ns.path();
+                let juneau = serde_json::json!({
+                    "cniVersion": "1.1.0", "name": "juneau",
+                    "plugins": [{"type": "juneau-cni", "socket": daemon.socket}],
+                });
+                let juneau_cni = juneau::standalone::sibling_binary("juneau-cni");
+                match cni {
+                    Cni::Juneau => Containerd::start(
+                        &rt_dir,
+                        ns,
+                        &juneau_cni,
+                        &juneau.to_string(),
+                        &[&pause, &busybox],
+                    ),
+                    Cni::MultusOverJuneau => {
+                        let (plugins, conf) = multus(&cp, &rt_dir, ns, &juneau_cni, juneau);
+                        let plugins: Vec<(&str, &Path)> =
+                            plugins.iter().map(|(n, p)| (*n, p.as_path())).collect();
+                        Containerd::start_with(
+                            &rt_dir,
+                            ns,
+                            &plugins,
+                            &[("00-multus.conf", &conf)],
+                            &[&pause, &busybox],
+                        )
+                    }
+                }
+            })
+            .collect();
+        let kubelets: Vec<Kubelet> = NODES
+            .iter()
+            .zip(&runtimes)
+            .map(|(node, rt)| {
+                let t = node_of(&topo, node);
+                Kubelet::start(
+                    &cp,
+                    node,
+                    t.ip,
+                    t.ns.path(),
+                    rt,
+                    &dir.0.join(format!("kubelet-{node}")),
+                )
+            })
+            .collect();
+        Bed {
+            kubelets,
+            runtimes,
+            daemons,
+            topo,
+            _controller: controller,
+            cp,
+            _dir: dir,
+        }
+    }
+
+    pub fn apply(&self, yaml: &str) {
+        let applied = self.cp.apply(yaml);
+        assert!(
+            applied.status.success(),
+            "{}",
+            String::from_utf8_lossy(&applied.stderr)
+        );
+    }
+
+    /// The Pods, node-a's kubelet and daemon: what a failed wait shows.
+    pub fn describe(&self) -> String {
+        format!(
+            "{}\nkubelet node-a:\n{}\ndaemon node-a:\n{}",
+            self.cp
+                .kubectl_ok(&["get", "pods", "-n", "default", "-o", "wide"]),
+            self.kubelets[0].log_tail(30),
+            std::fs::read_to_string(&self.daemons[0].log).unwrap_or_default()
+        )
+    }
+
+    /// Pod `name`'s `status.podIPs` once it is Ready.
+    pub fn wait_ready(&self, name: &str) -> Vec<String> {
+        wait_for(
+            Duration::from_secs(90),
+            || self.describe(),
+            || ready_ips(&self.cp, name),
+        )
+    }
+
+    /// The juneau veths in Node `node`'s namespace (host ends with the owner alias).
+    pub fn veths(&self, node: &str) -> usize {
+        let out = Command::new("ip")
+            .args([
+                "-n",
+                node_of(&self.topo, node).ns.name(),
+                "-o",
+                "link",
+                "show",
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.contains(juneau::node::veth::OWNER_ALIAS))
+            .count()
+    }
+
+    /// The daemon log lines of CNI `command`s served for `pod`.
+    pub fn served(&self, n: usize, command: &str, pod: &str) -> usize {
+        std::fs::read_to_string(&self.daemons[n].log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| {
+                l.contains("CNI request served")
+                    && l.contains(&format!("command={command}"))
+                    && l.contains(pod)
+            })
+            .count()
+    }
+}
+
+pub fn free() -> u16 {
+    control_plane::free_port()
+}
+
+pub fn node_of<'a>(topo: &'a Topology, node: &str) -> &'a juneau::standalone::topology::NodeNs {
+    topo.nodes.iter().find(|n| n.name == node).unwrap()
+}
+
+pub fn json(cp: &ControlPlane, args: &[&str]) -> serde_json::Value {
+    let mut all = args.to_vec();
+    all.extend(["-o", "json"]);
+    serde_json::from_str(&cp.kubectl_ok(&all)).unwrap()
+}
+
+/// The Pod's `status.podIPs` once it is Ready.
+pub fn ready_ips(cp: &ControlPlane, name: &str) -> Option<Vec<String>> {
+    let p = json(cp, &["get", "pod", name, "-n", "default"]);
+    let ready = p["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .any(|c| c["type"] == "Ready" && c["status"] == "True");
+    let ips: Vec<String> = p["status"]["podIPs"]
+        .as_array()?
+        .iter()
+        .filter_map(|i| i["ip"].as_str().map(str::to_owned))
+        .collect();
+    (ready && !ips.is_empty()).then_some(ips)
+}
+
+pub fn names(cp: &ControlPlane, kind: &str) -> Vec<String> {
+    let mut v: Vec<String> = json(cp, &["get", kind, "-n", "default"])["items"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|i| i["metadata"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// One running container of Pod `pod` on `rt`.
+pub fn container_of(rt: &Containerd, pod: &str) -> String {
+    let sandbox = rt.crictl_ok(&["pods", "--name", pod, "--state", "ready", "-q"]);
+    let sandbox = sandbox.lines().next().unwrap_or("").to_owned();
+    assert!(!sandbox.is_empty(), "no sandbox of {pod}");
+    rt.crictl_ok(&["ps", "--pod", &sandbox, "-q"])
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_owned()
+}
