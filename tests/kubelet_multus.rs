@@ -194,3 +194,169 @@ fn mx_01_mx_02_multus_gives_macvlan_and_bridge_nics_that_talk_with_a_vm_and_june
         );
     }
 }
+
+/// `<pod>.<iface>`'s address as the controller allocated it (without its prefix).
+fn nic_address(bed: &Bed, nic: &str) -> String {
+    json(&bed.cp, &["get", "networkinterfaces", "-n", "default"])["items"]
+        .as_array()
+        .and_then(|a| a.iter().find(|i| i["metadata"]["name"] == nic))
+        .and_then(|i| i["status"]["address"].as_str())
+        .and_then(|a| a.split('/').next())
+        .unwrap_or_else(|| panic!("no address of {nic}"))
+        .to_owned()
+}
+
+/// MX-04 and seed 004 with Juneau's own L2Network: a NetworkAttachmentDefinition whose
+/// config is Juneau's plugin naming lab-net gives pj's net1 (its eth0 is the cluster
+/// network's, on the default Subnet). The peer "VM" is a Pod on lab-net on the other
+/// Node, as a KubeVirt VM's launcher Pod is. Both calls reach node-a's daemon, each
+/// for its own interface; the result for net1 has no default route; an attachment
+/// naming another network is refused by a message that says what to change.
+#[test]
+fn mx_04_mx_01_juneau_as_a_multus_delegate_gives_net1_alone_on_an_l2network() {
+    let bed = Bed::start_with(
+        &format!("{NAD_CRD}---\n{}", kubelet_bed::LAB_NET),
+        Cni::MultusOverJuneau,
+    );
+    let socket = &bed.daemons[0].socket;
+    let juneau = |network: &str| {
+        serde_json::json!({"cniVersion": "1.1.0", "type": "juneau-cni",
+                           "socket": socket, "l2Network": network})
+    };
+    let pod = |name: &str, nad: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\n  annotations:\n    \
+             juneau.loutres.me/networks: '[{{\"interface\": \"net1\", \"l2Network\": \"lab-net\"}}]'\n    \
+             k8s.v1.cni.cncf.io/networks: {nad}\n\
+             spec:\n  nodeName: node-a\n  terminationGracePeriodSeconds: 1\n  \
+             containers: [{{name: c, image: {img}, imagePullPolicy: Never}}]\n",
+            img = containerd::BUSYBOX
+        )
+    };
+    let vm = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: vmj\n  namespace: default\n  annotations:\n    \
+         juneau.loutres.me/networks: '[{{\"interface\": \"eth0\", \"l2Network\": \"lab-net\"}}]'\n\
+         spec:\n  nodeName: node-b\n  terminationGracePeriodSeconds: 1\n  \
+         containers: [{{name: c, image: {img}, imagePullPolicy: Never}}]\n",
+        img = containerd::BUSYBOX
+    );
+    bed.apply(&format!(
+        "{}---\n{}---\n{}---\n{}---\n{vm}",
+        nad("juneau-lab", juneau("lab-net")),
+        nad("juneau-wrong", juneau("other-net")),
+        pod("pj", "juneau-lab"),
+        pod("bad", "juneau-wrong"),
+    ));
+    let ips = bed.wait_ready("pj");
+    bed.wait_ready("vmj");
+    let cp = &bed.cp;
+    assert!(
+        ips[0].starts_with("10.16."),
+        "eth0 on the default Subnet: {ips:?}"
+    );
+    let net1 = nic_address(&bed, "pj.net1");
+    let peer = nic_address(&bed, "vmj.eth0");
+    let p = json(cp, &["get", "pod", "pj", "-n", "default"]);
+    let status: serde_json::Value = serde_json::from_str(
+        p["metadata"]["annotations"]["k8s.v1.cni.cncf.io/network-status"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no network-status: {p}")),
+    )
+    .unwrap();
+    let entries = status.as_array().unwrap();
+    let find = |name: &str| {
+        entries
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {status}"))
+    };
+    assert_eq!(find("juneau")["interface"], "eth0", "{status}");
+    assert_eq!(
+        find("juneau")["ips"],
+        serde_json::json!([ips[0]]),
+        "{status}"
+    );
+    let second = find("default/juneau-lab");
+    assert_eq!(second["interface"], "net1", "{status}");
+    assert_eq!(
+        second["ips"],
+        serde_json::json!([net1]),
+        "net1's result alone: {status}"
+    );
+    // Two calls on node-a, one per interface; the Pod's routes: the default via eth0.
+    assert_eq!(bed.served(0, "ADD", "default/pj"), 2);
+    let rt = &bed.runtimes[0];
+    let ctr = container_of(rt, "pj");
+    let routes = rt.crictl_ok(&["exec", &ctr, "/bin/busybox", "ip", "route"]);
+    let defaults: Vec<&str> = routes
+        .lines()
+        .filter(|l| l.starts_with("default"))
+        .collect();
+    assert_eq!(defaults.len(), 1, "{routes}");
+    assert!(defaults[0].contains("dev eth0"), "{routes}");
+    // L2 with the "VM" on lab-net, both ways, no loss.
+    let out = rt.crictl_ok(&[
+        "exec",
+        &ctr,
+        "/bin/busybox",
+        "ping",
+        "-c",
+        "5",
+        "-i",
+        "0.2",
+        "-W",
+        "2",
+        &peer,
+    ]);
+    assert!(ping(&out), "pj -> vmj: {out}");
+    let rt_b = &bed.runtimes[1];
+    let vm_ctr = container_of(rt_b, "vmj");
+    let out = rt_b.crictl_ok(&[
+        "exec",
+        &vm_ctr,
+        "/bin/busybox",
+        "ping",
+        "-c",
+        "5",
+        "-i",
+        "0.2",
+        "-W",
+        "2",
+        &net1,
+    ]);
+    assert!(ping(&out), "vmj -> pj: {out}");
+    // The attachment that names another network: the sandbox is refused, and the
+    // kubelet's event carries what to change.
+    node_bed::wait_for(
+        std::time::Duration::from_secs(60),
+        || format!("no refusal of bad:\n{}", bed.describe()),
+        || {
+            let events = cp.kubectl_ok(&[
+                "get",
+                "events",
+                "-n",
+                "default",
+                "--field-selector",
+                "involvedObject.name=bad,reason=FailedCreatePodSandBox",
+                "-o",
+                "jsonpath={.items[*].message}",
+            ]);
+            events
+                .contains("names l2Network other-net, but Pod default/bad's NIC net1 is on L2Network lab-net: make them the same")
+                .then_some(())
+        },
+    );
+    // Deleting pj: its two calls' DELs leave neither endpoint nor veth.
+    cp.kubectl_ok(&["delete", "pod", "pj", "bad", "-n", "default", "--wait=true"]);
+    node_bed::wait_for(
+        std::time::Duration::from_secs(30),
+        || {
+            format!(
+                "left: {:?}",
+                kubelet_bed::names(&bed.cp, "networkendpoints")
+            )
+        },
+        || (kubelet_bed::names(&bed.cp, "networkendpoints") == ["vmj.eth0"]).then_some(()),
+    );
+    assert_eq!(bed.veths("node-a"), 0);
+}

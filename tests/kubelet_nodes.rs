@@ -20,7 +20,7 @@ mod relay;
 use std::time::Duration;
 
 use control_plane::ControlPlane;
-use kubelet_bed::{Bed, NODES, container_of, json, names, node_of, ready_ips};
+use kubelet_bed::{Bed, LAB_NET, NODES, container_of, json, names, node_of, ready_ips};
 use node_bed::wait_for;
 
 fn pod(name: &str, node: &str) -> String {
@@ -49,10 +49,6 @@ fn endpoint_exists(cp: &ControlPlane, name: &str) -> bool {
         .as_array()
         .is_some_and(|a| a.iter().any(|i| i["metadata"]["name"] == name))
 }
-
-const LAB_NET: &str = "apiVersion: juneau.loutres.me/v1alpha1\nkind: Vpc\nmetadata: {name: tenant-a}\nspec: {}\n---\n\
-     apiVersion: juneau.loutres.me/v1alpha1\nkind: L2Network\nmetadata: {name: lab-net}\n\
-     spec: {vpc: tenant-a, cidr: 10.71.0.0/24}\n";
 
 #[test]
 fn mx_01_kubelet_nodes_run_pods_with_juneau_addresses_and_delete_runs_del() {

@@ -42,6 +42,14 @@ pub struct NetConf {
     /// The node daemon's socket.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socket: Option<String>,
+    /// A NetworkAttachmentDefinition's config naming the NIC's network (MX-04): the
+    /// call is Multus' for the one interface `CNI_IFNAME` names, which the Pod lists on
+    /// that L2Network (or Subnet) in `juneau.loutres.me/networks`. The cluster
+    /// network's conflist names none: its call handles the Pod's other NICs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_network: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subnet: Option<String>,
     /// GC: the attachments that must be kept.
     #[serde(
         default,

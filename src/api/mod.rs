@@ -15,6 +15,7 @@ pub mod externalnetwork;
 pub mod externalnetworkattachment;
 pub mod kinds;
 pub mod l2network;
+pub mod multus;
 pub mod natgateway;
 pub mod net;
 pub mod networkacl;

@@ -73,6 +73,11 @@ fn multus(
     (plugins, conf.to_string())
 }
 
+/// Vpc tenant-a and its L2Network lab-net (10.71.0.0/24).
+pub const LAB_NET: &str = "apiVersion: juneau.loutres.me/v1alpha1\nkind: Vpc\nmetadata: {name: tenant-a}\nspec: {}\n---\n\
+     apiVersion: juneau.loutres.me/v1alpha1\nkind: L2Network\nmetadata: {name: lab-net}\n\
+     spec: {vpc: tenant-a, cidr: 10.71.0.0/24}\n";
+
 /// The NetworkAttachmentDefinition kind (k8s.cni.cncf.io/v1), as Multus' deployment
 /// defines it: a namespaced object whose `spec.config` is a CNI configuration.
 pub const NAD_CRD: &str = "apiVersion: apiextensions.k8s.io/v1

@@ -6,7 +6,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::{Agent, NIC_WAIT, PortLink, cluster_err, port_links};
+use super::{Agent, NIC_WAIT, PortLink, cluster_err, delegate, port_links};
 use crate::{
     api::{NetworkEndpoint, NetworkInterface, net::Mac, networkendpoint::NetworkEndpointSpec},
     cni::{CniError, CniResult, Request, code},
@@ -81,6 +81,12 @@ impl Agent {
     pub(super) fn add(&self, req: &Request) -> Result<CniResult, CniError> {
         let (ns, pod) = Self::pod_of(req)?;
         let nics = self.wait_for_nics(&ns, &pod)?;
+        let nics = delegate::nics_of_call(
+            req,
+            &format!("{ns}/{pod}"),
+            nics,
+            &self.multus_interfaces(&ns, &pod),
+        )?;
         if self.router_lacks_a_segment_of(&nics)
             && let Err(e) = self.sync_from_cluster()
         {
@@ -181,27 +187,65 @@ impl Agent {
         }
     }
 
-    /// Removes every NIC of the container; succeeds when there is nothing left to do.
+    /// The interfaces Multus calls a delegate for, from the Pod's annotation (none
+    /// when the Pod cannot be read: the call then handles every NIC, as without Multus).
+    fn multus_interfaces(&self, ns: &str, pod: &str) -> BTreeSet<String> {
+        match self.cluster.read() {
+            Ok((world, _)) => world
+                .pods
+                .iter()
+                .find(|p| p.namespace == ns && p.name == pod)
+                .map(|p| crate::api::multus::delegated_interfaces(&p.annotations))
+                .unwrap_or_default(),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the Pod's Multus networks");
+                BTreeSet::new()
+            }
+        }
+    }
+
+    /// Removes every NIC of the container (a delegate's call: its one interface);
+    /// succeeds when there is nothing left to do.
     pub(super) fn del(&self, req: &Request) -> Result<(), CniError> {
+        if delegate::delegated(req) {
+            let links: Vec<PortLink> = port_links(&PortAlias::container_prefix(&req.container_id))?
+                .into_iter()
+                .filter(|(_, _, a)| a.interface == req.ifname)
+                .collect();
+            let mut result = self.remove_nics(links, "DEL");
+            if let Ok((ns, pod)) = Self::pod_of(req)
+                && let Err(e) =
+                    self.delete_endpoints_of(&ns, &pod, &req.container_id, Some(&req.ifname))
+            {
+                result = Err(e);
+            }
+            return result;
+        }
         let links = port_links(&PortAlias::container_prefix(&req.container_id))?;
         let mut result = self.remove_nics(links, "DEL");
         // A sandbox deleted before DEL took the veths with it: what the datapath and the
         // cluster still hold of them goes now.
         self.prune_stale_ports();
         if let Ok((ns, pod)) = Self::pod_of(req)
-            && let Err(e) = self.delete_endpoints_of(&ns, &pod, &req.container_id)
+            && let Err(e) = self.delete_endpoints_of(&ns, &pod, &req.container_id, None)
         {
             result = Err(e);
         }
         result
     }
 
-    /// Every NIC of the Pod exists, is attached, and has its address.
+    /// Every NIC of the call (`delegate`) exists, is attached, and has its address.
     pub(super) fn check(&self, req: &Request) -> Result<(), CniError> {
         let (ns, pod) = Self::pod_of(req)?;
         let links = port_links(&PortAlias::container_prefix(&req.container_id))?;
         let ctx = self.context(req, &ns, &pod);
-        for nic in self.cluster.interfaces_of(&ns, &pod).map_err(cluster_err)? {
+        let nics = delegate::nics_of_call(
+            req,
+            &format!("{ns}/{pod}"),
+            self.cluster.interfaces_of(&ns, &pod).map_err(cluster_err)?,
+            &self.multus_interfaces(&ns, &pod),
+        )?;
+        for nic in nics {
             let host = links
                 .iter()
                 .find(|(_, _, a)| a.interface == nic.spec.interface)
@@ -252,8 +296,15 @@ impl Agent {
     }
 
     /// Deletes this Node's NetworkEndpoints of the Pod's NICs made for `container_id`
-    /// (their MAC is derived from it, so a newer sandbox's endpoints stay).
-    fn delete_endpoints_of(&self, ns: &str, pod: &str, container_id: &str) -> Result<(), CniError> {
+    /// (their MAC is derived from it, so a newer sandbox's endpoints stay); with
+    /// `only`, that interface's alone.
+    fn delete_endpoints_of(
+        &self,
+        ns: &str,
+        pod: &str,
+        container_id: &str,
+        only: Option<&str>,
+    ) -> Result<(), CniError> {
         let (world, _) = self.cluster.read().map_err(cluster_err)?;
         let prefix = format!("{pod}.");
         for ep in world.endpoints.iter().filter(|e| {
@@ -263,6 +314,9 @@ impl Agent {
             let Some(iface) = name.strip_prefix(&prefix) else {
                 continue;
             };
+            if only.is_some_and(|o| o != iface) {
+                continue;
+            }
             if ep.spec.mac_address == Some(Mac(nic::nic_mac(container_id, iface))) {
                 self.cluster
                     .delete_endpoint(ns, name)

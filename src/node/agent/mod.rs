@@ -10,6 +10,7 @@
 //! the Node features of `node::features`), the
 //! start-up reconcile in `reconcile.rs`; this file holds the agent and its dispatch.
 mod cni;
+mod delegate;
 mod reconcile;
 mod sync;
 
