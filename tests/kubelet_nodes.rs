@@ -135,24 +135,20 @@ const WEB: &str = "apiVersion: juneau.loutres.me/v1alpha1\nkind: AddressPool\nme
      spec: {externalNetwork: ext-net}\n";
 
 fn web_pod() -> String {
+    probed_pod("web", "juneau.loutres.me/elastic-ip: web-eip")
+}
+
+/// Pod `name` on node-a with `annotation`, whose httpd answers the kubelet's probes
+/// (readiness httpGet, liveness tcpSocket, every second).
+fn probed_pod(name: &str, annotation: &str) -> String {
     format!(
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: default\n  annotations:\n    \
-         juneau.loutres.me/elastic-ip: web-eip\n\
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\n  annotations:\n    \
+         {annotation}\n\
          spec:\n  nodeName: node-a\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: c\n    \
          image: {img}\n    imagePullPolicy: Never\n    \
          command: [/bin/busybox, sh, -c, '/bin/busybox mkdir -p /www && echo ok > /www/index.html && exec /bin/busybox httpd -f -p 8080 -h /www']\n    \
          readinessProbe: {{httpGet: {{path: /, port: 8080}}, periodSeconds: 1, failureThreshold: 1}}\n    \
          livenessProbe: {{tcpSocket: {{port: 8080}}, periodSeconds: 1, failureThreshold: 3}}\n",
-        img = containerd::BUSYBOX
-    )
-}
-
-/// A Pod without Juneau annotations: eth0 on the default Subnet.
-fn plain_pod(name: &str, node: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: default}}\n\
-         spec:\n  nodeName: {node}\n  terminationGracePeriodSeconds: 1\n  \
-         containers: [{{name: c, image: {img}, imagePullPolicy: Never}}]\n",
         img = containerd::BUSYBOX
     )
 }
@@ -174,14 +170,39 @@ fn readiness(cp: &ControlPlane, pod: &str) -> (String, u64) {
     (since, restarts)
 }
 
+/// Failed probes of `pod`: the kubelet's Unhealthy events.
+fn unhealthy(cp: &ControlPlane, pod: &str) -> String {
+    cp.kubectl_ok(&[
+        "get",
+        "events",
+        "-n",
+        "default",
+        "--field-selector",
+        &format!("involvedObject.name={pod},reason=Unhealthy"),
+        "-o",
+        "name",
+    ])
+    .trim()
+    .to_owned()
+}
+
+/// The kubelet's probes (readiness httpGet, liveness tcpSocket, every second) reach a
+/// direct ElasticIP Pod by its Node route (EIP-18) and a default-Subnet Pod by the
+/// Node's door (`gw::node`), through a kubelet SIGKILL and restart and a containerd
+/// one; an L2Network-eth0 Pod gets no Node route (L2-27), so its probes fail. Then
+/// exactly the live Pods hold endpoints and veths, and deleting them leaves nothing.
 #[test]
-fn eip_18_mx_01_probes_pass_through_a_kubelet_and_containerd_restart_and_nothing_leaks() {
+fn eip_18_l2_27_mx_01_probes_pass_through_a_kubelet_and_containerd_restart_and_nothing_leaks() {
     let mut bed = Bed::start(&format!("{LAB_NET}---\n{WEB}"));
     bed.apply(&format!(
-        "{}---\n{}---\n{}",
+        "{}---\n{}---\n{}---\n{}",
         web_pod(),
         pod("pb", "node-b"),
-        plain_pod("pc", "node-a")
+        probed_pod("pc", "example.com/on: default-subnet"),
+        probed_pod(
+            "pl2",
+            r#"juneau.loutres.me/networks: '[{"interface": "eth0", "l2Network": "lab-net"}]'"#
+        ),
     ));
     for p in ["web", "pb", "pc"] {
         bed.wait_ready(p);
@@ -190,10 +211,29 @@ fn eip_18_mx_01_probes_pass_through_a_kubelet_and_containerd_restart_and_nothing
     // pc is on the default Subnet (the controller's 10.16.0.0/16).
     let pc = ready_ips(cp, "pc").unwrap();
     assert!(pc[0].starts_with("10.16."), "{pc:?}");
-    let before = readiness(cp, "web");
-    assert_eq!(before.1, 0);
+    // L2-27: pl2 has its address but no Node route; its probes fail.
+    let pl2 = nic_address(cp, "pl2").expect("pl2's address");
+    wait_for(
+        Duration::from_secs(30),
+        || format!("pl2's probes never failed:\n{}", bed.describe()),
+        || (!unhealthy(cp, "pl2").is_empty()).then_some(()),
+    );
+    assert!(ready_ips(cp, "pl2").is_none(), "pl2 became Ready");
+    let routes = std::process::Command::new("ip")
+        .args(["-n", node_of(&bed.topo, "node-a").ns.name(), "route"])
+        .output()
+        .unwrap();
+    let routes = String::from_utf8_lossy(&routes.stdout).into_owned();
+    assert!(routes.contains(&format!("{} dev", pc[0])), "{routes}");
+    assert!(
+        !routes.contains(&pl2),
+        "an L2Network Pod got a Node route: {routes}"
+    );
+    let before: Vec<(String, u64)> = ["web", "pc"].iter().map(|p| readiness(cp, p)).collect();
+    assert!(before.iter().all(|b| b.1 == 0), "{before:?}");
     let sandboxes = |bed: &Bed| bed.runtimes[0].crictl_ok(&["pods", "--name", "web", "-q"]);
     let sandbox = sandboxes(&bed);
+    cp.kubectl_ok(&["delete", "pod", "pl2", "-n", "default", "--wait=true"]);
 
     // The kubelet killed and started again, then containerd, under the running Pods.
     bed.kubelets[0].restart(&bed.cp);
@@ -205,24 +245,16 @@ fn eip_18_mx_01_probes_pass_through_a_kubelet_and_containerd_restart_and_nothing
     // Every probe passed: no Unhealthy event, no restart, Ready. (A restarted kubelet
     // starts its readiness results afresh: Ready may be set again by its first probe,
     // which moves lastTransitionTime without a probe failing.)
-    let after = readiness(cp, "web");
-    assert!(!after.0.is_empty(), "web is not Ready: {}", bed.describe());
-    assert_eq!(after.1, 0, "web restarted");
-    eprintln!(
-        "web Ready since {} before the restarts, {} after",
-        before.0, after.0
-    );
-    let unhealthy = cp.kubectl_ok(&[
-        "get",
-        "events",
-        "-n",
-        "default",
-        "--field-selector",
-        "involvedObject.name=web,reason=Unhealthy",
-        "-o",
-        "name",
-    ]);
-    assert!(unhealthy.trim().is_empty(), "failed probes: {unhealthy}");
+    for (p, before) in ["web", "pc"].iter().zip(&before) {
+        let after = readiness(cp, p);
+        assert!(!after.0.is_empty(), "{p} is not Ready: {}", bed.describe());
+        assert_eq!(after.1, 0, "{p} restarted");
+        assert_eq!(unhealthy(cp, p), "", "{p}'s probes failed");
+        eprintln!(
+            "{p} Ready since {} before the restarts, {} after",
+            before.0, after.0
+        );
+    }
     assert_eq!(sandboxes(&bed), sandbox, "the same sandbox, not a new one");
     // Exactly the live Pods hold addresses and ports.
     assert_eq!(

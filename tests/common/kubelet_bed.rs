@@ -29,6 +29,8 @@ pub enum Cni {
     Juneau,
     /// Multus' thin plugin first, Juneau its cluster network.
     MultusOverJuneau,
+    /// The baseline: Debian's `bridge` with `host-local` (a /24 per Node), no Juneau.
+    Bridge,
 }
 
 /// Debian's plugins a NetworkAttachmentDefinition may name.
@@ -116,7 +118,7 @@ pub struct Bed {
     pub runtimes: Vec<Containerd>,
     pub daemons: Vec<NodeDaemon>,
     pub topo: Topology,
-    _controller: Owned,
+    _controller: Option<Owned>,
     pub cp: ControlPlane,
     _dir: TestDir,
 }
@@ -135,40 +137,70 @@ impl Bed {
             std::process::id(),
             free()
         )));
-        let applied = cp.apply(objects);
-        assert!(
-            applied.status.success(),
-            "{}",
-            String::from_utf8_lossy(&applied.stderr)
-        );
-        let ctl_kubeconfig =
-            cp.kubeconfig_for_token("juneau-controller", &as_account(&cp, "juneau-controller"));
-        let controller = Owned::spawn(
-            Command::new(env!("CARGO_BIN_EXE_juneau"))
-                .args(["controller", "--lease-namespace", "juneau-system"])
-                .arg("--kubeconfig")
-                .arg(&ctl_kubeconfig)
-                .stderr(std::fs::File::create(dir.0.join("controller.log")).unwrap()),
-        );
+        if !objects.trim().is_empty() {
+            let applied = cp.apply(objects);
+            assert!(
+                applied.status.success(),
+                "{}",
+                String::from_utf8_lossy(&applied.stderr)
+            );
+        }
+        // The baseline's Nodes run neither Juneau's controller nor its daemons.
+        let juneau_on = cni != Cni::Bridge;
+        let controller = juneau_on.then(|| {
+            let ctl_kubeconfig =
+                cp.kubeconfig_for_token("juneau-controller", &as_account(&cp, "juneau-controller"));
+            Owned::spawn(
+                Command::new(juneau::standalone::sibling_binary("juneau"))
+                    .args(["controller", "--lease-namespace", "juneau-system"])
+                    .arg("--kubeconfig")
+                    .arg(&ctl_kubeconfig)
+                    .stderr(std::fs::File::create(dir.0.join("controller.log")).unwrap()),
+            )
+        });
         let names: Vec<String> = NODES.iter().map(|n| n.to_string()).collect();
         let topo = Topology::new(&format!("jn-kl{}", free()), &names).unwrap();
         let daemons: Vec<NodeDaemon> = NODES
             .iter()
+            .filter(|_| juneau_on)
             .map(|n| start_node(&cp, &topo, n, &dir.0, "juneau-kl"))
             .collect();
         let (pause, busybox) = containerd::test_images(&dir.0.join("images"));
         let runtimes: Vec<Containerd> = NODES
             .iter()
-            .zip(&daemons)
-            .map(|(node, daemon)| {
+            .enumerate()
+            .map(|(i, node)| {
                 let rt_dir = dir.0.join(format!("containerd-{node}"));
                 let ns = node_of(&topo, node).ns.path();
+                let socket = daemons.get(i).map(|d| d.socket.clone()).unwrap_or_default();
                 let juneau = serde_json::json!({
                     "cniVersion": "1.1.0", "name": "juneau",
-                    "plugins": [{"type": "juneau-cni", "socket": daemon.socket}],
+                    "plugins": [{"type": "juneau-cni", "socket": socket}],
                 });
                 let juneau_cni = juneau::standalone::sibling_binary("juneau-cni");
                 match cni {
+                    Cni::Bridge => {
+                        let conf = serde_json::json!({
+                            "cniVersion": "1.0.0", "name": "bridge-net",
+                            "plugins": [{"type": "bridge", "bridge": "cni0", "isGateway": true,
+                                "ipMasq": false, "ipam": {"type": "host-local",
+                                "dataDir": rt_dir.join("ipam"),
+                                "ranges": [[{"subnet": format!("10.88.{i}.0/24")}]]}}],
+                        });
+                        let plugins: Vec<(&str, PathBuf)> = ["bridge", "host-local"]
+                            .iter()
+                            .map(|p| (*p, Path::new("/usr/lib/cni").join(p)))
+                            .collect();
+                        let plugins: Vec<(&str, &Path)> =
+                            plugins.iter().map(|(n, p)| (*n, p.as_path())).collect();
+                        Containerd::start_with(
+                            &rt_dir,
+                            ns,
+                            &plugins,
+                            &[("10-bridge.conflist", &conf.to_string())],
+                            &[&pause, &busybox],
+                        )
+                    }
                     Cni::Juneau => Containerd::start(
                         &rt_dir,
                         ns,

@@ -97,7 +97,7 @@ pub fn start_node(
     let child = Owned::spawn(
         Command::new("ip")
             .args(["netns", "exec", ns.name()])
-            .arg(env!("CARGO_BIN_EXE_juneau"))
+            .arg(juneau::standalone::sibling_binary("juneau"))
             .args(["node", "--node-name", node, "--underlay", UNDERLAY_DEV])
             .args(["--metrics-addr", "off", "--kubeconfig"])
             .arg(&kubeconfig)

@@ -67,6 +67,7 @@ pub fn bench() -> Result<()> {
         "nat",
         "eipa",
         "crr",
+        "pod_ready",
     ] {
         run(cargo().args(["bench", "--quiet", "-p", "juneau-harness", "--bench", b]))?;
     }
@@ -90,6 +91,7 @@ pub fn bench() -> Result<()> {
         "nat",
         "eipa",
         "crr",
+        "pod_ready",
     ] {
         let text = std::fs::read_to_string(parts.join(format!("{part}.json")))
             .with_context(|| format!("benchmark part {part} is missing"))?;

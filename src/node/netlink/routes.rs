@@ -67,18 +67,22 @@ pub async fn add_rule_on(
         .map_err(req(format!("add rule from {from} lookup {table}")))
 }
 
-/// `ip route add <dst>/32 dev <ifname> scope link`: gone with the interface.
+/// `ip route add <dst>/32 dev <ifname> scope link [src <src>]`: gone with the interface.
 pub async fn add_host_route_on(
     handle: &Handle,
     ifname: &str,
     dst: Ipv4Addr,
+    src: Option<Ipv4Addr>,
 ) -> Result<(), NetlinkError> {
     let oif = link_by_name(handle, ifname).await?.header.index;
-    let route = RouteMessageBuilder::<Ipv4Addr>::new()
+    let mut route = RouteMessageBuilder::<Ipv4Addr>::new()
         .destination_prefix(dst, 32)
         .output_interface(oif)
-        .scope(RouteScope::Link)
-        .build();
+        .scope(RouteScope::Link);
+    if let Some(src) = src {
+        route = route.pref_source(src);
+    }
+    let route = route.build();
     handle
         .route()
         .add(route)

@@ -1,16 +1,30 @@
 //! A Subnet NIC: a routed veth port. The Pod gets the Subnet's address and a default
 //! route via its gateway; its port sends everything to the router (ARP for the gateway
 //! and its Subnet peers answered on this Node, IPv4 routed by address) and accepts only
-//! its own MAC and address as sources. No Linux bridge and no kernel route on the Node.
+//! its own MAC and address as sources. No Linux bridge. The one kernel route on the
+//! Node: a default-Subnet eth0's `<address>/32 dev <host veth> src <Node>`, the door
+//! the kubelet's probes take (the replies come back by `gw::node`); other Vpcs may
+//! reuse any range, so their Pods get none (seed 000: `--enable-probe-rewrite`).
+use std::net::Ipv4Addr;
+
 use super::{Made, NicContext, NicDriver, base_spec, held, veth_nic};
 use crate::{
-    api::NetworkInterface,
+    api::{DEFAULT_VPC, NetworkInterface},
     cni::{CniError, CniResult},
     node::{
         dataplane::{PortKind, PortSpec},
-        netlink,
+        netlink, veth,
     },
 };
+
+/// The address the Node routes to `nic`'s veth: eth0 on the default Subnet only.
+fn node_door(nic: &NetworkInterface) -> Option<Ipv4Addr> {
+    if nic.spec.interface != "eth0" || nic.spec.subnet.as_deref() != Some(DEFAULT_VPC) {
+        return None;
+    }
+    let address = nic.status.as_ref()?.address?;
+    Some(address.addr())
+}
 
 pub struct SubnetNic;
 
@@ -34,6 +48,21 @@ impl NicDriver for SubnetNic {
         made: &mut Made,
         result: &mut CniResult,
     ) -> Result<(), CniError> {
-        veth_nic::setup(ctx, nl, nic, made, result, None, self)
+        veth_nic::setup(ctx, nl, nic, made, result, None, self)?;
+        if let Some(ip) = node_door(nic) {
+            let host = veth::host_name(ctx.container_id, &nic.spec.interface);
+            // The Pod answers from its router to the Node's address (`gw::node`): the
+            // veth has none, so no reverse-path check on it either (EIP-18's reason).
+            netlink::sysctl(&format!("/proc/sys/net/ipv4/conf/{host}/rp_filter"), "0")
+                .map_err(|e| super::io(format!("cannot set rp_filter on {host}"))(e.to_string()))?;
+            nl.block_on(netlink::add_host_route_on(
+                nl.node(),
+                &host,
+                ip,
+                Some(ctx.node_ip),
+            ))
+            .map_err(|e| super::io(format!("cannot route {ip} to {host}"))(e.to_string()))?;
+        }
+        Ok(())
     }
 }

@@ -91,8 +91,12 @@ pub fn answer_routed(
     if sender_mac != eth::bits(&port.own_mac) || (sender_ip != port.own_ip && sender_ip != 0) {
         return Err(DropReason::SourceGuard);
     }
+    if op == 2 && super::node::is_node(seg, target_ip) {
+        // The Node asked (its route to a default-Subnet Pod of its own): its stack's.
+        return Ok(aya_ebpf::bindings::TC_ACT_OK);
+    }
     if op != 1 {
-        // Replies and announcements: nobody on a Subnet asks a Pod.
+        // Replies and announcements: nobody else on a Subnet asks a Pod.
         return Err(DropReason::NotForRouter);
     }
     let mac = if target_ip == seg.gw_ip {

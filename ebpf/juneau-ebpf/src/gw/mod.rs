@@ -7,9 +7,11 @@
 //!
 //! The router program (`gw_route`) is verified alone, so the port program stays small:
 //! `arp` answers for the gateway, `route` forwards IPv4 between the segments of a Vpc,
-//! the crate's `icmp` answers pings to a gateway and sends the router's ICMP errors.
+//! `node` hands the Node's own traffic with its default-Subnet Pods to its stack, the
+//! crate's `icmp` answers pings to a gateway and sends the router's ICMP errors.
 pub mod arp;
 pub mod listen;
+pub mod node;
 pub mod route;
 pub mod snoop;
 

@@ -6,6 +6,7 @@
 //! a Subnet NIC: no VLAN, its own MAC                        NOT_IPV4_ON_SUBNET, SOURCE_GUARD
 //! ARP -> gw::arp (answered for the gateway, learned)
 //! IPv4: source guard, martians, to a gateway address -> gw::route::to_router (echo)
+//!   -> from the default Subnet to this Node's address -> gw::node::to_stack
 //!   -> the Service stage (svc::egress) when the segment's Vpc consumes Services
 //!   -> an established NATGateway connection: nat::fast (out from here)
 //!   -> cb::ToForward + the settled mark -> tail: gw_forward
@@ -114,6 +115,10 @@ pub fn ipv4(
     }
     if ip.daddr == seg.gw_ip {
         return gw::route::to_router(ctx, ifindex, port, seg, &ip);
+    }
+    // A default-Subnet Pod answering its own Node (the kubelet's probes).
+    if routed_port && gw::node::is_node(seg, ip.daddr) {
+        return gw::node::to_stack(ctx);
     }
     // A ClusterIP: the packet goes on to the connection's backend (SVC-01), when the
     // segment's Vpc consumes Services.
