@@ -86,6 +86,23 @@ fn ping(out: &str) -> bool {
         || out.contains("5 packets transmitted, 5 received")
 }
 
+/// Five pings from container `ctr` of `rt` to `to`: busybox's output.
+fn ping_from(rt: &containerd::Containerd, ctr: &str, to: &str) -> String {
+    rt.crictl_ok(&[
+        "exec",
+        ctr,
+        "/bin/busybox",
+        "ping",
+        "-c",
+        "5",
+        "-i",
+        "0.2",
+        "-W",
+        "2",
+        to,
+    ])
+}
+
 #[test]
 fn mx_01_mx_02_multus_gives_macvlan_and_bridge_nics_that_talk_with_a_vm_and_juneau_stays_off_them()
 {
@@ -143,19 +160,7 @@ fn mx_01_mx_02_multus_gives_macvlan_and_bridge_nics_that_talk_with_a_vm_and_june
         // L2 with the VM both ways, no loss.
         let rt = &bed.runtimes[0];
         let ctr = container_of(rt, pod);
-        let out = rt.crictl_ok(&[
-            "exec",
-            &ctr,
-            "/bin/busybox",
-            "ping",
-            "-c",
-            "5",
-            "-i",
-            "0.2",
-            "-W",
-            "2",
-            VM,
-        ]);
+        let out = ping_from(rt, &ctr, VM);
         assert!(ping(&out), "{pod} -> VM: {out}");
         let out = vm
             .exec(&["ping", "-c", "5", "-i", "0.2", "-W", "2", addr])
@@ -295,35 +300,11 @@ fn mx_04_mx_01_juneau_as_a_multus_delegate_gives_net1_alone_on_an_l2network() {
     assert_eq!(defaults.len(), 1, "{routes}");
     assert!(defaults[0].contains("dev eth0"), "{routes}");
     // L2 with the "VM" on lab-net, both ways, no loss.
-    let out = rt.crictl_ok(&[
-        "exec",
-        &ctr,
-        "/bin/busybox",
-        "ping",
-        "-c",
-        "5",
-        "-i",
-        "0.2",
-        "-W",
-        "2",
-        &peer,
-    ]);
+    let out = ping_from(rt, &ctr, &peer);
     assert!(ping(&out), "pj -> vmj: {out}");
     let rt_b = &bed.runtimes[1];
     let vm_ctr = container_of(rt_b, "vmj");
-    let out = rt_b.crictl_ok(&[
-        "exec",
-        &vm_ctr,
-        "/bin/busybox",
-        "ping",
-        "-c",
-        "5",
-        "-i",
-        "0.2",
-        "-W",
-        "2",
-        &net1,
-    ]);
+    let out = ping_from(rt_b, &vm_ctr, &net1);
     assert!(ping(&out), "vmj -> pj: {out}");
     // The attachment that names another network: the sandbox is refused, and the
     // kubelet's event carries what to change.

@@ -139,7 +139,8 @@ fn web_pod() -> String {
 }
 
 /// Pod `name` on node-a with `annotation`, whose httpd answers the kubelet's probes
-/// (readiness httpGet, liveness tcpSocket, every second).
+/// (readiness httpGet, liveness tcpSocket, every second; 3 s to answer, as the
+/// machine's two cores are busy with both restarts).
 fn probed_pod(name: &str, annotation: &str) -> String {
     format!(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\n  annotations:\n    \
@@ -147,8 +148,8 @@ fn probed_pod(name: &str, annotation: &str) -> String {
          spec:\n  nodeName: node-a\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: c\n    \
          image: {img}\n    imagePullPolicy: Never\n    \
          command: [/bin/busybox, sh, -c, '/bin/busybox mkdir -p /www && echo ok > /www/index.html && exec /bin/busybox httpd -f -p 8080 -h /www']\n    \
-         readinessProbe: {{httpGet: {{path: /, port: 8080}}, periodSeconds: 1, failureThreshold: 1}}\n    \
-         livenessProbe: {{tcpSocket: {{port: 8080}}, periodSeconds: 1, failureThreshold: 3}}\n",
+         readinessProbe: {{httpGet: {{path: /, port: 8080}}, periodSeconds: 1, timeoutSeconds: 3, failureThreshold: 1}}\n    \
+         livenessProbe: {{tcpSocket: {{port: 8080}}, periodSeconds: 1, timeoutSeconds: 3, failureThreshold: 3}}\n",
         img = containerd::BUSYBOX
     )
 }
@@ -180,7 +181,7 @@ fn unhealthy(cp: &ControlPlane, pod: &str) -> String {
         "--field-selector",
         &format!("involvedObject.name={pod},reason=Unhealthy"),
         "-o",
-        "name",
+        "jsonpath={.items[*].message}",
     ])
     .trim()
     .to_owned()

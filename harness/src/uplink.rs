@@ -16,6 +16,19 @@ pub fn ip(ns: &Netns, cmd: &str) {
     ns.ip(&cmd.split_whitespace().collect::<Vec<_>>());
 }
 
+/// `ns`'s default route via `router` (its MAC `mac`, a permanent neighbour, so
+/// `bpf_fib_lookup` succeeds at once) on `dev`.
+pub fn default_route_via(ns: &Netns, dev: &str, router: Ipv4Addr, mac: [u8; 6]) {
+    ip(ns, &format!("route replace default via {router} dev {dev}"));
+    ip(
+        ns,
+        &format!(
+            "neigh replace {router} lladdr {} dev {dev} nud permanent",
+            juneau::format_mac(&mac)
+        ),
+    );
+}
+
 /// The interface index of `name` in the calling thread's namespace.
 pub fn if_index(name: &str) -> u32 {
     let c = std::ffi::CString::new(name).unwrap();

@@ -66,32 +66,16 @@ fn scene() -> Scene {
             (Ipv4Addr::from(ip), h)
         })
         .collect();
-    let router = Ipv4Addr::from(ROUTER.1).to_string();
-    let lladdr = juneau::format_mac(&ROUTER.0);
     for (n, node) in c.nodes.iter_mut().enumerate() {
         node.dataplane.set_elastic_ips(&holders).unwrap();
         node.dataplane.set_ext_pools(&pools(n)).unwrap();
         assert_eq!(node.dataplane.pools.read().unwrap(), pools(n), "read back");
-        node.ns.ip(&[
-            "route",
-            "replace",
-            "default",
-            "via",
-            &router,
-            "dev",
+        juneau_harness::uplink::default_route_via(
+            &node.ns,
             UNDERLAY_DEV,
-        ]);
-        node.ns.ip(&[
-            "neigh",
-            "replace",
-            &router,
-            "lladdr",
-            &lladdr,
-            "dev",
-            UNDERLAY_DEV,
-            "nud",
-            "permanent",
-        ]);
+            Ipv4Addr::from(ROUTER.1),
+            ROUTER.0,
+        );
         node.ns.sysctl("net.ipv4.ip_forward", "1");
     }
     Scene::new(c)

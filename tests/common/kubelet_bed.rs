@@ -33,6 +33,18 @@ pub enum Cni {
     Bridge,
 }
 
+/// A Node's containerd with `plugins` and the one network file `conf`.
+fn start_runtime(
+    dir: &Path,
+    netns: &Path,
+    plugins: &[(&str, PathBuf)],
+    conf: (&str, &str),
+    images: [&Path; 2],
+) -> Containerd {
+    let plugins: Vec<(&str, &Path)> = plugins.iter().map(|(n, p)| (*n, p.as_path())).collect();
+    Containerd::start_with(dir, netns, &plugins, &[conf], &images)
+}
+
 /// Debian's plugins a NetworkAttachmentDefinition may name.
 const DEBIAN_PLUGINS: [&str; 4] = ["bridge", "macvlan", "host-local", "static"];
 
@@ -191,14 +203,13 @@ impl Bed {
                             .iter()
                             .map(|p| (*p, Path::new("/usr/lib/cni").join(p)))
                             .collect();
-                        let plugins: Vec<(&str, &Path)> =
-                            plugins.iter().map(|(n, p)| (*n, p.as_path())).collect();
-                        Containerd::start_with(
+                        let conf = conf.to_string();
+                        start_runtime(
                             &rt_dir,
                             ns,
                             &plugins,
-                            &[("10-bridge.conflist", &conf.to_string())],
-                            &[&pause, &busybox],
+                            ("10-bridge.conflist", &conf),
+                            [&pause, &busybox],
                         )
                     }
                     Cni::Juneau => Containerd::start(
@@ -210,14 +221,12 @@ impl Bed {
                     ),
                     Cni::MultusOverJuneau => {
                         let (plugins, conf) = multus(&cp, &rt_dir, ns, &juneau_cni, juneau);
-                        let plugins: Vec<(&str, &Path)> =
-                            plugins.iter().map(|(n, p)| (*n, p.as_path())).collect();
-                        Containerd::start_with(
+                        start_runtime(
                             &rt_dir,
                             ns,
                             &plugins,
-                            &[("00-multus.conf", &conf)],
-                            &[&pause, &busybox],
+                            ("00-multus.conf", &conf),
+                            [&pause, &busybox],
                         )
                     }
                 }

@@ -70,28 +70,12 @@ pub fn router_state(kind: u32, nat_ip: [u8; 4]) -> juneau::features::router::gat
 pub fn way_out(node: &mut juneau_harness::Node, n: usize) {
     let answers = BTreeMap::from([(Ipv4Addr::from(nat(n as u8)), mac(n))]);
     node.dataplane.set_arp_answers(&answers).unwrap();
-    let router = Ipv4Addr::from(ROUTER.1).to_string();
-    let lladdr = juneau::format_mac(&ROUTER.0);
-    node.ns.ip(&[
-        "route",
-        "replace",
-        "default",
-        "via",
-        &router,
-        "dev",
+    juneau_harness::uplink::default_route_via(
+        &node.ns,
         UNDERLAY_DEV,
-    ]);
-    node.ns.ip(&[
-        "neigh",
-        "replace",
-        &router,
-        "lladdr",
-        &lladdr,
-        "dev",
-        UNDERLAY_DEV,
-        "nud",
-        "permanent",
-    ]);
+        Ipv4Addr::from(ROUTER.1),
+        ROUTER.0,
+    );
 }
 
 /// node0 at .110; node1 at .111, or without an address (`node1_addressed` false);

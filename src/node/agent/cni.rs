@@ -78,9 +78,13 @@ impl Agent {
         }
     }
 
-    pub(super) fn add(&self, req: &Request) -> Result<CniResult, CniError> {
+    /// The ADD, and how long of it went to waiting for the controller's allocation
+    /// (logged with the request: a burst of Pods waits on the controller first).
+    pub(super) fn add(&self, req: &Request) -> Result<(CniResult, Duration), CniError> {
         let (ns, pod) = Self::pod_of(req)?;
+        let start = Instant::now();
         let nics = self.wait_for_nics(&ns, &pod)?;
+        let waited = start.elapsed();
         let nics = delegate::nics_of_call(
             req,
             &format!("{ns}/{pod}"),
@@ -122,7 +126,7 @@ impl Agent {
                 return Err(e);
             }
         }
-        Ok(result)
+        Ok((result, waited))
     }
 
     /// True unless the router serves the segment of every NIC (a direct ElasticIP

@@ -153,8 +153,12 @@ impl Agent {
 
     pub fn handle(&self, req: &Request) -> Result<Option<CniResult>, CniError> {
         let start = Instant::now();
+        let mut nic_wait = Duration::ZERO;
         let out = match req.command.as_str() {
-            "ADD" => self.add(req).map(Some),
+            "ADD" => self.add(req).map(|(r, waited)| {
+                nic_wait = waited;
+                Some(r)
+            }),
             "DEL" => self.del(req).map(|()| None),
             "CHECK" => self.check(req).map(|()| None),
             "GC" => self.gc(req).map(|()| None),
@@ -175,6 +179,7 @@ impl Agent {
                 pod,
                 container = %short(&req.container_id),
                 ms = took.as_secs_f64() * 1e3,
+                nic_wait_ms = nic_wait.as_secs_f64() * 1e3,
                 "CNI request served"
             ),
             Err(e) => tracing::warn!(
