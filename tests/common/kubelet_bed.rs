@@ -33,6 +33,26 @@ pub enum Cni {
     Bridge,
 }
 
+/// Debian's plugin `name` behind a wrapper that appends `<CNI_COMMAND> <ms>` for each
+/// call to `<dir>/cni-times.log` (the baseline's own CNI timing, as Juneau's daemon
+/// logs its own); the wrapper's two `date` calls are its only addition.
+fn timed_plugin(dir: &Path, name: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let wrapper = dir.join(format!("timed-{name}"));
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\ns=$(date +%s%N)\n/usr/lib/cni/{name}\nrc=$?\ne=$(date +%s%N)\n\
+             echo \"$CNI_COMMAND $(( (e - s) / 1000000 ))\" >> {log}\nexit $rc\n",
+            log = dir.join("cni-times.log").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    wrapper
+}
+
 /// A Node's containerd with `plugins` and the one network file `conf`.
 fn start_runtime(
     dir: &Path,
@@ -199,10 +219,13 @@ impl Bed {
                                 "dataDir": rt_dir.join("ipam"),
                                 "ranges": [[{"subnet": format!("10.88.{i}.0/24")}]]}}],
                         });
-                        let plugins: Vec<(&str, PathBuf)> = ["bridge", "host-local"]
-                            .iter()
-                            .map(|p| (*p, Path::new("/usr/lib/cni").join(p)))
-                            .collect();
+                        let plugins: Vec<(&str, PathBuf)> = vec![
+                            ("bridge", timed_plugin(&rt_dir, "bridge")),
+                            (
+                                "host-local",
+                                Path::new("/usr/lib/cni/host-local").to_owned(),
+                            ),
+                        ];
                         let conf = conf.to_string();
                         start_runtime(
                             &rt_dir,
