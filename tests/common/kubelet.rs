@@ -225,11 +225,17 @@ impl Drop for Kubelet {
     }
 }
 
-/// `rel` in every cgroup v1 hierarchy (and the unified one if mounted), the cpuset's
-/// CPUs and memory nodes copied from the top (a v1 cpuset starts empty, and nothing
-/// can join an empty one).
+/// `rel` in the unified hierarchy on a cgroup v2 machine; else in every v1 hierarchy,
+/// the cpuset's CPUs and memory nodes copied from the top (a v1 cpuset starts empty,
+/// and nothing can join an empty one).
 fn make_cgroup_root(rel: &str) {
     let rel = rel.trim_start_matches('/');
+    let unified = Path::new("/sys/fs/cgroup");
+    if unified.join("cgroup.controllers").exists() {
+        let dir = unified.join(rel);
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        return;
+    }
     for h in std::fs::read_dir("/sys/fs/cgroup")
         .into_iter()
         .flatten()

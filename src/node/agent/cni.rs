@@ -85,12 +85,9 @@ impl Agent {
         let start = Instant::now();
         let nics = self.wait_for_nics(&ns, &pod)?;
         let waited = start.elapsed();
-        let nics = delegate::nics_of_call(
-            req,
-            &format!("{ns}/{pod}"),
-            nics,
-            &self.multus_interfaces(&ns, &pod),
-        )?;
+        let nics = delegate::nics_of_call(req, &format!("{ns}/{pod}"), nics, || {
+            self.multus_interfaces(&ns, &pod)
+        })?;
         if self.router_lacks_a_segment_of(&nics)
             && let Err(e) = self.sync_from_cluster()
         {
@@ -247,7 +244,7 @@ impl Agent {
             req,
             &format!("{ns}/{pod}"),
             self.cluster.interfaces_of(&ns, &pod).map_err(cluster_err)?,
-            &self.multus_interfaces(&ns, &pod),
+            || self.multus_interfaces(&ns, &pod),
         )?;
         for nic in nics {
             let host = links

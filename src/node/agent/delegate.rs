@@ -16,15 +16,20 @@ pub(super) fn delegated(req: &Request) -> bool {
     req.config.l2_network.is_some() || req.config.subnet.is_some()
 }
 
-/// The NICs `req` handles among the Pod's `nics`; `multus` are the interfaces Multus
-/// calls a delegate for (`api::multus`).
+/// The NICs `req` handles among the Pod's `nics`; `multus` gives the interfaces Multus
+/// calls a delegate for (`api::multus`), asked only when the Pod has a NIC other than
+/// the call's (a Pod with one NIC, the common case, costs no read of the Pod).
 pub(super) fn nics_of_call(
     req: &Request,
     pod: &str,
     nics: Vec<NetworkInterface>,
-    multus: &BTreeSet<String>,
+    multus: impl FnOnce() -> BTreeSet<String>,
 ) -> Result<Vec<NetworkInterface>, CniError> {
     if !delegated(req) {
+        if nics.iter().all(|n| n.spec.interface == req.ifname) {
+            return Ok(nics);
+        }
+        let multus = multus();
         let own: Vec<NetworkInterface> = nics
             .into_iter()
             .filter(|n| n.spec.interface == req.ifname || !multus.contains(&n.spec.interface))
@@ -117,37 +122,41 @@ mod tests {
     #[test]
     fn mx_04_the_cluster_network_call_leaves_multus_interfaces_to_their_own_call() {
         let nics = vec![nic("eth0", None), nic("net1", Some("lab-net"))];
-        let none = BTreeSet::new();
-        let all = nics_of_call(&req("eth0", None), "d/p", nics.clone(), &none).unwrap();
+        let none = BTreeSet::new;
+        let all = nics_of_call(&req("eth0", None), "d/p", nics.clone(), none).unwrap();
         assert_eq!(
             ifaces(&all),
             ["eth0", "net1"],
             "no Multus: one call for all"
         );
-        let multus = BTreeSet::from(["net1".to_owned()]);
-        let primary = nics_of_call(&req("eth0", None), "d/p", nics.clone(), &multus).unwrap();
+        let multus = || BTreeSet::from(["net1".to_owned()]);
+        let primary = nics_of_call(&req("eth0", None), "d/p", nics.clone(), multus).unwrap();
         assert_eq!(ifaces(&primary), ["eth0"]);
-        let one = nics_of_call(&req("net1", Some("lab-net")), "d/p", nics, &multus).unwrap();
+        let one = nics_of_call(&req("net1", Some("lab-net")), "d/p", nics, multus).unwrap();
         assert_eq!(
             ifaces(&one),
             ["net1"],
             "the delegate's call: its interface alone"
         );
+        // One NIC, the call's own: the Pod's Multus networks are not even asked.
+        let single = vec![nic("eth0", None)];
+        let asked = || -> BTreeSet<String> { panic!("read the Pod for a one-NIC call") };
+        let own = nics_of_call(&req("eth0", None), "d/p", single, asked).unwrap();
+        assert_eq!(ifaces(&own), ["eth0"]);
     }
 
     #[test]
     fn mx_04_a_delegate_call_names_what_is_wrong() {
         let nics = vec![nic("eth0", None), nic("net1", Some("lab-net"))];
-        let none = BTreeSet::new();
-        let e =
-            nics_of_call(&req("net2", Some("lab-net")), "d/p", nics.clone(), &none).unwrap_err();
+        let none = BTreeSet::new;
+        let e = nics_of_call(&req("net2", Some("lab-net")), "d/p", nics.clone(), none).unwrap_err();
         assert!(
             e.msg
                 .contains(r#"list {"interface": "net2", "l2Network": "lab-net"}"#),
             "{}",
             e.msg
         );
-        let e = nics_of_call(&req("net1", Some("other")), "d/p", nics, &none).unwrap_err();
+        let e = nics_of_call(&req("net1", Some("other")), "d/p", nics, none).unwrap_err();
         assert_eq!(
             e.msg,
             "the NetworkAttachmentDefinition's config names l2Network other, but Pod d/p's NIC net1 is on L2Network lab-net: make them the same"
