@@ -4,46 +4,12 @@
 //! refused with the seed's messages.
 #[path = "common/control_plane.rs"]
 mod control_plane;
+#[path = "common/webhook.rs"]
+mod webhook;
 
-use std::{
-    process::{Command, Stdio},
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
-use base64::Engine as _;
-use control_plane::{ControlPlane, Owned, ca, free_port, leaf};
-
-/// The webhook configurations of `kind/webhook.yaml`, pointed at `base` with `ca_pem`.
-fn configurations(base: &str, ca_pem: &str) -> String {
-    let text =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/kind/webhook.yaml")).unwrap();
-    let bundle = base64::engine::general_purpose::STANDARD.encode(ca_pem);
-    let mut out = Vec::new();
-    for doc in serde_yaml_ng::Deserializer::from_str(&text) {
-        let mut v: serde_json::Value = serde::Deserialize::deserialize(doc).unwrap();
-        let kind = v["kind"].as_str().unwrap_or_default().to_owned();
-        if !kind.ends_with("WebhookConfiguration") {
-            continue;
-        }
-        for hook in v["webhooks"].as_array_mut().unwrap() {
-            let path = hook["clientConfig"]["service"]["path"]
-                .as_str()
-                .expect("the manifests reach the webhook through its Service, with a path")
-                .to_owned();
-            hook["clientConfig"] = serde_json::json!({
-                "url": format!("{base}{path}"),
-                "caBundle": bundle,
-            });
-        }
-        out.push(v.to_string());
-    }
-    assert_eq!(
-        out.len(),
-        2,
-        "kind/webhook.yaml: a validating and a mutating configuration"
-    );
-    out.join("\n")
-}
+use control_plane::{ControlPlane, free_port};
 
 #[test]
 fn l2_04_l2_07_l2_08_l2_10_l2_27_eip_04_bgp_01_nat_03_the_registered_webhook_refuses_with_the_seed_messages_and_rewrites_dns_policy()
@@ -63,60 +29,7 @@ fn l2_04_l2_07_l2_08_l2_10_l2_27_eip_04_bgp_01_nat_03_the_registered_webhook_ref
         }
     }
     let _folder = Folder(dir.clone());
-    let authority = ca("juneau-test-webhook-ca");
-    let (crt, key) = leaf(
-        &["127.0.0.1"],
-        "juneau-webhook",
-        None,
-        rcgen::ExtendedKeyUsagePurpose::ServerAuth,
-        &authority,
-    );
-    std::fs::write(dir.join("tls.crt"), crt).unwrap();
-    std::fs::write(dir.join("tls.key"), key).unwrap();
-    let port = free_port();
-    let _webhook = Owned::spawn(
-        Command::new(env!("CARGO_BIN_EXE_juneau"))
-            .args(["webhook", "--listen", &format!("127.0.0.1:{port}")])
-            // What the fixture's kube-apiserver has as --service-cluster-ip-range.
-            .args(["--service-cidr", "10.0.0.0/24"])
-            .arg("--cert-file")
-            .arg(dir.join("tls.crt"))
-            .arg("--key-file")
-            .arg(dir.join("tls.key"))
-            .arg("--kubeconfig")
-            .arg(&cp.kubeconfig)
-            .stderr(Stdio::null()),
-    );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "juneau webhook did not listen");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let out = cp.kubectl_stdin(
-        &["apply", "-f", "-"],
-        &configurations(&format!("https://127.0.0.1:{port}"), &authority.0.pem()),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // The configurations take effect within a moment: wait until the webhook answers a
-    // dry run.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let out = cp.kubectl_stdin(&["create", "--dry-run=server", "-f", "-"],
-            "apiVersion: juneau.loutres.me/v1alpha1\nkind: L2Network\nmetadata: {name: probe}\nspec: {vpc: ''}\n",
-        );
-        if String::from_utf8_lossy(&out.stderr).contains("admission webhook") {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the webhook configurations never took effect"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let _webhook = webhook::start(&cp, &dir, &[]);
     let vpc =
         "apiVersion: juneau.loutres.me/v1alpha1\nkind: Vpc\nmetadata: {name: tenant-a}\nspec: {}\n";
     assert!(cp.apply(vpc).status.success());

@@ -16,6 +16,8 @@ mod kubelet_bed;
 mod node_bed;
 #[path = "common/relay.rs"]
 mod relay;
+#[path = "common/webhook.rs"]
+mod webhook;
 
 use juneau::netns::Owned as OwnedNs;
 use kubelet_bed::{Bed, Cni, NAD_CRD, container_of, free, json, node_of};

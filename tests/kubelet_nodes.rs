@@ -16,6 +16,8 @@ mod kubelet_bed;
 mod node_bed;
 #[path = "common/relay.rs"]
 mod relay;
+#[path = "common/webhook.rs"]
+mod webhook;
 
 use std::time::Duration;
 
@@ -142,14 +144,19 @@ fn web_pod() -> String {
 /// (readiness httpGet, liveness tcpSocket, every second; 3 s to answer, as the
 /// machine's two cores are busy with both restarts).
 fn probed_pod(name: &str, annotation: &str) -> String {
+    probed_pod_on(name, annotation, 8080)
+}
+
+/// [`probed_pod`] whose probes ask `port` (its httpd listens on 8080).
+fn probed_pod_on(name: &str, annotation: &str, port: u16) -> String {
     format!(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\n  annotations:\n    \
          {annotation}\n\
          spec:\n  nodeName: node-a\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: c\n    \
          image: {img}\n    imagePullPolicy: Never\n    \
          command: [/bin/busybox, sh, -c, '/bin/busybox mkdir -p /www && echo ok > /www/index.html && exec /bin/busybox httpd -f -p 8080 -h /www']\n    \
-         readinessProbe: {{httpGet: {{path: /, port: 8080}}, periodSeconds: 1, timeoutSeconds: 3, failureThreshold: 1}}\n    \
-         livenessProbe: {{tcpSocket: {{port: 8080}}, periodSeconds: 1, timeoutSeconds: 3, failureThreshold: 3}}\n",
+         readinessProbe: {{httpGet: {{path: /, port: {port}}}, periodSeconds: 1, timeoutSeconds: 3, failureThreshold: 1}}\n    \
+         livenessProbe: {{tcpSocket: {{port: {port}}}, periodSeconds: 1, timeoutSeconds: 3, failureThreshold: 3}}\n",
         img = containerd::BUSYBOX
     )
 }
@@ -300,4 +307,82 @@ fn eip_18_l2_27_mx_01_probes_pass_through_a_kubelet_and_containerd_restart_and_n
             || (bed.veths(node) == 0).then_some(()),
         );
     }
+}
+
+/// L2-27 with the webhook's `--enable-probe-rewrite`: the httpGet and tcpSocket probes
+/// of an L2Network-eth0 Pod and of a Pod on another Vpc's Subnet (no Node route to
+/// either) are rewritten at admission into httpGets on the Node daemon's loopback
+/// port, which runs them inside each Pod's namespace: both Pods become Ready. A direct
+/// ElasticIP Pod keeps its probes (EIP-18: its Node route carries them). A Pod whose
+/// probes ask a port nothing listens on stays unready, and the kubelet's event says
+/// the daemon answered 502 (refused).
+#[test]
+fn l2_27_eip_18_rewritten_probes_of_l2network_and_tenant_vpc_pods_run_in_their_namespace() {
+    // An L2Network eth0 needs a gateway (the webhook refuses lab-net's: no default route).
+    let tenant = "apiVersion: juneau.loutres.me/v1alpha1\nkind: Subnet\nmetadata: {name: tenant-sub}\n\
+         spec: {vpc: tenant-a, cidr: 10.72.0.0/24}\n---\n\
+         apiVersion: juneau.loutres.me/v1alpha1\nkind: L2Network\nmetadata: {name: gw-net}\n\
+         spec: {vpc: tenant-a, cidr: 10.73.0.0/24, gateway: {}}\n";
+    let bed = Bed::start_with_webhook(
+        &format!("{LAB_NET}---\n{tenant}---\n{WEB}"),
+        &["--enable-probe-rewrite"],
+    );
+    let on_l2 = r#"juneau.loutres.me/networks: '[{"interface": "eth0", "l2Network": "gw-net"}]'"#;
+    let on_tenant =
+        r#"juneau.loutres.me/networks: '[{"interface": "eth0", "subnet": "tenant-sub"}]'"#;
+    bed.apply(&format!(
+        "{}---\n{}---\n{}---\n{}",
+        probed_pod("pl2", on_l2),
+        probed_pod("pt", on_tenant),
+        web_pod(),
+        probed_pod_on("pdown", on_l2, 8081),
+    ));
+    for p in ["pl2", "pt", "web"] {
+        bed.wait_ready(p);
+    }
+    let cp = &bed.cp;
+    let probes = |pod: &str| {
+        let c = &json(cp, &["get", "pod", pod, "-n", "default"])["spec"]["containers"][0];
+        (c["readinessProbe"].clone(), c["livenessProbe"].clone())
+    };
+    for p in ["pl2", "pt"] {
+        let (ready, live) = probes(p);
+        for (probe, kind) in [(&ready, "readiness"), (&live, "liveness")] {
+            let get = &probe["httpGet"];
+            assert_eq!(get["host"], "127.0.0.1", "{p}: {probe}");
+            assert_eq!(get["port"], 9465, "{p}: {probe}");
+            let path = get["path"].as_str().unwrap_or_default();
+            assert!(
+                path.starts_with("/juneau/probe/default/") && path.ends_with(&format!("/c/{kind}")),
+                "{p}: {probe}"
+            );
+            assert!(probe.get("tcpSocket").is_none(), "{p}: {probe}");
+        }
+    }
+    // EIP-18: the direct ElasticIP Pod's probes are its own.
+    let (ready, live) = probes("web");
+    assert_eq!(ready["httpGet"]["port"], 8080, "{ready}");
+    assert!(ready["httpGet"].get("host").is_none(), "{ready}");
+    assert_eq!(live["tcpSocket"]["port"], 8080, "{live}");
+    // Neither probed Pod has a route from the Node: the probes went inside them.
+    let routes = std::process::Command::new("ip")
+        .args(["-n", node_of(&bed.topo, "node-a").ns.name(), "route"])
+        .output()
+        .unwrap();
+    let routes = String::from_utf8_lossy(&routes.stdout).into_owned();
+    for p in ["pl2", "pt"] {
+        let address = nic_address(cp, p).expect("an address");
+        assert!(!routes.contains(&address), "{p} has a Node route: {routes}");
+    }
+    // The negative: nothing listens on 8081 in pdown, so the daemon's answer fails it.
+    let events = wait_for(
+        Duration::from_secs(30),
+        || format!("pdown's probes never failed:\n{}", bed.describe()),
+        || {
+            let e = unhealthy(cp, "pdown");
+            e.contains("statuscode: 502").then_some(e)
+        },
+    );
+    eprintln!("pdown: {events}");
+    assert!(ready_ips(cp, "pdown").is_none(), "pdown became Ready");
 }

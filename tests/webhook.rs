@@ -71,6 +71,7 @@ fn l2_04_l2_07_l2_19_l2_32_eip_04_eip_06_eip_17_eip_24_admission_reviews_over_ht
         cert.cert.pem().into_bytes(),
         cert.key_pair.serialize_pem().into_bytes(),
         source,
+        webhook::Mutation::default(),
         handle.clone(),
     ));
     let port = rt

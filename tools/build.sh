@@ -198,3 +198,12 @@ mkdir -p "$GOMODCACHE" "$GOCACHE"
 for c in "${comps[@]}"; do
 	if [ $update = 1 ]; then (update_module "$c"); else build_component "$c"; fi
 done
+# The build cache (about 6 GB after every component) only speeds up a later version
+# bump; the binaries above are what the suite needs. On a disk with less than
+# JUNEAU_TOOLS_MIN_FREE_GB (default 20) free, it goes, so that the Rust build that
+# follows has room (a CI run failed with "No space left on device" compiling it).
+free_gb=$(df -P --block-size=1G "$GOCACHE" | awk 'NR == 2 { print $4 }')
+if [ "${free_gb:-0}" -lt "${JUNEAU_TOOLS_MIN_FREE_GB:-20}" ]; then
+	echo "build.sh: ${free_gb} GB free: removing the Go build cache $GOCACHE" >&2
+	go clean -cache
+fi

@@ -95,7 +95,10 @@ pub fn admission_review(body: &[u8]) {
         return;
     };
     let uid = review.request.as_ref().map(|r| r.uid.clone());
-    for half in [Half::Validate, Half::Mutate] {
+    let rewrite = juneau::webhook::Mutation {
+        probe_port: Some(juneau::admission::probes::PROBE_PORT),
+    };
+    for half in [Half::Validate, Half::Mutate(rewrite)] {
         let out = answer_with(review.clone(), Ok(snapshot()), half);
         let response = out.response.as_ref().expect("a review without a response");
         if let Some(uid) = &uid {

@@ -4,6 +4,7 @@
 //! standalone run admits exactly what a cluster would.
 pub mod admit;
 pub mod mutate;
+pub mod probes;
 pub mod validate;
 
 pub use admit::{Request, admit};

@@ -59,6 +59,14 @@ enum Cmd {
         /// service account].
         #[arg(long)]
         kubeconfig: Option<PathBuf>,
+        /// Rewrite the httpGet and tcpSocket probes of Pods that have no route from
+        /// their Node (eth0 on an L2Network or on another Vpc's Subnet, L2-27) into
+        /// probes the Node's daemon runs inside the Pod (its `--probe-addr`).
+        #[arg(long)]
+        enable_probe_rewrite: bool,
+        /// The daemons' probe port (`juneau node --probe-addr 127.0.0.1:<port>`).
+        #[arg(long, default_value_t = juneau::admission::probes::PROBE_PORT)]
+        probe_port: u16,
     },
     /// The BGP speaker of the DaemonSet's speaker container: waits for the daemon's
     /// first `bird.conf` in `--dir`, then becomes BIRD (with graceful restart).
@@ -131,6 +139,8 @@ fn main() -> ExitCode {
             key_file,
             service_cidrs,
             kubeconfig,
+            enable_probe_rewrite,
+            probe_port,
         } => {
             init_logs("info");
             let cluster = match juneau::store::k8s::KubeCluster::connect(
@@ -152,6 +162,9 @@ fn main() -> ExitCode {
                 &cert_file,
                 &key_file,
                 cluster.clone(),
+                juneau::webhook::Mutation {
+                    probe_port: enable_probe_rewrite.then_some(probe_port),
+                },
             ));
             drop(rt);
             drop(cluster);

@@ -101,6 +101,9 @@ pub struct DaemonConfig {
     /// Where `/metrics` is served; `None` turns it off.
     #[serde(default)]
     pub metrics_addr: Option<SocketAddr>,
+    /// Where the kubelet's rewritten probes arrive (loopback); `None`: nowhere.
+    #[serde(default)]
+    pub probe_addr: Option<SocketAddr>,
     /// Keep the kernel's per-program statistics on while the daemon runs.
     #[serde(default)]
     pub bpf_stats: bool,
@@ -157,6 +160,15 @@ pub fn bgp_dir_of(cni_socket: &Path) -> PathBuf {
         .parent()
         .unwrap_or(Path::new(RUN_BASE))
         .join("bgp")
+}
+
+/// `<socket folder>/netns`: each Pod container's network namespace file, as its ADD
+/// named it (the rewritten probes run there; kept across daemon restarts).
+pub fn netns_dir_of(cni_socket: &Path) -> PathBuf {
+    cni_socket
+        .parent()
+        .unwrap_or(Path::new(RUN_BASE))
+        .join("netns")
 }
 
 /// `<socket folder>/node.pid`.
@@ -274,6 +286,12 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         ),
         None => None,
     };
+    let probes = match cfg.probe_addr {
+        Some(addr) => {
+            Some(super::probe::bind(addr).map_err(io(format!("cannot serve probes on {addr}")))?)
+        }
+        None => None,
+    };
     let underlay = resolve_underlay(&cfg.underlay)?;
     let (underlay_mtu, addrs) = netlink::mtu_and_ipv4(&underlay)?;
     let vtep = match cfg.vtep {
@@ -324,7 +342,8 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     carry_connections(&mut conntrack, &layout);
     let agent = Arc::new(
         Agent::new(&cfg.node_name, vtep, cluster.clone(), dp)?
-            .with_bgp_speaker(cfg.bgp_speaker, bgp_dir_of(&cfg.cni_socket)),
+            .with_bgp_speaker(cfg.bgp_speaker, bgp_dir_of(&cfg.cni_socket))
+            .with_netns_records(netns_dir_of(&cfg.cni_socket)),
     );
     agent
         .garp_rounds
@@ -342,6 +361,10 @@ pub fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     std::fs::write(cfg.pid_file(), std::process::id().to_string())
         .map_err(io(format!("cannot write {}", cfg.pid_file().display())))?;
     agent.start_processes();
+    if let Some(listener) = probes {
+        super::probe::serve_on(agent.clone(), listener, netns_dir_of(&cfg.cni_socket))
+            .map_err(io("cannot start the probe server"))?;
+    }
     if let Some(listener) = metrics {
         super::metrics_http::serve(agent.clone(), listener)
             .map_err(io("cannot start the metrics server"))?;

@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod metrics_http;
 pub mod netlink;
 pub mod nic;
+pub mod probe;
 pub mod server;
 pub mod settings;
 mod sweeps;

@@ -47,6 +47,11 @@ pub struct NodeArgs {
     /// Address of `/metrics` and `/healthz`, or `off` [default: 0.0.0.0:9464].
     #[arg(long)]
     metrics_addr: Option<String>,
+    /// Loopback address where the kubelet's rewritten probes arrive (the webhook's
+    /// `--enable-probe-rewrite`, L2-27), or `off` [default: off; the DaemonSet sets
+    /// 127.0.0.1:9465].
+    #[arg(long)]
+    probe_addr: Option<String>,
     /// Turn the kernel's per-program run statistics on while the daemon runs
     /// (juneau_program_runs_total; costs a few ns per packet).
     #[arg(long)]
@@ -124,32 +129,18 @@ impl NodeArgs {
         set("garp-rounds", self.garp_rounds.map(Into::into));
         set("conntrack-entries", self.conntrack_entries.map(Into::into));
         set("bgp-speaker", self.bgp_speaker.map(Into::into));
-        let from_flag = self.metrics_addr.is_some();
-        let metrics = match (self.metrics_addr, file.get("metrics-addr")) {
-            (Some(flag), _) => flag,
-            (None, Some(serde_json::Value::String(s))) => s.clone(),
-            (None, Some(other)) => {
-                return Err(format!(
-                    "metrics-addr in --config is {other}; write IP:PORT in quotes (e.g. \"0.0.0.0:9464\") or \"off\""
-                ));
-            }
-            (None, None) => "0.0.0.0:9464".into(),
-        };
-        if metrics != "off" && metrics.parse::<std::net::SocketAddr>().is_err() {
-            let at = if from_flag {
-                "--metrics-addr"
-            } else {
-                "metrics-addr in --config"
-            };
-            return Err(format!(
-                "{at} {metrics:?} is not IP:PORT; write e.g. 0.0.0.0:9464, or off"
-            ));
-        }
-        if metrics == "off" {
-            file.remove("metrics-addr");
-        } else {
-            file.insert("metrics-addr".into(), metrics.into());
-        }
+        address_setting(
+            &mut file,
+            "metrics-addr",
+            self.metrics_addr,
+            ("0.0.0.0:9464", "0.0.0.0:9464"),
+        )?;
+        address_setting(
+            &mut file,
+            "probe-addr",
+            self.probe_addr,
+            ("off", "127.0.0.1:9465"),
+        )?;
         let node = file
             .get("node-name")
             .and_then(|v| v.as_str())
@@ -184,6 +175,43 @@ impl NodeArgs {
             }
         })
     }
+}
+
+/// An `IP:PORT`-or-`off` setting (`key`): the flag over the file over `default`; `off`
+/// leaves the key out. Refused by its flag or key, with `example`, when it does not read.
+fn address_setting(
+    file: &mut serde_json::Map<String, serde_json::Value>,
+    key: &str,
+    flag: Option<String>,
+    (default, example): (&str, &str),
+) -> Result<(), String> {
+    let from_flag = flag.is_some();
+    let value = match (flag, file.get(key)) {
+        (Some(flag), _) => flag,
+        (None, Some(serde_json::Value::String(s))) => s.clone(),
+        (None, Some(other)) => {
+            return Err(format!(
+                "{key} in --config is {other}; write IP:PORT in quotes (e.g. \"{example}\") or \"off\""
+            ));
+        }
+        (None, None) => default.into(),
+    };
+    if value != "off" && value.parse::<std::net::SocketAddr>().is_err() {
+        let at = if from_flag {
+            format!("--{key}")
+        } else {
+            format!("{key} in --config")
+        };
+        return Err(format!(
+            "{at} {value:?} is not IP:PORT; write e.g. {example}, or off"
+        ));
+    }
+    if value == "off" {
+        file.remove(key);
+    } else {
+        file.insert(key.into(), value.into());
+    }
+    Ok(())
 }
 
 /// `juneau node`: the settings, then the daemon until SIGTERM.

@@ -114,9 +114,22 @@ pub fn review(req: &AdmissionRequest<DynamicObject>, snap: &Snapshot) -> Admissi
     }
 }
 
+/// What the mutating half does besides L2-27's dnsPolicy.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Mutation {
+    /// `--enable-probe-rewrite`: the daemons' probe port (`admission::probes`).
+    pub probe_port: Option<u16>,
+}
+
 /// The mutation for one request (pure): a Pod whose eth0 is on an L2Network gets
-/// `dnsPolicy: Default` (L2-27), as the embedded store applies it.
-pub fn mutate(req: &AdmissionRequest<DynamicObject>, snap: &Snapshot) -> AdmissionResponse {
+/// `dnsPolicy: Default` (L2-27), as the embedded store applies it; with
+/// `--enable-probe-rewrite`, a Pod without a route from its Node gets its probes
+/// through the Node's daemon (the request's UID is the token naming it there).
+pub fn mutate(
+    req: &AdmissionRequest<DynamicObject>,
+    snap: &Snapshot,
+    how: Mutation,
+) -> AdmissionResponse {
     let response = AdmissionResponse::from(req);
     if (req.kind.kind.as_str(), &req.operation) != ("Pod", &Operation::Create) {
         return response;
@@ -137,18 +150,37 @@ pub fn mutate(req: &AdmissionRequest<DynamicObject>, snap: &Snapshot) -> Admissi
             .to_owned(),
         ..Default::default()
     };
-    let Some(policy) = crate::admission::dns_policy(&record, snap) else {
-        return response;
-    };
-    // RFC 6902: `add` replaces a member that exists.
-    let patch: json_patch::Patch = serde_json::from_value(serde_json::json!([
-        {"op": "add", "path": "/spec/dnsPolicy", "value": policy}
-    ]))
-    .expect("a well-formed patch");
-    match response.clone().with_patch(patch) {
-        Ok(r) => r,
-        Err(e) => response.deny(format!("cannot write the dnsPolicy patch: {e}")),
+    let mut ops = Vec::new();
+    if let Some(policy) = crate::admission::dns_policy(&record, snap) {
+        // RFC 6902: `add` replaces a member that exists.
+        ops.push(serde_json::json!({"op": "add", "path": "/spec/dnsPolicy", "value": policy}));
     }
+    let mut warnings = Vec::new();
+    if let Some(port) = how.probe_port
+        && let Some(rewrite) = crate::admission::probes::rewrite(
+            &serde_json::json!({"metadata": pod.metadata, "spec": pod.data["spec"]}),
+            &record.namespace,
+            &req.uid,
+            port,
+        )
+    {
+        ops.extend(rewrite.patch);
+        warnings = rewrite.warnings;
+    }
+    let mut response = if ops.is_empty() {
+        response
+    } else {
+        let patch: json_patch::Patch =
+            serde_json::from_value(serde_json::Value::Array(ops)).expect("a well-formed patch");
+        match response.clone().with_patch(patch) {
+            Ok(r) => r,
+            Err(e) => return response.deny(format!("cannot write the Pod's patch: {e}")),
+        }
+    };
+    if !warnings.is_empty() {
+        response.warnings = Some(warnings);
+    }
+    response
 }
 
 fn missing() -> Rejection {
@@ -162,7 +194,7 @@ fn missing() -> Rejection {
 #[derive(Clone, Copy, Debug)]
 pub enum Half {
     Validate,
-    Mutate,
+    Mutate(Mutation),
 }
 
 /// Answers one decoded review over the cluster's objects (pure: the handlers and the
@@ -176,12 +208,12 @@ pub fn answer_with(
         Ok(r) => r,
         Err(e) => return AdmissionResponse::invalid(e.to_string()).into_review(),
     };
-    let decide = match half {
-        Half::Validate => review,
-        Half::Mutate => mutate,
-    };
     match snap {
-        Ok(snap) => decide(&req, snap).into_review(),
+        Ok(snap) => match half {
+            Half::Validate => review(&req, snap),
+            Half::Mutate(how) => mutate(&req, snap, how),
+        }
+        .into_review(),
         Err(e) => {
             tracing::error!(error = %e, "admission without a view of the cluster");
             AdmissionResponse::from(&req).deny(e).into_review()
@@ -221,25 +253,25 @@ async fn answer(
 }
 
 async fn mutate_handler(
-    State(source): State<Source>,
+    State((source, how)): State<(Source, Mutation)>,
     Json(review_in): Json<AdmissionReview<DynamicObject>>,
 ) -> Json<AdmissionReview<DynamicObject>> {
-    answer(source, review_in, Half::Mutate).await
+    answer(source, review_in, Half::Mutate(how)).await
 }
 
 async fn validate_handler(
-    State(source): State<Source>,
+    State((source, _)): State<(Source, Mutation)>,
     Json(review_in): Json<AdmissionReview<DynamicObject>>,
 ) -> Json<AdmissionReview<DynamicObject>> {
     answer(source, review_in, Half::Validate).await
 }
 
 /// The routes: `POST /validate` and `POST /mutate` (both halves of `admission`).
-pub fn router(source: Source) -> Router {
+pub fn router(source: Source, how: Mutation) -> Router {
     Router::new()
         .route("/validate", post(validate_handler))
         .route("/mutate", post(mutate_handler))
-        .with_state(source)
+        .with_state((source, how))
 }
 
 /// Serves HTTPS on `addr` with the certificate and key read from files, and reads them
@@ -250,6 +282,7 @@ pub async fn serve_files(
     cert: &std::path::Path,
     key: &std::path::Path,
     source: Source,
+    how: Mutation,
 ) -> Result<(), WebhookError> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let tls = axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key)
@@ -279,7 +312,7 @@ pub async fn serve_files(
     });
     tracing::info!(%addr, "admission webhook serving /validate and /mutate");
     axum_server::bind_rustls(addr, tls)
-        .serve(router(source).into_make_service())
+        .serve(router(source, how).into_make_service())
         .await
         .map_err(WebhookError::Serve)
 }
@@ -290,6 +323,7 @@ pub async fn serve(
     cert_pem: Vec<u8>,
     key_pem: Vec<u8>,
     source: Source,
+    how: Mutation,
     handle: axum_server::Handle,
 ) -> Result<(), WebhookError> {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -298,7 +332,7 @@ pub async fn serve(
         .map_err(WebhookError::Tls)?;
     axum_server::bind_rustls(addr, tls)
         .handle(handle)
-        .serve(router(source).into_make_service())
+        .serve(router(source, how).into_make_service())
         .await
         .map_err(WebhookError::Serve)
 }

@@ -43,7 +43,8 @@ fn run(cmd: &mut Command) -> Output {
 
 #[path = "images.rs"]
 mod images;
-pub use images::test_images;
+#[allow(unused_imports)] // oci_image: a test that runs an image of its own
+pub use images::{oci_image, test_images};
 
 impl Containerd {
     /// Starts containerd in `netns` with its files under `dir`, the CNI plugin `cni_bin`
@@ -141,13 +142,18 @@ state = '{state}'
         };
         c.spawn();
         for image in images {
-            run(Command::new(tool("containerd", "ctr"))
-                .args(["-n", "k8s.io", "-a"])
-                .arg(&sock)
-                .args(["images", "import"])
-                .arg(image));
+            c.import(image);
         }
         c
+    }
+
+    /// Imports an image archive (`images::oci_image`) for the CRI.
+    pub fn import(&self, image: &Path) {
+        run(Command::new(tool("containerd", "ctr"))
+            .args(["-n", "k8s.io", "-a"])
+            .arg(self.socket())
+            .args(["images", "import"])
+            .arg(image));
     }
 
     /// Starts containerd on its configuration and waits until it serves CRI.

@@ -34,6 +34,10 @@ const KERNEL_FLAGS: [(&str, &str); 3] = [
     ("kernel/panic_on_oops", "1"),
 ];
 
+/// The DNS Service's ClusterIP every kubelet writes into ClusterFirst Pods'
+/// resolv.conf (in the test control plane's Service CIDR, 10.0.0.0/24).
+pub const CLUSTER_DNS: &str = "10.0.0.10";
+
 /// The machine's own values of [`KERNEL_FLAGS`], to check that they stay.
 pub fn machine_kernel_flags() -> Vec<String> {
     KERNEL_FLAGS
@@ -123,6 +127,8 @@ evictionHard: {{memory.available: 1Mi, nodefs.available: 1%, nodefs.inodesFree: 
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 resolvConf: ''
+clusterDNS: [{CLUSTER_DNS}]
+clusterDomain: cluster.local
 syncFrequency: 5s
 nodeStatusUpdateFrequency: 2s
 ",

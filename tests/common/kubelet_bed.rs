@@ -17,7 +17,7 @@ use crate::{
     control_plane::{self, ControlPlane, Owned, tool},
     kubelet::Kubelet,
     node_bed::{NodeDaemon, TestDir, as_account, start_node, wait_for},
-    relay,
+    relay, webhook,
 };
 
 pub const NODES: [&str; 2] = ["node-a", "node-b"];
@@ -150,6 +150,7 @@ pub struct Bed {
     pub runtimes: Vec<Containerd>,
     pub daemons: Vec<NodeDaemon>,
     pub topo: Topology,
+    pub webhook: Option<webhook::Webhook>,
     _controller: Option<Owned>,
     pub cp: ControlPlane,
     _dir: TestDir,
@@ -162,6 +163,16 @@ impl Bed {
 
     /// [`Bed::start`] with `cni` as the Nodes' network configuration.
     pub fn start_with(objects: &str, cni: Cni) -> Bed {
+        Self::start_full(objects, cni, &[])
+    }
+
+    /// [`Bed::start`] with Juneau's admission webhook registered, run with
+    /// `webhook_flags` (e.g. `--enable-probe-rewrite`).
+    pub fn start_with_webhook(objects: &str, webhook_flags: &[&str]) -> Bed {
+        Self::start_full(objects, Cni::Juneau, webhook_flags)
+    }
+
+    fn start_full(objects: &str, cni: Cni, webhook_flags: &[&str]) -> Bed {
         let cp = ControlPlane::start();
         cp.install_crds_and(&["namespace.yaml", "rbac.yaml"]);
         let dir = TestDir::new(std::env::temp_dir().join(format!(
@@ -190,6 +201,8 @@ impl Bed {
                     .stderr(std::fs::File::create(dir.0.join("controller.log")).unwrap()),
             )
         });
+        let webhook = (cni == Cni::Juneau && !webhook_flags.is_empty())
+            .then(|| webhook::start(&cp, &dir.0.join("webhook"), webhook_flags));
         let names: Vec<String> = NODES.iter().map(|n| n.to_string()).collect();
         let topo = Topology::new(&format!("jn-kl{}", free()), &names).unwrap();
         let daemons: Vec<NodeDaemon> = NODES
@@ -275,6 +288,7 @@ impl Bed {
             runtimes,
             daemons,
             topo,
+            webhook,
             _controller: controller,
             cp,
             _dir: dir,

@@ -99,6 +99,8 @@ pub fn start_node(
             .args(["netns", "exec", ns.name()])
             .arg(juneau::standalone::sibling_binary("juneau"))
             .args(["node", "--node-name", node, "--underlay", UNDERLAY_DEV])
+            // The kubelet's rewritten probes (each daemon in its Node's namespace).
+            .args(["--probe-addr", "127.0.0.1:9465"])
             .args(["--metrics-addr", "off", "--kubeconfig"])
             .arg(&kubeconfig)
             .arg("--cni-socket")

@@ -47,6 +47,9 @@ const PACKAGES: &[&str] = &[
     // The Nodes' BGP speaker and the test bed's upstream router (issue 27).
     "bird2",
     "frr",
+    // Debian's CNI plugins in /usr/lib/cni (issue 28): the kubelet bed's baseline
+    // (bridge + host-local) and Multus' other delegates (bridge, macvlan, static).
+    "containernetworking-plugins",
 ];
 
 /// Services the packages above start on a machine with systemd, in its root

@@ -12,7 +12,7 @@ use crate::{
     cni::{CniError, CniResult, Request, code},
     node::{
         netlink,
-        nic::{self, Made, NicContext},
+        nic::{self, AddTimes, Made, NicContext, Part},
         veth::{self, PortAlias},
     },
 };
@@ -75,12 +75,14 @@ impl Agent {
             node_ip: self.node_ip,
             dataplane: &self.dataplane,
             port_filters: self.port_filters,
+            times: AddTimes::default(),
         }
     }
 
-    /// The ADD, and how long of it went to waiting for the controller's allocation
-    /// (logged with the request: a burst of Pods waits on the controller first).
-    pub(super) fn add(&self, req: &Request) -> Result<(CniResult, Duration), CniError> {
+    /// The ADD, how long of it went to waiting for the controller's allocation and
+    /// where the rest went (logged with the request: a burst of Pods waits on the
+    /// controller first).
+    pub(super) fn add(&self, req: &Request) -> Result<(CniResult, Duration, AddTimes), CniError> {
         let (ns, pod) = Self::pod_of(req)?;
         let start = Instant::now();
         let nics = self.wait_for_nics(&ns, &pod)?;
@@ -114,7 +116,10 @@ impl Agent {
                 .and_then(|()| {
                     let ep = self.endpoint_for(&ns, &pod, &req.container_id, nic);
                     let name = ep.metadata.name.clone().unwrap_or_default();
-                    self.cluster.put_endpoint(ep).map_err(cluster_err)?;
+                    let put = Instant::now();
+                    let written = self.cluster.put_endpoint(ep).map_err(cluster_err);
+                    ctx.times.add(Part::Endpoint, put);
+                    written?;
                     endpoints.push(name);
                     Ok(())
                 });
@@ -123,7 +128,13 @@ impl Agent {
                 return Err(e);
             }
         }
-        Ok((result, waited))
+        if let Some(records) = &self.netns_records
+            && let Err(e) = crate::node::probe::record_netns(records, &req.container_id, ctx.netns)
+        {
+            // Only the rewritten probes need it: they answer 503 for this Pod.
+            tracing::warn!(error = %e, container = %req.container_id, "cannot record the Pod's namespace for its probes");
+        }
+        Ok((result, waited, ctx.times))
     }
 
     /// True unless the router serves the segment of every NIC (a direct ElasticIP
@@ -224,6 +235,9 @@ impl Agent {
         }
         let links = port_links(&PortAlias::container_prefix(&req.container_id))?;
         let mut result = self.remove_nics(links, "DEL");
+        if let Some(records) = &self.netns_records {
+            crate::node::probe::forget_netns(records, &req.container_id);
+        }
         // A sandbox deleted before DEL took the veths with it: what the datapath and the
         // cluster still hold of them goes now.
         self.prune_stale_ports();
@@ -271,6 +285,11 @@ impl Agent {
                 !keep
             })
             .collect();
+        if let Some(records) = &self.netns_records {
+            for (_, _, alias) in &stale {
+                crate::node::probe::forget_netns(records, &alias.container_id);
+            }
+        }
         self.remove_nics(stale, "GC")
     }
 

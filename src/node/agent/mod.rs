@@ -63,6 +63,9 @@ pub struct Agent {
     port_filters: bool,
     /// The segments the router serves, read without the datapath's lock.
     served: crate::node::dataplane::ServedSegments,
+    /// Where each ADD records its container's namespace for the rewritten probes
+    /// (`node::probe`); `None`: not recorded.
+    netns_records: Option<std::path::PathBuf>,
 }
 
 /// A host-side port link of this Node: (name, ifindex, what its alias says).
@@ -117,7 +120,14 @@ impl Agent {
             garp_rounds,
             bgp_dir: None,
             bgp_off: false,
+            netns_records: None,
         })
+    }
+
+    /// Records each ADD's namespace in `dir` (`node::probe`).
+    pub fn with_netns_records(mut self, dir: std::path::PathBuf) -> Self {
+        self.netns_records = Some(dir);
+        self
     }
 
     /// Adds the BGP speaker's feature, its files in `dir` (the daemon's run folder's
@@ -154,9 +164,11 @@ impl Agent {
     pub fn handle(&self, req: &Request) -> Result<Option<CniResult>, CniError> {
         let start = Instant::now();
         let mut nic_wait = Duration::ZERO;
+        let mut parts = nic::AddTimes::default();
         let out = match req.command.as_str() {
-            "ADD" => self.add(req).map(|(r, waited)| {
+            "ADD" => self.add(req).map(|(r, waited, times)| {
                 nic_wait = waited;
+                parts = times;
                 Some(r)
             }),
             "DEL" => self.del(req).map(|()| None),
@@ -180,6 +192,10 @@ impl Agent {
                 container = %short(&req.container_id),
                 ms = took.as_secs_f64() * 1e3,
                 nic_wait_ms = nic_wait.as_secs_f64() * 1e3,
+                links_ms = parts.ms(nic::Part::Links),
+                lock_ms = parts.ms(nic::Part::Lock),
+                attach_ms = parts.ms(nic::Part::Attach),
+                endpoint_ms = parts.ms(nic::Part::Endpoint),
                 "CNI request served"
             ),
             Err(e) => tracing::warn!(

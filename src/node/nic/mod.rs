@@ -6,7 +6,15 @@ mod l2network;
 mod subnet;
 mod veth_nic;
 
-use std::{net::Ipv4Addr, path::Path, sync::Mutex};
+use std::{
+    net::Ipv4Addr,
+    path::Path,
+    sync::{
+        Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Instant,
+};
 
 use crate::{
     api::NetworkInterface,
@@ -34,6 +42,40 @@ pub struct NicContext<'a> {
     pub dataplane: &'a Mutex<Dataplane>,
     /// Ports get their program as a tc filter (their veths get clsact while down).
     pub port_filters: bool,
+    /// Where the call's time goes.
+    pub times: AddTimes,
+}
+
+/// The parts of an ADD, logged with it: a burst of Pods shares the Node's CPUs, the
+/// datapath's lock and the API server, and each part shows which one it waited on.
+#[derive(Clone, Copy, Debug)]
+pub enum Part {
+    /// veth pairs, addresses and routes (netlink).
+    Links,
+    /// Waiting for the datapath's lock.
+    Lock,
+    /// Attaching the ports and writing their maps, under the lock.
+    Attach,
+    /// Writing the NetworkEndpoints (the API server).
+    Endpoint,
+}
+
+/// Microseconds spent in each [`Part`] (atomics: a context may be shared with a
+/// thread inside the Pod's namespace).
+#[derive(Debug, Default)]
+pub struct AddTimes([AtomicU64; 4]);
+
+impl AddTimes {
+    /// Counts the time since `since` to `part`.
+    pub fn add(&self, part: Part, since: Instant) {
+        let us = u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.0[part as usize].fetch_add(us, Ordering::Relaxed);
+    }
+
+    /// The time spent in `part`, in ms.
+    pub fn ms(&self, part: Part) -> f64 {
+        self.0[part as usize].load(Ordering::Relaxed) as f64 / 1e3
+    }
 }
 
 /// What a setup made, in order, so that a failed ADD undoes exactly that.

@@ -2,9 +2,9 @@
 //! datapath port, the Pod end addressed from the segment's CIDR with eth0's default
 //! route (L2-15) when the segment has one, the segment's MTU on both ends when it sets
 //! one (L2-21). The drivers of each kind say only what their port is.
-use std::{net::Ipv4Addr, sync::Mutex};
+use std::{net::Ipv4Addr, sync::Mutex, time::Instant};
 
-use super::{Made, NicContext, NicDriver, io, nic_mac};
+use super::{Made, NicContext, NicDriver, Part, io, nic_mac};
 use crate::{
     api::NetworkInterface,
     cni::{CniError, CniResult, Interface, IpConfig, RouteConfig, code},
@@ -81,6 +81,7 @@ pub fn setup(
         alias: alias.render(),
         clsact: ctx.port_filters,
     };
+    let links = Instant::now();
     let ifindex = veth::create_on(nl, &spec)
         .map_err(|e| io(format!("cannot create the veth pair for {iface}"))(e.to_string()))?;
     made.links.push(host.clone());
@@ -136,14 +137,18 @@ pub fn setup(
             gw: Some(r.gw.clone()),
         });
     }
+    ctx.times.add(Part::Links, links);
     let port = driver
         .port_spec(nic, ctx.container_id, ifindex)
         .ok_or_else(|| not_ready(nic))?;
-    ctx.dataplane
-        .lock()
-        .expect("dataplane lock")
-        .attach_owned_port(&host, port)
-        .map_err(|e| io(format!("cannot attach the datapath to {host}"))(e.to_string()))?;
+    let waited = Instant::now();
+    let mut dp = ctx.dataplane.lock().expect("dataplane lock");
+    ctx.times.add(Part::Lock, waited);
+    let attach = Instant::now();
+    let attached = dp.attach_owned_port(&host, port);
+    drop(dp);
+    ctx.times.add(Part::Attach, attach);
+    attached.map_err(|e| io(format!("cannot attach the datapath to {host}"))(e.to_string()))?;
     made.ports.push(ifindex);
     Ok(())
 }
