@@ -123,6 +123,43 @@ fn mx_01_kubelet_nodes_run_pods_with_juneau_addresses_and_delete_runs_del() {
         "no DEL of default/pa"
     );
     assert!(endpoint_exists(cp, "pb.eth0"));
+    // Each kubelet acted as its Node (`system:node:<name>`: the Node authorizer and
+    // NodeRestriction), never as the admin: the API server's audit log says who sent
+    // what.
+    let events = cp.audit_events();
+    let user = |e: &serde_json::Value| e["user"]["username"].as_str().unwrap_or("").to_owned();
+    let from_kubelet = |e: &serde_json::Value| {
+        e["userAgent"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("kubelet/"))
+    };
+    for node in NODES {
+        let me = format!("system:node:{node}");
+        let statuses = events
+            .iter()
+            .filter(|e| {
+                user(e) == me
+                    && e["objectRef"]["resource"] == "pods"
+                    && e["objectRef"]["subresource"] == "status"
+                    && e["responseStatus"]["code"]
+                        .as_u64()
+                        .is_some_and(|c| c < 300)
+            })
+            .count();
+        assert!(statuses > 0, "no Pod status written by {me}");
+    }
+    let others: Vec<String> = events
+        .iter()
+        .filter(|e| from_kubelet(e) && !user(e).starts_with("system:node:"))
+        .map(user)
+        .collect();
+    assert!(others.is_empty(), "kubelet requests as {others:?}");
+    let refused: Vec<String> = events
+        .iter()
+        .filter(|e| from_kubelet(e) && e["responseStatus"]["code"] == 403)
+        .map(|e| format!("{} {}", e["verb"], e["requestURI"]))
+        .collect();
+    eprintln!("kubelet requests refused by the Node authorizer: {refused:?}");
     // The machine's kernel settings are what they were.
     assert_eq!(kubelet::machine_kernel_flags(), flags_before);
 }

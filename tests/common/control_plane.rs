@@ -29,6 +29,9 @@ pub struct ControlPlane {
     /// etcd's client URL (`http://127.0.0.1:<port>`), for what only etcd does
     /// (compaction).
     pub etcd_url: String,
+    /// The CA the API server trusts for client certificates (a kubelet's is made by
+    /// [`ControlPlane::node_kubeconfig_via`]).
+    client_ca: (rcgen::Certificate, KeyPair),
 }
 
 /// The repository: this crate's folder, or its parent for the harness's benchmarks,
@@ -201,7 +204,10 @@ impl ControlPlane {
             "--endpoint-reconciler-type=none",
             "--service-cluster-ip-range=10.0.0.0/24",
             "--allow-privileged=true",
-            "--authorization-mode=RBAC",
+            // As a kubeadm cluster: kubelets are authorized by the Node authorizer and
+            // NodeRestriction keeps each to its own Node and Pods.
+            "--authorization-mode=Node,RBAC",
+            "--enable-admission-plugins=NodeRestriction",
             "--disable-admission-plugins=ServiceAccount",
             &format!("--service-account-issuer={server}/"),
             &format!(
@@ -252,6 +258,7 @@ impl ControlPlane {
             children,
             kubeconfig,
             etcd_url,
+            client_ca,
         };
         cp.wait_ready(Duration::from_secs(60));
         cp
@@ -306,6 +313,38 @@ impl ControlPlane {
             format!(
                 "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: {server}\n    certificate-authority: {ca}\nusers:\n- name: {name}\n  user:\n    token: {token}\ncontexts:\n- name: t\n  context: {{cluster: t, user: {name}}}\ncurrent-context: t\n",
                 ca = self.dir.join("certs/ca.crt").display(),
+            ),
+        )
+        .unwrap();
+        path
+    }
+
+    /// A kubelet's kubeconfig for Node `node`, reaching the API at `server`: a client
+    /// certificate `system:node:<node>` in `system:nodes`, as kubeadm gives a Node
+    /// (the Node authorizer's and NodeRestriction's user).
+    pub fn node_kubeconfig_via(&self, node: &str, server: &str) -> PathBuf {
+        let (crt, key) = leaf(
+            &[],
+            &format!("system:node:{node}"),
+            Some("system:nodes"),
+            ExtendedKeyUsagePurpose::ClientAuth,
+            &self.client_ca,
+        );
+        let certs = self.dir.join("certs");
+        let (crt_path, key_path) = (
+            certs.join(format!("node-{node}.crt")),
+            certs.join(format!("node-{node}.key")),
+        );
+        std::fs::write(&crt_path, crt).unwrap();
+        std::fs::write(&key_path, key).unwrap();
+        let path = self.dir.join(format!("kubeconfig-node-{node}"));
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: {server}\n    certificate-authority: {ca}\nusers:\n- name: {node}\n  user:\n    client-certificate: {crt}\n    client-key: {key}\ncontexts:\n- name: t\n  context: {{cluster: t, user: {node}}}\ncurrent-context: t\n",
+                ca = certs.join("ca.crt").display(),
+                crt = crt_path.display(),
+                key = key_path.display(),
             ),
         )
         .unwrap();

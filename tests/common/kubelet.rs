@@ -98,10 +98,8 @@ impl Kubelet {
         make_cgroup_root(&cgroup_root);
         let upstream = cp.server().trim_start_matches("https://").parse().unwrap();
         let port = relay::relay_into(netns, upstream);
-        let kubeconfig = cp.kubeconfig_via(
-            &format!("kubelet-{name}"),
-            &format!("https://127.0.0.1:{port}"),
-        );
+        // The Node's own identity (the Node authorizer, NodeRestriction), not admin's.
+        let kubeconfig = cp.node_kubeconfig_via(name, &format!("https://127.0.0.1:{port}"));
         let config = dir.join("config.yaml");
         std::fs::write(
             &config,

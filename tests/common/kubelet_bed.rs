@@ -31,20 +31,26 @@ pub enum Cni {
     MultusOverJuneau,
     /// The baseline: Debian's `bridge` with `host-local` (a /24 per Node), no Juneau.
     Bridge,
+    /// The ceiling: `jn-bare-cni` (a veth pair, an address, a default route; nothing
+    /// else), no Juneau.
+    Bare,
 }
 
-/// Debian's plugin `name` behind a wrapper that appends `<CNI_COMMAND> <ms>` for each
-/// call to `<dir>/cni-times.log` (the baseline's own CNI timing, as Juneau's daemon
-/// logs its own); the wrapper's two `date` calls are its only addition.
-fn timed_plugin(dir: &Path, name: &str) -> PathBuf {
+/// The CNI plugin `binary` behind a wrapper that appends `<CNI_COMMAND> <ms>` for
+/// each call to `<dir>/cni-times.log`: every bed's plugin timed the same way, as
+/// containerd runs it (its process included); the wrapper's two `date` calls are its
+/// only addition.
+pub fn timed_plugin(dir: &Path, binary: &Path) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
+    let name = binary.file_name().unwrap().to_string_lossy();
     let wrapper = dir.join(format!("timed-{name}"));
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(
         &wrapper,
         format!(
-            "#!/bin/sh\ns=$(date +%s%N)\n/usr/lib/cni/{name}\nrc=$?\ne=$(date +%s%N)\n\
+            "#!/bin/sh\ns=$(date +%s%N)\n{binary}\nrc=$?\ne=$(date +%s%N)\n\
              echo \"$CNI_COMMAND $(( (e - s) / 1000000 ))\" >> {log}\nexit $rc\n",
+            binary = binary.display(),
             log = dir.join("cni-times.log").display()
         ),
     )
@@ -173,7 +179,7 @@ impl Bed {
     }
 
     fn start_full(objects: &str, cni: Cni, webhook_flags: &[&str]) -> Bed {
-        let cp = ControlPlane::start();
+        let cp = ControlPlane::start_audited(&[]);
         cp.install_crds_and(&["namespace.yaml", "rbac.yaml"]);
         let dir = TestDir::new(std::env::temp_dir().join(format!(
             "juneau-kl-{}-{}",
@@ -189,7 +195,7 @@ impl Bed {
             );
         }
         // The baseline's Nodes run neither Juneau's controller nor its daemons.
-        let juneau_on = cni != Cni::Bridge;
+        let juneau_on = !matches!(cni, Cni::Bridge | Cni::Bare);
         let controller = juneau_on.then(|| {
             let ctl_kubeconfig =
                 cp.kubeconfig_for_token("juneau-controller", &as_account(&cp, "juneau-controller"));
@@ -233,7 +239,10 @@ impl Bed {
                                 "ranges": [[{"subnet": format!("10.88.{i}.0/24")}]]}}],
                         });
                         let plugins: Vec<(&str, PathBuf)> = vec![
-                            ("bridge", timed_plugin(&rt_dir, "bridge")),
+                            (
+                                "bridge",
+                                timed_plugin(&rt_dir, Path::new("/usr/lib/cni/bridge")),
+                            ),
                             (
                                 "host-local",
                                 Path::new("/usr/lib/cni/host-local").to_owned(),
@@ -248,10 +257,25 @@ impl Bed {
                             [&pause, &busybox],
                         )
                     }
+                    Cni::Bare => {
+                        let bare = juneau::standalone::sibling_binary("jn-bare-cni");
+                        let conf = serde_json::json!({
+                            "cniVersion": "1.0.0", "name": "bare-net",
+                            "plugins": [{"type": "jn-bare-cni"}],
+                        })
+                        .to_string();
+                        start_runtime(
+                            &rt_dir,
+                            ns,
+                            &[("jn-bare-cni", timed_plugin(&rt_dir, &bare))],
+                            ("10-bare.conflist", &conf),
+                            [&pause, &busybox],
+                        )
+                    }
                     Cni::Juneau => Containerd::start(
                         &rt_dir,
                         ns,
-                        &juneau_cni,
+                        &timed_plugin(&rt_dir, &juneau_cni),
                         &juneau.to_string(),
                         &[&pause, &busybox],
                     ),
