@@ -301,7 +301,30 @@ fn mx_04_mx_01_juneau_as_a_multus_delegate_gives_net1_alone_on_an_l2network() {
         .collect();
     assert_eq!(defaults.len(), 1, "{routes}");
     assert!(defaults[0].contains("dev eth0"), "{routes}");
-    // L2 with the "VM" on lab-net, both ways, no loss.
+    // L2 with the "VM" on lab-net, both ways, no loss, once node-a has learned where
+    // vmj lives (its NetworkEndpoint, written by node-b's daemon at its ADD, reaches
+    // node-a's remote list by the API server's watch: under the suite's load that may
+    // come after the Pods are Ready).
+    node_bed::wait_for(
+        std::time::Duration::from_secs(30),
+        || format!("pj never reached vmj over lab-net:\n{}", bed.describe()),
+        || {
+            rt.crictl(&[
+                "exec",
+                &ctr,
+                "/bin/busybox",
+                "ping",
+                "-c",
+                "1",
+                "-W",
+                "1",
+                &peer,
+            ])
+            .status
+            .success()
+            .then_some(())
+        },
+    );
     let out = ping_from(rt, &ctr, &peer);
     assert!(ping(&out), "pj -> vmj: {out}");
     let rt_b = &bed.runtimes[1];
