@@ -51,19 +51,9 @@ fn pod(name: &str, namespace: &str) -> String {
     )
 }
 
-/// An EndpointSlice of `service` with one ready endpoint.
+/// An EndpointSlice of `service` with one ready endpoint on this test's Node.
 fn slice(namespace: &str, service: &str, address: &str, ports: &[(&str, u16, &str)]) -> String {
-    let ports: Vec<String> = ports
-        .iter()
-        .map(|(n, p, proto)| format!("{{name: {n}, port: {p}, protocol: {proto}}}"))
-        .collect();
-    format!(
-        "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: {service}-test\n  \
-         namespace: {namespace}\n  labels: {{kubernetes.io/service-name: {service}, \
-         endpointslice.kubernetes.io/managed-by: juneau-test}}\naddressType: IPv4\n\
-         ports: [{}]\nendpoints: [{{addresses: [{address}], conditions: {{ready: true}}, nodeName: {NODE}}}]\n",
-        ports.join(", ")
-    )
+    control_plane::endpoint_slice(namespace, service, address, NODE, ports)
 }
 
 /// Runs `argv` in the network namespace at `netns`; its output.

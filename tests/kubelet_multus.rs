@@ -309,20 +309,9 @@ fn mx_04_mx_01_juneau_as_a_multus_delegate_gives_net1_alone_on_an_l2network() {
         std::time::Duration::from_secs(30),
         || format!("pj never reached vmj over lab-net:\n{}", bed.describe()),
         || {
-            rt.crictl(&[
-                "exec",
-                &ctr,
-                "/bin/busybox",
-                "ping",
-                "-c",
-                "1",
-                "-W",
-                "1",
-                &peer,
-            ])
-            .status
-            .success()
-            .then_some(())
+            rt.busybox(&ctr, &["ping", "-c", "1", "-W", "1", &peer])
+                .0
+                .then_some(())
         },
     );
     let out = ping_from(rt, &ctr, &peer);

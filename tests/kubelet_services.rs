@@ -135,19 +135,9 @@ spec:
     )
 }
 
-/// An EndpointSlice of `service` in `namespace` with one ready endpoint.
+/// An EndpointSlice of `service` with one ready endpoint on node-a.
 fn slice(namespace: &str, service: &str, address: &str, ports: &[(&str, u16, &str)]) -> String {
-    let ports: Vec<String> = ports
-        .iter()
-        .map(|(n, p, proto)| format!("{{name: {n}, port: {p}, protocol: {proto}}}"))
-        .collect();
-    format!(
-        "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: {service}-test\n  \
-         namespace: {namespace}\n  labels: {{kubernetes.io/service-name: {service}}}\n\
-         addressType: IPv4\nendpoints:\n- addresses: ['{address}']\n  conditions: {{ready: true}}\n\
-         ports: [{}]\n",
-        ports.join(", ")
-    )
+    control_plane::endpoint_slice(namespace, service, address, "node-a", ports)
 }
 
 #[test]
@@ -260,22 +250,8 @@ fn svc_01_svc_02_mx_01_coredns_runs_as_a_kubelet_pod_and_pods_resolve_kubernetes
             )
         },
         || {
-            let out = bed.runtimes[1].crictl(&[
-                "exec",
-                &ctr,
-                "/bin/busybox",
-                "ping",
-                "-c",
-                "1",
-                "-W",
-                "1",
-                "kubernetes.default",
-            ]);
-            let text = format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
+            let (_, text) = bed.runtimes[1]
+                .busybox(&ctr, &["ping", "-c", "1", "-W", "1", "kubernetes.default"]);
             let found = text.contains(&format!("PING kubernetes.default ({KUBERNETES_IP})"));
             *last.borrow_mut() = text.clone();
             found.then_some(text)
@@ -283,33 +259,23 @@ fn svc_01_svc_02_mx_01_coredns_runs_as_a_kubelet_pod_and_pods_resolve_kubernetes
     );
     eprintln!("{answer}");
     // The DNS Service answers the full name from CoreDNS's records.
-    let out = bed.runtimes[1].crictl(&[
-        "exec",
+    let (_, text) = bed.runtimes[1].busybox(
         &ctr,
-        "/bin/busybox",
-        "nslookup",
-        "-type=a",
-        "kubernetes.default.svc.cluster.local",
-    ]);
-    let text = String::from_utf8_lossy(&out.stdout);
+        &[
+            "nslookup",
+            "-type=a",
+            "kubernetes.default.svc.cluster.local",
+        ],
+    );
     assert!(
         text.contains(&format!("Address: {KUBERNETES_IP}")),
         "{text}\ncoredns: {}",
         coredns_log()
     );
     // A Service that does not exist is NXDOMAIN (the checks above can fail).
-    let out = bed.runtimes[1].crictl(&[
-        "exec",
+    let (_, text) = bed.runtimes[1].busybox(
         &ctr,
-        "/bin/busybox",
-        "nslookup",
-        "-type=a",
-        "nothere.default.svc.cluster.local",
-    ]);
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        &["nslookup", "-type=a", "nothere.default.svc.cluster.local"],
     );
     assert!(text.contains("NXDOMAIN"), "{text}");
     assert!(

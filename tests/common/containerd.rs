@@ -250,6 +250,24 @@ state = '{state}'
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 
+    /// Busybox's `args` in container `ctr`: whether it succeeded, and what it printed
+    /// (stdout, then stderr).
+    pub fn busybox(&self, ctr: &str, args: &[&str]) -> (bool, String) {
+        let argv: Vec<&str> = ["exec", ctr, "/bin/busybox"]
+            .into_iter()
+            .chain(args.iter().copied())
+            .collect();
+        let out = self.crictl(&argv);
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    }
+
     /// A Pod sandbox for the Kubernetes Pod `namespace/name` (uid as the API gave it):
     /// the CNI ADD happens here. Returns the sandbox id.
     pub fn run_pod(&self, namespace: &str, name: &str, uid: &str) -> Result<String, String> {

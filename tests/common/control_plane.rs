@@ -76,6 +76,29 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// An EndpointSlice of `service` in `namespace` with one ready endpoint, `address` on
+/// `node`: what kube-controller-manager (or the API server's endpoint reconciler, for
+/// `kubernetes`) would write, for a control plane that runs neither.
+pub fn endpoint_slice(
+    namespace: &str,
+    service: &str,
+    address: &str,
+    node: &str,
+    ports: &[(&str, u16, &str)],
+) -> String {
+    let ports: Vec<String> = ports
+        .iter()
+        .map(|(n, p, proto)| format!("{{name: {n}, port: {p}, protocol: {proto}}}"))
+        .collect();
+    format!(
+        "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: {service}-test\n  \
+         namespace: {namespace}\n  labels: {{kubernetes.io/service-name: {service}, \
+         endpointslice.kubernetes.io/managed-by: juneau-test}}\naddressType: IPv4\n\
+         ports: [{}]\nendpoints: [{{addresses: ['{address}'], conditions: {{ready: true}}, nodeName: {node}}}]\n",
+        ports.join(", ")
+    )
+}
+
 /// A CA of its own: (certificate, key).
 pub fn ca(name: &str) -> (rcgen::Certificate, KeyPair) {
     let key = KeyPair::generate().unwrap();
