@@ -104,43 +104,29 @@ impl Agent {
         let nl = netlink::Session::open(Some(Path::new(&req.netns)))
             .map_err(|e| nic::io("cannot open netlink to the Node and the Pod")(e.to_string()))?;
         let mut made = Made::default();
+        let mut endpoints = Vec::new();
         let mut result = CniResult {
             cni_version: crate::cni::VERSION.into(),
             dns: serde_json::json!({}),
             ..Default::default()
         };
-        // The NetworkEndpoints (what other Nodes learn of the NICs) are known before
-        // anything is made, so they go to the API server while netlink makes the links:
-        // under a burst each took half a second at p99, now hidden behind the links.
-        // The answer waits for both; whatever failed, what either made is undone.
-        let endpoints: Vec<NetworkEndpoint> = nics
-            .iter()
-            .map(|nic| self.endpoint_for(&ns, &pod, &req.container_id, nic))
-            .collect();
-        let (setup, (written, put)) = std::thread::scope(|s| {
-            let writer = s.spawn(|| {
-                let start = Instant::now();
-                let mut written = Vec::new();
-                for ep in endpoints {
+        for (nic, driver) in nics.iter().zip(drivers) {
+            let step = driver
+                .setup(&ctx, &nl, nic, &mut made, &mut result)
+                .and_then(|()| {
+                    let ep = self.endpoint_for(&ns, &pod, &req.container_id, nic);
                     let name = ep.metadata.name.clone().unwrap_or_default();
-                    if let Err(e) = self.cluster.put_endpoint(ep) {
-                        ctx.times.add(Part::Endpoint, start);
-                        return (written, Err(cluster_err(e)));
-                    }
-                    written.push(name);
-                }
-                ctx.times.add(Part::Endpoint, start);
-                (written, Ok(()))
-            });
-            let setup = nics
-                .iter()
-                .zip(drivers)
-                .try_for_each(|(nic, driver)| driver.setup(&ctx, &nl, nic, &mut made, &mut result));
-            (setup, writer.join().expect("the endpoint writer panicked"))
-        });
-        if let Err(e) = setup.and(put) {
-            self.undo(made, &ns, written);
-            return Err(e);
+                    let put = Instant::now();
+                    let written = self.cluster.put_endpoint(ep).map_err(cluster_err);
+                    ctx.times.add(Part::Endpoint, put);
+                    written?;
+                    endpoints.push(name);
+                    Ok(())
+                });
+            if let Err(e) = step {
+                self.undo(made, &ns, endpoints);
+                return Err(e);
+            }
         }
         if let Some(records) = &self.netns_records
             && let Err(e) = crate::node::probe::record_netns(records, &req.container_id, ctx.netns)
