@@ -31,9 +31,12 @@ component_vars() {
 		version=$K8S_VERSION mainmod=k8s.io/kubernetes
 		# kube-proxy: the nftables baseline of the connection-rate benchmarks (issue 42).
 		# kubelet: the testbed's real Nodes (issue 28).
-		bins=(kube-apiserver kubectl kube-proxy kubelet)
+		# kube-controller-manager, kube-scheduler: Juneau's own DaemonSet and Deployments
+		# on those Nodes (issue 28): their controllers and the binding of their Pods.
+		bins=(kube-apiserver kubectl kube-proxy kubelet kube-controller-manager kube-scheduler)
 		pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
-			k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kubelet)
+			k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kubelet
+			k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler)
 		local p=k8s.io/component-base/version minor
 		minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
 		# Names from kubernetes hack/lib/version.sh; without them the binaries

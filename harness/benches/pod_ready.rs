@@ -55,8 +55,60 @@ fn pods(round: usize) -> String {
         .join("---\n")
 }
 
-/// One burst: the seconds from the apply to each Pod's Ready, in Pod order.
-fn burst(bed: &Bed, round: usize) -> Vec<f64> {
+/// CPU seconds per clock tick of /proc.
+fn tick_s() -> f64 {
+    // SAFETY: sysconf reads a constant of the C library.
+    1.0 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+/// CPU seconds the machine spent busy so far, all CPUs (every state of /proc/stat's
+/// first line but idle and iowait).
+fn machine_busy_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap();
+    let t: Vec<f64> = stat
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    (t.iter().sum::<f64>() - t[3] - t[4]) * tick_s()
+}
+
+/// CPU seconds (user and system) of processes `pids` so far.
+fn processes_s(pids: &[u32]) -> f64 {
+    pids.iter()
+        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
+        .map(|stat| {
+            // Fields after the command's closing parenthesis: state is the first,
+            // utime the 12th, stime the 13th.
+            let rest: Vec<f64> = stat
+                .rsplit_once(") ")
+                .map(|(_, r)| r)
+                .unwrap_or_default()
+                .split_whitespace()
+                .skip(11)
+                .take(2)
+                .filter_map(|v| v.parse().ok())
+                .collect();
+            rest.iter().sum::<f64>() * tick_s()
+        })
+        .sum()
+}
+
+/// One burst, the seconds from the apply to each Pod's Ready, in Pod order; with
+/// the CPU seconds the machine was busy meanwhile and those of Juneau's own processes.
+struct Burst {
+    ready: Vec<f64>,
+    busy_s: f64,
+    juneau_s: f64,
+}
+
+fn burst(bed: &Bed, round: usize) -> Burst {
+    let pids = bed.juneau_pids();
+    let (busy0, juneau0) = (machine_busy_s(), processes_s(&pids));
     let start = Instant::now();
     bed.apply(&pods(round));
     let mut ready: BTreeMap<String, f64> = BTreeMap::new();
@@ -80,6 +132,7 @@ fn burst(bed: &Bed, round: usize) -> Vec<f64> {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+    let (busy_s, juneau_s) = (machine_busy_s() - busy0, processes_s(&pids) - juneau0);
     // All gone before the next round: sandboxes, and Juneau's NICs and endpoints.
     bed.cp
         .kubectl_ok(&["delete", "pods", "--all", "-n", "default", "--wait=true"]);
@@ -90,7 +143,11 @@ fn burst(bed: &Bed, round: usize) -> Vec<f64> {
         assert!(Instant::now() < deadline, "round {round} did not clean up");
         std::thread::sleep(Duration::from_millis(200));
     }
-    ready.into_values().collect()
+    Burst {
+        ready: ready.into_values().collect(),
+        busy_s,
+        juneau_s,
+    }
 }
 
 /// The value at fraction `q` of the sorted samples (nearest rank).
@@ -137,10 +194,18 @@ fn log_lines(bed: &Bed) -> Vec<usize> {
 
 fn main() {
     let quick = std::env::var_os("JUNEAU_BENCH_QUICK").is_some();
-    let rounds = if quick { 1 } else { 3 };
+    // JUNEAU_BENCH_ROUNDS: more rounds, to settle a ratio near its goal.
+    let rounds = std::env::var("JUNEAU_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(if quick { 1 } else { 3 });
     // Per kind: each round's p99 of Ready, and of the plugin's ADD (its wrapper's log).
     let mut ready: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     let mut plugin: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    // Per kind: each round's CPU seconds busy during the burst (the machine's, and
+    // Juneau's own processes').
+    let mut busy: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    let mut juneau_cpu: Vec<f64> = Vec::new();
     // Juneau's daemon's own timing: the whole ADD and its parts (`node::nic::Part`).
     const PARTS: [&str; 6] = [
         "ms",
@@ -159,11 +224,14 @@ fn main() {
             let cni = all[(round + k) % all.len()];
             let bed = Bed::start_with("", cni);
             let lines = log_lines(&bed);
-            let mut t = burst(&bed, round);
+            let b = burst(&bed, round);
+            let mut t = b.ready;
             let p99 = quantile(&mut t, 0.99);
             println!(
-                "round {round} {cni:?}: p99 {p99:.2} s, median {:.2} s",
-                median(&mut t)
+                "round {round} {cni:?}: p99 {p99:.2} s, median {:.2} s, CPU busy {:.1} s (Juneau's processes {:.1} s)",
+                median(&mut t),
+                b.busy_s,
+                b.juneau_s
             );
             let kind = match cni {
                 Cni::Juneau => "juneau",
@@ -171,6 +239,10 @@ fn main() {
                 _ => "bare",
             };
             ready.entry(kind).or_default().push(p99);
+            busy.entry(kind).or_default().push(b.busy_s);
+            if cni == Cni::Juneau {
+                juneau_cpu.push(b.juneau_s);
+            }
             let mut ms: Vec<f64> = bed
                 .runtimes
                 .iter()
@@ -196,9 +268,21 @@ fn main() {
             }
         }
     }
+    let rounds_of = |m: &BTreeMap<&str, Vec<f64>>, k: &str| {
+        m[k].iter()
+            .map(|v| format!("{v:.2}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (juneau_rounds, bridge_rounds) = (rounds_of(&ready, "juneau"), rounds_of(&ready, "bridge"));
     let med = |m: &mut BTreeMap<&str, Vec<f64>>, k: &str| median(m.get_mut(k).unwrap());
     let (jm, bm) = (med(&mut ready, "juneau"), med(&mut ready, "bridge"));
     let bare_ready = med(&mut ready, "bare");
+    let (busy_j, busy_b, own) = (
+        med(&mut busy, "juneau"),
+        med(&mut busy, "bridge"),
+        median(&mut juneau_cpu),
+    );
     let (am, bam, floor) = (
         med(&mut plugin, "juneau"),
         med(&mut plugin, "bridge"),
@@ -229,7 +313,7 @@ fn main() {
                 jm,
                 ("debian_bridge_host_local", bm),
                 &format!(
-                    "goal: within 1.1x; Juneau as the primary CNI (eth0 on the default Subnet; its controller and daemons on the Nodes) vs Debian's bridge + host-local (containernetworking-plugins 1.1.1) as the primary on the same kind of Nodes with no Juneau component; the bare plugin's bed (below): {bare_ready:.2} s; {how}"
+                    "goal: within 1.1x; Juneau as the primary CNI (eth0 on the default Subnet; its controller and daemons on the Nodes) vs Debian's bridge + host-local (containernetworking-plugins 1.1.1) as the primary on the same kind of Nodes with no Juneau component; each round's p99, Juneau: {juneau_rounds} s, bridge: {bridge_rounds} s; the bare plugin's bed (below): {bare_ready:.2} s; CPU seconds busy during a burst (median, 2 vCPUs): {busy_j:.1} s with Juneau, of which its controller and daemons {own:.1} s, {busy_b:.1} s with bridge; {how}"
                 ),
             ),
             Measurement::new(

@@ -24,6 +24,20 @@ pub struct Containerd {
     /// The Pod namespaces its sandboxes got (`/run/netns/cni-<uuid>`), removed at the
     /// end even when containerd could not remove them.
     pod_netns: std::sync::Mutex<Vec<PathBuf>>,
+    /// The Node's own file system view, when it has one ([`Containerd::start_in_view`]).
+    view: Option<View>,
+}
+
+/// A Node's files as that Node's containerd (and every container it starts) sees
+/// them: folder `from` mounted (with what is mounted below it) at `at` in a mount
+/// namespace of its own. The Nodes of one machine then share paths but not contents,
+/// as hostPath volumes of one DaemonSet expect; the CNI folders are paths in that view.
+#[derive(Clone, Debug)]
+pub struct View {
+    pub from: PathBuf,
+    pub at: PathBuf,
+    pub cni_bin: PathBuf,
+    pub cni_conf: PathBuf,
 }
 
 /// The tag both images get.
@@ -44,7 +58,7 @@ fn run(cmd: &mut Command) -> Output {
 #[path = "images.rs"]
 mod images;
 #[allow(unused_imports)] // oci_image: a test that runs an image of its own
-pub use images::{oci_image, test_images};
+pub use images::{oci_image, oci_image_linked, test_images};
 
 impl Containerd {
     /// Starts containerd in `netns` with its files under `dir`, the CNI plugin `cni_bin`
@@ -75,9 +89,33 @@ impl Containerd {
         confs: &[(&str, &str)],
         images: &[&Path],
     ) -> Containerd {
-        let (bin_dir, conf_dir) = (dir.join("cni-bin"), dir.join("cni-conf"));
-        std::fs::create_dir_all(&bin_dir).unwrap();
-        std::fs::create_dir_all(&conf_dir).unwrap();
+        Self::start_full(dir, netns, plugins, confs, images, None)
+    }
+
+    /// Containerd with no CNI configuration yet, in the Node's own [`View`]: a
+    /// DaemonSet installs the plugin and its conflist into `view.cni_bin` and
+    /// `view.cni_conf` (until then the Node is not Ready).
+    pub fn start_in_view(dir: &Path, netns: &Path, view: View, images: &[&Path]) -> Containerd {
+        Self::start_full(dir, netns, &[], &[], images, Some(view))
+    }
+
+    fn start_full(
+        dir: &Path,
+        netns: &Path,
+        plugins: &[(&str, &Path)],
+        confs: &[(&str, &str)],
+        images: &[&Path],
+        view: Option<View>,
+    ) -> Containerd {
+        let (bin_dir, conf_dir) = match &view {
+            Some(v) => (v.cni_bin.clone(), v.cni_conf.clone()),
+            None => (dir.join("cni-bin"), dir.join("cni-conf")),
+        };
+        std::fs::create_dir_all(dir).unwrap();
+        if view.is_none() {
+            std::fs::create_dir_all(&bin_dir).unwrap();
+            std::fs::create_dir_all(&conf_dir).unwrap();
+        }
         for (name, bin) in plugins {
             std::os::unix::fs::symlink(bin, bin_dir.join(name)).unwrap();
         }
@@ -139,6 +177,7 @@ state = '{state}'
             netns: netns.to_owned(),
             child: None,
             pod_netns: std::sync::Mutex::new(Vec::new()),
+            view,
         };
         c.spawn();
         for image in images {
@@ -171,9 +210,26 @@ state = '{state}'
             .append(true)
             .open(self.dir.join("containerd.log"))
             .unwrap();
+        let mut cmd = match &self.view {
+            None => Command::new("nsenter"),
+            // Its own mount namespace, every mount of the machine's kept in its peer
+            // group (`unchanged`): the Pod namespaces under /run/netns and the
+            // kubelet's volumes still reach it, and the Node's folder is bound over
+            // `at` there alone.
+            Some(v) => {
+                let mut c = Command::new("unshare");
+                c.args(["-m", "--propagation", "unchanged", "--", "sh", "-c"])
+                    .arg(format!(
+                        "mount --rbind {} {} && exec nsenter \"$@\"",
+                        v.from.display(),
+                        v.at.display()
+                    ))
+                    .arg("sh");
+                c
+            }
+        };
         self.child = Some(Owned::spawn(
-            Command::new("nsenter")
-                .arg(format!("--net={}", self.netns.display()))
+            cmd.arg(format!("--net={}", self.netns.display()))
                 .arg(&containerd)
                 .arg("-c")
                 .arg(self.dir.join("config.toml"))

@@ -19,6 +19,9 @@ use rcgen::{ExtendedKeyUsagePurpose, KeyPair};
 #[path = "pki.rs"]
 mod pki;
 pub use pki::{ca, leaf};
+#[path = "kubeconfigs.rs"]
+mod kubeconfigs;
+use kubeconfigs::kubeconfig_text;
 
 pub struct ControlPlane {
     /// One control plane at a time per test binary: several at once on two cores make
@@ -118,7 +121,19 @@ impl ControlPlane {
         Self::start_with_audit(extra, false)
     }
 
+    /// [`ControlPlane::start_audited`] with the ServiceAccount admission plugin on, as
+    /// a cluster has it (every Pod gets its account's projected token): for a control
+    /// plane whose kube-controller-manager makes the `default` accounts and the
+    /// `kube-root-ca.crt` ConfigMaps that plugin's Pods need.
+    pub fn start_cluster(extra: &[&str]) -> ControlPlane {
+        Self::launch(extra, true, true)
+    }
+
     fn start_with_audit(extra: &[&str], audit: bool) -> ControlPlane {
+        Self::launch(extra, audit, false)
+    }
+
+    fn launch(extra: &[&str], audit: bool, service_accounts: bool) -> ControlPlane {
         static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
         let turn = TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         // Missing binaries fail here, before anything exists to clean up.
@@ -184,6 +199,11 @@ impl ControlPlane {
         juneau::child::die_with_parent(&mut etcd, libc::SIGKILL);
         children.push(etcd.spawn().expect("start etcd"));
         let server = format!("https://127.0.0.1:{api_port}");
+        let sa_plugin: &str = if service_accounts {
+            "--disable-admission-plugins="
+        } else {
+            "--disable-admission-plugins=ServiceAccount"
+        };
         let mut api = Command::new(apiserver_bin);
         api.args([
             &format!("--etcd-servers={etcd_url}"),
@@ -198,7 +218,7 @@ impl ControlPlane {
             // NodeRestriction keeps each to its own Node and Pods.
             "--authorization-mode=Node,RBAC",
             "--enable-admission-plugins=NodeRestriction",
-            "--disable-admission-plugins=ServiceAccount",
+            sa_plugin,
             &format!("--service-account-issuer={server}/"),
             &format!(
                 "--service-account-key-file={}",
@@ -234,11 +254,15 @@ impl ControlPlane {
         let kubeconfig = dir.join("kubeconfig");
         std::fs::write(
             &kubeconfig,
-            format!(
-                "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: {server}\n    certificate-authority: {ca}\nusers:\n- name: admin\n  user:\n    client-certificate: {crt}\n    client-key: {key}\ncontexts:\n- name: t\n  context: {{cluster: t, user: admin}}\ncurrent-context: t\n",
-                ca = certs.join("ca.crt").display(),
-                crt = certs.join("admin.crt").display(),
-                key = certs.join("admin.key").display(),
+            kubeconfig_text(
+                &server,
+                &certs.join("ca.crt"),
+                "admin",
+                &format!(
+                    "client-certificate: {}\n    client-key: {}",
+                    certs.join("admin.crt").display(),
+                    certs.join("admin.key").display()
+                ),
             ),
         )
         .unwrap();
@@ -279,6 +303,12 @@ impl ControlPlane {
         lines[lines.len().saturating_sub(20)..].join("\n")
     }
 
+    /// Its certificates: `ca.crt` (the serving CA, what Pods verify the API server
+    /// by), `sa.key`, `client-ca.crt`.
+    pub fn certs(&self) -> PathBuf {
+        self.dir.join("certs")
+    }
+
     /// The API server's URL (`https://127.0.0.1:<port>`).
     pub fn server(&self) -> String {
         std::fs::read_to_string(&self.kubeconfig)
@@ -286,69 +316,6 @@ impl ControlPlane {
             .lines()
             .find_map(|l| l.trim().strip_prefix("server: ").map(str::to_owned))
             .unwrap()
-    }
-
-    /// A kubeconfig that authenticates with `token` (a ServiceAccount's, from
-    /// `kubectl create token`) instead of the admin certificate.
-    pub fn kubeconfig_for_token(&self, name: &str, token: &str) -> PathBuf {
-        self.kubeconfig_for_token_via(name, token, &self.server())
-    }
-
-    /// [`ControlPlane::kubeconfig_for_token`] reaching the API at `server` (a relay into
-    /// a Node's namespace; the serving certificate names 127.0.0.1 and localhost).
-    pub fn kubeconfig_for_token_via(&self, name: &str, token: &str, server: &str) -> PathBuf {
-        let path = self.dir.join(format!("kubeconfig-{name}"));
-        std::fs::write(
-            &path,
-            format!(
-                "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: {server}\n    certificate-authority: {ca}\nusers:\n- name: {name}\n  user:\n    token: {token}\ncontexts:\n- name: t\n  context: {{cluster: t, user: {name}}}\ncurrent-context: t\n",
-                ca = self.dir.join("certs/ca.crt").display(),
-            ),
-        )
-        .unwrap();
-        path
-    }
-
-    /// A kubelet's kubeconfig for Node `node`, reaching the API at `server`: a client
-    /// certificate `system:node:<node>` in `system:nodes`, as kubeadm gives a Node
-    /// (the Node authorizer's and NodeRestriction's user).
-    pub fn node_kubeconfig_via(&self, node: &str, server: &str) -> PathBuf {
-        let (crt, key) = leaf(
-            &[],
-            &format!("system:node:{node}"),
-            Some("system:nodes"),
-            ExtendedKeyUsagePurpose::ClientAuth,
-            &self.client_ca,
-        );
-        let certs = self.dir.join("certs");
-        let (crt_path, key_path) = (
-            certs.join(format!("node-{node}.crt")),
-            certs.join(format!("node-{node}.key")),
-        );
-        std::fs::write(&crt_path, crt).unwrap();
-        std::fs::write(&key_path, key).unwrap();
-        let path = self.dir.join(format!("kubeconfig-node-{node}"));
-        std::fs::write(
-            &path,
-            format!(
-                "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: {server}\n    certificate-authority: {ca}\nusers:\n- name: {node}\n  user:\n    client-certificate: {crt}\n    client-key: {key}\ncontexts:\n- name: t\n  context: {{cluster: t, user: {node}}}\ncurrent-context: t\n",
-                ca = certs.join("ca.crt").display(),
-                crt = crt_path.display(),
-                key = key_path.display(),
-            ),
-        )
-        .unwrap();
-        path
-    }
-
-    /// The admin kubeconfig reaching the API at `server` (a relay the test controls).
-    pub fn kubeconfig_via(&self, name: &str, server: &str) -> PathBuf {
-        let text = std::fs::read_to_string(&self.kubeconfig)
-            .unwrap()
-            .replace(&self.server(), server);
-        let path = self.dir.join(format!("kubeconfig-{name}"));
-        std::fs::write(&path, text).unwrap();
-        path
     }
 
     /// Every request the API server answered so far, from its audit log

@@ -15,6 +15,17 @@ fn sha256(path: &Path) -> String {
 /// Writes an OCI image layout archive at `out`: one layer holding `files` (path in the
 /// image, file on this machine), `cmd` as its command, `name` as its reference.
 pub fn oci_image(out: &Path, name: &str, files: &[(&str, &Path)], cmd: &[&str]) {
+    oci_image_linked(out, name, files, &[], cmd)
+}
+
+/// [`oci_image`] with symbolic links too (path in the image, target), and a `PATH`.
+pub fn oci_image_linked(
+    out: &Path,
+    name: &str,
+    files: &[(&str, &Path)],
+    links: &[(&str, &str)],
+    cmd: &[&str],
+) {
     let work = out.with_extension("d");
     let rootfs = work.join("rootfs");
     let blobs = work.join("layout/blobs/sha256");
@@ -22,7 +33,12 @@ pub fn oci_image(out: &Path, name: &str, files: &[(&str, &Path)], cmd: &[&str]) 
     for (inside, from) in files {
         let to = rootfs.join(inside);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(from, &to).unwrap();
+        std::fs::copy(from, &to).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+    }
+    for (inside, target) in links {
+        let at = rootfs.join(inside);
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(target, &at).unwrap();
     }
     let layer = work.join("layer.tar");
     run(Command::new("tar")
@@ -49,7 +65,8 @@ pub fn oci_image(out: &Path, name: &str, files: &[(&str, &Path)], cmd: &[&str]) 
     let (config_digest, config_size) = json(
         "config.json",
         serde_json::json!({
-            "architecture": "amd64", "os": "linux", "config": {"Cmd": cmd},
+            "architecture": "amd64", "os": "linux", "config": {"Cmd": cmd,
+                "Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]},
             "rootfs": {"type": "layers", "diff_ids": [layer_digest]},
         }),
     );

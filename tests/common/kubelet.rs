@@ -71,6 +71,42 @@ impl Kubelet {
         runtime: &Containerd,
         dir: &Path,
     ) -> Kubelet {
+        let k = Self::launch(cp, name, node_ip, netns, runtime, dir);
+        k.wait_ready(cp, Duration::from_secs(90));
+        k
+    }
+
+    /// [`Kubelet::start`] on a runtime without a network yet: returns once the Node is
+    /// registered (it is Ready only when a CNI configuration appears).
+    pub fn start_registered(
+        cp: &ControlPlane,
+        name: &str,
+        node_ip: Ipv4Addr,
+        netns: &Path,
+        runtime: &Containerd,
+        dir: &Path,
+    ) -> Kubelet {
+        let k = Self::launch(cp, name, node_ip, netns, runtime, dir);
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while !cp.kubectl(&["get", "node", name]).status.success() {
+            assert!(
+                Instant::now() < deadline,
+                "Node {name} did not register:\n{}",
+                k.log_tail(40)
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        k
+    }
+
+    fn launch(
+        cp: &ControlPlane,
+        name: &str,
+        node_ip: Ipv4Addr,
+        netns: &Path,
+        runtime: &Containerd,
+        dir: &Path,
+    ) -> Kubelet {
         let root = dir.join("root");
         for d in [
             &root,
@@ -91,9 +127,7 @@ impl Kubelet {
                 file.display()
             ));
         }
-        // The root folder shared: the kubelet's volume mounts reach containerd.
-        run(Command::new("mount").arg("--bind").arg(&root).arg(&root));
-        run(Command::new("mount").arg("--make-shared").arg(&root));
+        share_root(dir);
         let cgroup_root = runtime.cgroup_parent();
         make_cgroup_root(&cgroup_root);
         let upstream = cp.server().trim_start_matches("https://").parse().unwrap();
@@ -155,7 +189,6 @@ nodeStatusUpdateFrequency: 2s
             child: None,
         };
         k.spawn();
-        k.wait_ready(cp, Duration::from_secs(90));
         k
     }
 
@@ -227,6 +260,25 @@ impl Drop for Kubelet {
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Makes the root folder of the kubelet whose files are under `dir` a shared mount
+/// point of itself, once: the kubelet's volume mounts then reach containerd. A
+/// containerd in a mount namespace of its own must start after this, so that its copy
+/// joins the peer group.
+pub fn share_root(dir: &Path) {
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    if mounts
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .any(|m| Path::new(m) == root)
+    {
+        return;
+    }
+    run(Command::new("mount").arg("--bind").arg(&root).arg(&root));
+    run(Command::new("mount").arg("--make-shared").arg(&root));
 }
 
 /// `rel` in the unified hierarchy on a cgroup v2 machine; else in every v1 hierarchy,

@@ -319,6 +319,14 @@ impl Bed {
         }
     }
 
+    /// The processes of Juneau's own components here: the controller and the daemons.
+    pub fn juneau_pids(&self) -> Vec<u32> {
+        let ctl = self._controller.as_ref().map(|c| c.0.id());
+        ctl.into_iter()
+            .chain(self.daemons.iter().filter_map(NodeDaemon::pid))
+            .collect()
+    }
+
     pub fn apply(&self, yaml: &str) {
         let applied = self.cp.apply(yaml);
         assert!(

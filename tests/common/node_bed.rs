@@ -59,6 +59,13 @@ pub struct NodeDaemon {
     child: Option<Owned>,
 }
 
+impl NodeDaemon {
+    /// The daemon's process (a benchmark reads its CPU time).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.0.id())
+    }
+}
+
 impl Drop for NodeDaemon {
     fn drop(&mut self) {
         // The daemon first (it could still be pinning), then its pins: they keep
