@@ -115,10 +115,10 @@ fn target(agent: &Agent, records: &Path, path: &str) -> Result<Target, ProbeErro
         .and_then(|n| n.status.as_ref()?.address)
         .ok_or_else(|| not_here(&pod, "its eth0 has no address".into()))?
         .addr();
-    let container = super::netlink::links_with_alias(super::veth::OWNER_ALIAS)
+    let container = super::veth::ports(super::veth::OWNER_ALIAS)
         .map_err(|e| not_here(&pod, format!("cannot list the Node's links: {e}")))?
         .into_iter()
-        .filter_map(|(_, _, alias)| super::veth::PortAlias::parse(&alias))
+        .map(|(_, _, alias)| alias)
         .find(|a| a.namespace == ns && a.pod == pod && a.interface == "eth0")
         .ok_or_else(|| not_here(&pod, "its eth0 has no port on this Node".into()))?
         .container_id;

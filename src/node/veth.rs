@@ -87,6 +87,20 @@ impl PortAlias {
     }
 }
 
+/// A host-side port link of this Node: (name, ifindex, what its alias says).
+pub type PortLink = (String, u32, PortAlias);
+
+/// Juneau's Pod NIC links in the calling thread's namespace whose alias starts with
+/// `prefix` (every port: [`OWNER_ALIAS`]; one container's: its
+/// [`PortAlias::container_prefix`]). Links with an alias that does not parse are not
+/// Juneau's ports.
+pub fn ports(prefix: &str) -> Result<Vec<PortLink>, NetlinkError> {
+    Ok(netlink::links_with_alias(prefix)?
+        .into_iter()
+        .filter_map(|(name, ifindex, alias)| Some((name, ifindex, PortAlias::parse(&alias)?)))
+        .collect())
+}
+
 /// The host-side name of a Pod NIC: [`HOST_PREFIX`] and 13 hex digits of a hash of
 /// the container id and interface, within IFNAMSIZ.
 pub fn host_name(container_id: &str, interface: &str) -> String {

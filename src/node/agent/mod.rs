@@ -23,8 +23,8 @@ use std::{
 pub use reconcile::ReconcileReport;
 
 use super::{
-    Dataplane, DataplaneError, coalesce::Coalesced, features::Features, metrics::Metrics, netlink,
-    nic, veth::PortAlias,
+    Dataplane, DataplaneError, coalesce::Coalesced, features::Features, metrics::Metrics, nic,
+    veth::{self, PortAlias, PortLink},
 };
 use crate::{
     api::NetworkInterface,
@@ -68,16 +68,10 @@ pub struct Agent {
     netns_records: Option<std::path::PathBuf>,
 }
 
-/// A host-side port link of this Node: (name, ifindex, what its alias says).
-type PortLink = (String, u32, PortAlias);
-
-/// Juneau's Pod NIC links in the calling thread's namespace.
+/// Juneau's Pod NIC links in the calling thread's namespace ([`veth::ports`]).
 fn port_links(prefix: &str) -> Result<Vec<PortLink>, CniError> {
-    Ok(netlink::links_with_alias(prefix)
-        .map_err(|e| nic::io("cannot list the Node's links")(e.to_string()))?
-        .into_iter()
-        .filter_map(|(name, ifindex, alias)| Some((name, ifindex, PortAlias::parse(&alias)?)))
-        .collect())
+    veth::ports(prefix)
+        .map_err(|e| nic::io("cannot list the Node's links")(e.to_string()))
 }
 
 /// The NetworkInterface a port serves.
