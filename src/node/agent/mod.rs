@@ -23,7 +23,11 @@ use std::{
 pub use reconcile::ReconcileReport;
 
 use super::{
-    Dataplane, DataplaneError, coalesce::Coalesced, features::Features, metrics::Metrics, nic,
+    Dataplane, DataplaneError,
+    coalesce::Coalesced,
+    features::Features,
+    metrics::Metrics,
+    nic,
     veth::{self, PortAlias, PortLink},
 };
 use crate::{
@@ -70,8 +74,7 @@ pub struct Agent {
 
 /// Juneau's Pod NIC links in the calling thread's namespace ([`veth::ports`]).
 fn port_links(prefix: &str) -> Result<Vec<PortLink>, CniError> {
-    veth::ports(prefix)
-        .map_err(|e| nic::io("cannot list the Node's links")(e.to_string()))
+    veth::ports(prefix).map_err(|e| nic::io("cannot list the Node's links")(e.to_string()))
 }
 
 /// The NetworkInterface a port serves.
