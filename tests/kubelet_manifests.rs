@@ -24,7 +24,7 @@ mod webhook;
 
 use std::{process::Command, time::Duration};
 
-use kubelet_bed::{NODES, container_of, json, node_of};
+use kubelet_bed::{NODES, json};
 use manifest_bed::ManifestBed;
 use node_bed::wait_for;
 
@@ -39,21 +39,8 @@ fn pod(name: &str, node: &str) -> String {
 }
 
 /// The juneau-system Pods of `app` that are Ready: (Pod, Node, ServiceAccount).
-fn ready_pods(cp: &control_plane::ControlPlane, app: &str) -> Vec<(String, String, String)> {
-    let pods = json(
-        cp,
-        &[
-            "get",
-            "pods",
-            "-n",
-            "juneau-system",
-            "-l",
-            &format!("app.kubernetes.io/name={app}"),
-        ],
-    );
-    pods["items"]
-        .as_array()
-        .unwrap()
+fn ready_pods(bed: &ManifestBed, app: &str) -> Vec<(String, String, String)> {
+    bed.pods_of(app)
         .iter()
         .filter(|p| {
             p["status"]["conditions"].as_array().is_some_and(|c| {
@@ -99,7 +86,7 @@ fn mx_02_l2_08_juneau_runs_from_its_kind_manifests_on_kubelet_nodes() {
         ("juneau-controller", 2, "juneau-controller"),
         ("juneau-webhook", 2, "juneau-webhook"),
     ] {
-        let pods = ready_pods(cp, app);
+        let pods = ready_pods(&bed, app);
         assert_eq!(pods.len(), count, "{app}: {pods:?}\n{}", bed.describe());
         assert!(pods.iter().all(|p| p.2 == account), "{app}: {pods:?}");
         if app == "juneau-node" {
@@ -144,22 +131,7 @@ fn mx_02_l2_08_juneau_runs_from_its_kind_manifests_on_kubelet_nodes() {
             "a default Subnet address: {ips:?}"
         );
     }
-    let ctr = container_of(&bed.runtimes[0], "pa");
-    let ping = bed.runtimes[0].crictl_ok(&[
-        "exec",
-        &ctr,
-        "/bin/busybox",
-        "ping",
-        "-c",
-        "3",
-        "-W",
-        "2",
-        &ips[1][0],
-    ]);
-    assert!(
-        ping.contains("3 packets transmitted, 3 packets received"),
-        "{ping}"
-    );
+    kubelet_bed::assert_pings(&bed.runtimes[0], "pa", &ips[1][0]);
 
     // The webhook Pods serve the API server through their Service (L2-08, with the
     // Service CIDR of this cluster): an L2Network over it is refused by Juneau's rule,
@@ -185,23 +157,8 @@ fn mx_02_l2_08_juneau_runs_from_its_kind_manifests_on_kubelet_nodes() {
 
     // MX-02: the daemon's programs are on its uplink and Pod ports, none on the NIC
     // it was not given.
-    let shown = Command::new(juneau::standalone::sibling_binary("kubectl-juneau"))
-        .args(["attachments", "--netns"])
-        .arg(node_of(&bed.topo, "node-a").ns.path())
-        .args(["-o", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        shown.status.success(),
-        "{}",
-        String::from_utf8_lossy(&shown.stderr)
-    );
-    let rows: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
-    let programs_on = |iface: &str| {
-        rows.as_array().unwrap().iter().any(|r| {
-            r["interface"] == iface && r["program"].as_str().is_some_and(|p| !p.is_empty())
-        })
-    };
+    let (with_programs, rows) = kubelet_bed::with_programs(&bed.topo, "node-a");
+    let programs_on = |iface: &str| with_programs.iter().any(|i| i == iface);
     assert!(programs_on("ul0"), "{rows}");
     assert!(!programs_on("extra0"), "{rows}");
 
@@ -233,7 +190,7 @@ fn mx_02_l2_08_juneau_runs_from_its_kind_manifests_on_kubelet_nodes() {
         },
     );
     assert!(
-        ready_pods(cp, "juneau-controller")
+        ready_pods(&bed, "juneau-controller")
             .iter()
             .any(|p| p.0 == holder),
         "Lease holder {holder}"

@@ -171,25 +171,7 @@ fn mx_01_mx_02_multus_gives_macvlan_and_bridge_nics_that_talk_with_a_vm_and_june
     }
     // MX-02: Juneau's programs are on its own interfaces (the Pods' eth0 ports, the
     // uplink, its VXLAN device) and on none of the Node NICs the other plugins use.
-    let shown = std::process::Command::new(juneau::standalone::sibling_binary("kubectl-juneau"))
-        .args(["attachments", "--netns"])
-        .arg(node_of(&bed.topo, "node-a").ns.path())
-        .args(["-o", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        shown.status.success(),
-        "{}",
-        String::from_utf8_lossy(&shown.stderr)
-    );
-    let rows: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
-    let with_programs: Vec<String> = rows
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["program"].as_str().is_some_and(|p| !p.is_empty()))
-        .filter_map(|r| r["interface"].as_str().map(str::to_owned))
-        .collect();
+    let (with_programs, rows) = kubelet_bed::with_programs(&bed.topo, "node-a");
     assert!(
         with_programs.iter().any(|i| i == "ul0"),
         "the uplink carries Juneau's program: {rows}"

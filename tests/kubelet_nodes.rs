@@ -22,7 +22,7 @@ mod webhook;
 use std::time::Duration;
 
 use control_plane::ControlPlane;
-use kubelet_bed::{Bed, LAB_NET, NODES, container_of, json, names, node_of, ready_ips};
+use kubelet_bed::{Bed, LAB_NET, NODES, json, names, node_of, ready_ips};
 use node_bed::wait_for;
 
 fn pod(name: &str, node: &str) -> String {
@@ -87,22 +87,7 @@ fn mx_01_kubelet_nodes_run_pods_with_juneau_addresses_and_delete_runs_del() {
         );
     }
     // The kubelet's containers reach each other across the Nodes.
-    let ctr = container_of(&bed.runtimes[0], "pa");
-    let ping = bed.runtimes[0].crictl_ok(&[
-        "exec",
-        &ctr,
-        "/bin/busybox",
-        "ping",
-        "-c",
-        "3",
-        "-W",
-        "2",
-        &ips[1][0],
-    ]);
-    assert!(
-        ping.contains("3 packets transmitted, 3 packets received"),
-        "{ping}"
-    );
+    kubelet_bed::assert_pings(&bed.runtimes[0], "pa", &ips[1][0]);
 
     // kubectl delete: the kubelet stops the sandbox (CNI DEL), the endpoint and the
     // veth go, the Pod object goes once the kubelet confirms.

@@ -71,35 +71,14 @@ impl Kubelet {
         runtime: &Containerd,
         dir: &Path,
     ) -> Kubelet {
-        let k = Self::launch(cp, name, node_ip, netns, runtime, dir);
+        let k = Self::start_registered(cp, name, node_ip, netns, runtime, dir);
         k.wait_ready(cp, Duration::from_secs(90));
         k
     }
 
-    /// [`Kubelet::start`] on a runtime without a network yet: returns once the Node is
-    /// registered (it is Ready only when a CNI configuration appears).
+    /// [`Kubelet::start`] on a runtime that may have no network yet: returns once the
+    /// Node is registered (it is Ready only when a CNI configuration appears).
     pub fn start_registered(
-        cp: &ControlPlane,
-        name: &str,
-        node_ip: Ipv4Addr,
-        netns: &Path,
-        runtime: &Containerd,
-        dir: &Path,
-    ) -> Kubelet {
-        let k = Self::launch(cp, name, node_ip, netns, runtime, dir);
-        let deadline = Instant::now() + Duration::from_secs(90);
-        while !cp.kubectl(&["get", "node", name]).status.success() {
-            assert!(
-                Instant::now() < deadline,
-                "Node {name} did not register:\n{}",
-                k.log_tail(40)
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        k
-    }
-
-    fn launch(
         cp: &ControlPlane,
         name: &str,
         node_ip: Ipv4Addr,
@@ -189,6 +168,15 @@ nodeStatusUpdateFrequency: 2s
             child: None,
         };
         k.spawn();
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while !cp.kubectl(&["get", "node", name]).status.success() {
+            assert!(
+                Instant::now() < deadline,
+                "Node {name} did not register:\n{}",
+                k.log_tail(40)
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
         k
     }
 
@@ -311,7 +299,8 @@ fn make_cgroup_root(rel: &str) {
     }
 }
 
-fn run(cmd: &mut Command) {
+/// Runs `cmd`; panics with its stderr when it fails.
+pub fn run(cmd: &mut Command) {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
     assert!(
         out.status.success(),

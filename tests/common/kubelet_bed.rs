@@ -292,21 +292,7 @@ impl Bed {
                 }
             })
             .collect();
-        let kubelets: Vec<Kubelet> = NODES
-            .iter()
-            .zip(&runtimes)
-            .map(|(node, rt)| {
-                let t = node_of(&topo, node);
-                Kubelet::start(
-                    &cp,
-                    node,
-                    t.ip,
-                    t.ns.path(),
-                    rt,
-                    &dir.0.join(format!("kubelet-{node}")),
-                )
-            })
-            .collect();
+        let kubelets = start_kubelets(&cp, &topo, &runtimes, &dir.0, true);
         Bed {
             kubelets,
             runtimes,
@@ -386,6 +372,83 @@ impl Bed {
             })
             .count()
     }
+}
+
+/// A kubelet on every Node, on that Node's runtime, files under `dir/kubelet-<node>`;
+/// returns once each Node is Ready (`ready`) or only registered.
+pub fn start_kubelets(
+    cp: &ControlPlane,
+    topo: &Topology,
+    runtimes: &[Containerd],
+    dir: &Path,
+    ready: bool,
+) -> Vec<Kubelet> {
+    NODES
+        .iter()
+        .zip(runtimes)
+        .map(|(node, rt)| {
+            let t = node_of(topo, node);
+            let start = if ready {
+                Kubelet::start
+            } else {
+                Kubelet::start_registered
+            };
+            start(
+                cp,
+                node,
+                t.ip,
+                t.ns.path(),
+                rt,
+                &dir.join(format!("kubelet-{node}")),
+            )
+        })
+        .collect()
+}
+
+/// Three pings from Pod `pod`'s container on `rt` to `target`; asserts every one
+/// is answered.
+pub fn assert_pings(rt: &Containerd, pod: &str, target: &str) {
+    let ctr = container_of(rt, pod);
+    let ping = rt.crictl_ok(&[
+        "exec",
+        &ctr,
+        "/bin/busybox",
+        "ping",
+        "-c",
+        "3",
+        "-W",
+        "2",
+        target,
+    ]);
+    assert!(
+        ping.contains("3 packets transmitted, 3 packets received"),
+        "{pod} -> {target}: {ping}"
+    );
+}
+
+/// The interfaces of Node `node` that carry one of Juneau's programs, by
+/// `kubectl juneau attachments` (MX-02, MX-03); and its rows, for a message.
+pub fn with_programs(topo: &Topology, node: &str) -> (Vec<String>, serde_json::Value) {
+    let shown = Command::new(juneau::standalone::sibling_binary("kubectl-juneau"))
+        .args(["attachments", "--netns"])
+        .arg(node_of(topo, node).ns.path())
+        .args(["-o", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        shown.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let with: Vec<String> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["program"].as_str().is_some_and(|p| !p.is_empty()))
+        .filter_map(|r| r["interface"].as_str().map(str::to_owned))
+        .collect();
+    (with, rows)
 }
 
 pub fn free() -> u16 {

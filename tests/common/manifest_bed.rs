@@ -31,8 +31,8 @@ use juneau::standalone::topology::{Topology, UNDERLAY_DEV};
 use crate::{
     containerd::{self, Containerd, View},
     control_plane::{ControlPlane, Owned, ca, leaf, tool},
-    kubelet::Kubelet,
-    kubelet_bed::{NODES, free, node_of},
+    kubelet::{Kubelet, run},
+    kubelet_bed::{NODES, free, node_of, start_kubelets},
     node_bed::{TestDir, wait_for},
     relay,
 };
@@ -69,16 +69,6 @@ pub struct ManifestBed {
     _controllers: Vec<Owned>,
     pub cp: ControlPlane,
     pub dir: TestDir,
-}
-
-/// Runs `cmd`; panics with its stderr when it fails.
-fn run(cmd: &mut Command) {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 impl ManifestBed {
@@ -170,21 +160,7 @@ impl ManifestBed {
                 )
             })
             .collect();
-        let kubelets: Vec<Kubelet> = NODES
-            .iter()
-            .zip(&runtimes)
-            .map(|(node, rt)| {
-                let t = node_of(&topo, node);
-                Kubelet::start_registered(
-                    &cp,
-                    node,
-                    t.ip,
-                    t.ns.path(),
-                    rt,
-                    &dir.0.join(format!("kubelet-{node}")),
-                )
-            })
-            .collect();
+        let kubelets = start_kubelets(&cp, &topo, &runtimes, &dir.0, false);
         let bed = ManifestBed {
             kubelets,
             runtimes,
@@ -297,30 +273,34 @@ impl ManifestBed {
         )
     }
 
-    /// The log of container `container` of the juneau-system Pod with label
-    /// `app.kubernetes.io/name=app` on `node`, as the kubelet keeps it.
+    /// The juneau-system Pods labelled `app.kubernetes.io/name=<app>`, as JSON.
+    pub fn pods_of(&self, app: &str) -> Vec<serde_json::Value> {
+        let label = format!("app.kubernetes.io/name={app}");
+        let list = crate::kubelet_bed::json(
+            &self.cp,
+            &["get", "pods", "-n", "juneau-system", "-l", &label],
+        );
+        list["items"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// The log of container `container` of `app`'s Pod on `node`, through the API
+    /// server (which reaches the kubelet by the egress).
     pub fn log_of(&self, app: &str, node: &str, container: &str) -> String {
-        let pods = self.cp.kubectl_ok(&[
-            "get",
-            "pods",
-            "-n",
-            "juneau-system",
-            "-l",
-            &format!("app.kubernetes.io/name={app}"),
-            "--field-selector",
-            &format!("spec.nodeName={node}"),
-            "-o",
-            "name",
-        ]);
-        let Some(pod) = pods.lines().next() else {
+        let Some(pod) = self
+            .pods_of(app)
+            .into_iter()
+            .find(|p| p["spec"]["nodeName"] == node)
+        else {
             return String::new();
         };
-        self.cp
-            .kubectl(&["logs", "-n", "juneau-system", pod, "-c", container])
-            .stdout
-            .iter()
-            .map(|b| *b as char)
-            .collect()
+        let name = pod["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let out = self
+            .cp
+            .kubectl(&["logs", "-n", "juneau-system", &name, "-c", container]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// Pod `name` (namespace default)'s `status.podIPs` once it is Ready.
