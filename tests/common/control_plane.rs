@@ -303,6 +303,11 @@ impl ControlPlane {
         lines[lines.len().saturating_sub(20)..].join("\n")
     }
 
+    /// The processes of etcd and kube-apiserver (a benchmark reads their CPU time).
+    pub fn pids(&self) -> Vec<u32> {
+        self.children.iter().map(Child::id).collect()
+    }
+
     /// Its certificates: `ca.crt` (the serving CA, what Pods verify the API server
     /// by), `sa.key`, `client-ca.crt`.
     pub fn certs(&self) -> PathBuf {

@@ -101,8 +101,10 @@ impl Agent {
             .collect::<Result<Vec<_>, _>>()?;
         let ctx = self.context(req, &ns, &pod);
         // One netlink session (the Node's and the Pod's connections) for the whole ADD.
+        let opened = Instant::now();
         let nl = netlink::Session::open(Some(Path::new(&req.netns)))
             .map_err(|e| nic::io("cannot open netlink to the Node and the Pod")(e.to_string()))?;
+        ctx.times.add(Part::Session, opened);
         let mut made = Made::default();
         let mut endpoints = Vec::new();
         let mut result = CniResult {

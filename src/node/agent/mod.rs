@@ -193,6 +193,10 @@ impl Agent {
                 lock_ms = parts.ms(nic::Part::Lock),
                 attach_ms = parts.ms(nic::Part::Attach),
                 endpoint_ms = parts.ms(nic::Part::Endpoint),
+                session_ms = parts.ms(nic::Part::Session),
+                veth_ms = parts.ms(nic::Part::Veth),
+                pod_routes_ms = parts.ms(nic::Part::PodRoutes),
+                door_ms = parts.ms(nic::Part::Door),
                 "CNI request served"
             ),
             Err(e) => tracing::warn!(

@@ -50,7 +50,8 @@ pub struct NicContext<'a> {
 /// datapath's lock and the API server, and each part shows which one it waited on.
 #[derive(Clone, Copy, Debug)]
 pub enum Part {
-    /// veth pairs, addresses and routes (netlink).
+    /// veth pairs, addresses and routes (netlink): the sum of [`Part::Veth`],
+    /// [`Part::PodRoutes`] and [`Part::Door`].
     Links,
     /// Waiting for the datapath's lock.
     Lock,
@@ -58,12 +59,20 @@ pub enum Part {
     Attach,
     /// Writing the NetworkEndpoints (the API server).
     Endpoint,
+    /// Opening netlink to the Node's and the Pod's namespaces.
+    Session,
+    /// Making the veth pairs (with their clsact qdisc when ports take filters).
+    Veth,
+    /// The Pod's addresses and routes.
+    PodRoutes,
+    /// A default-Subnet NIC's door from its Node (rp_filter, the host route).
+    Door,
 }
 
 /// Microseconds spent in each [`Part`] (atomics: a context may be shared with a
 /// thread inside the Pod's namespace).
 #[derive(Debug, Default)]
-pub struct AddTimes([AtomicU64; 4]);
+pub struct AddTimes([AtomicU64; 8]);
 
 impl AddTimes {
     /// Counts the time since `since` to `part`.

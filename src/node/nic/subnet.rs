@@ -63,6 +63,7 @@ impl NicDriver for SubnetNic {
                 Some(ctx.node_ip),
             ))
             .map_err(|e| super::io(format!("cannot route {ip} to {host}"))(e.to_string()))?;
+            ctx.times.add(super::Part::Door, links);
             ctx.times.add(super::Part::Links, links);
         }
         Ok(())

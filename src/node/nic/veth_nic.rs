@@ -84,6 +84,8 @@ pub fn setup(
     let links = Instant::now();
     let ifindex = veth::create_on(nl, &spec)
         .map_err(|e| io(format!("cannot create the veth pair for {iface}"))(e.to_string()))?;
+    ctx.times.add(Part::Veth, links);
+    let routes = Instant::now();
     made.links.push(host.clone());
     result.interfaces.push(Interface {
         name: host.clone(),
@@ -137,6 +139,7 @@ pub fn setup(
             gw: Some(r.gw.clone()),
         });
     }
+    ctx.times.add(Part::PodRoutes, routes);
     ctx.times.add(Part::Links, links);
     let port = driver
         .port_spec(nic, ctx.container_id, ifindex)
