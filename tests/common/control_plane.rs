@@ -423,6 +423,16 @@ impl ControlPlane {
         self.kubectl_stdin(&["apply", "-f", "-"], yaml)
     }
 
+    /// [`ControlPlane::apply`] that must succeed.
+    pub fn apply_ok(&self, yaml: &str) {
+        let applied = self.apply(yaml);
+        assert!(
+            applied.status.success(),
+            "{}",
+            String::from_utf8_lossy(&applied.stderr)
+        );
+    }
+
     /// Installs `kind/crds.yaml`, which the server must take without a warning, and
     /// waits until every CRD is served.
     pub fn install_crds(&self) {

@@ -187,12 +187,7 @@ impl Bed {
             free()
         )));
         if !objects.trim().is_empty() {
-            let applied = cp.apply(objects);
-            assert!(
-                applied.status.success(),
-                "{}",
-                String::from_utf8_lossy(&applied.stderr)
-            );
+            cp.apply_ok(objects);
         }
         // The baseline's Nodes run neither Juneau's controller nor its daemons.
         let juneau_on = !matches!(cni, Cni::Bridge | Cni::Bare);
@@ -314,12 +309,7 @@ impl Bed {
     }
 
     pub fn apply(&self, yaml: &str) {
-        let applied = self.cp.apply(yaml);
-        assert!(
-            applied.status.success(),
-            "{}",
-            String::from_utf8_lossy(&applied.stderr)
-        );
+        self.cp.apply_ok(yaml);
     }
 
     /// The Pods, node-a's kubelet and daemon: what a failed wait shows.

@@ -227,12 +227,7 @@ impl ManifestBed {
     }
 
     pub fn apply(&self, yaml: &str) {
-        let applied = self.cp.apply(yaml);
-        assert!(
-            applied.status.success(),
-            "{}",
-            String::from_utf8_lossy(&applied.stderr)
-        );
+        self.cp.apply_ok(yaml);
     }
 
     /// Every Pod, the default namespace's events, and the last lines of node-a's
