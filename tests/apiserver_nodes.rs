@@ -167,21 +167,7 @@ fn l2_01_mx_01_pods_made_by_containerd_on_two_nodes_ping_each_other_and_del_remo
     // Containers in the sandboxes reach each other across the Nodes: every reply.
     let ctr_a = runtimes[0].run_busybox(&sandboxes[0], "pa");
     let _ctr_b = runtimes[1].run_busybox(&sandboxes[1], "pb");
-    let ping = runtimes[0].crictl_ok(&[
-        "exec",
-        &ctr_a,
-        "/bin/busybox",
-        "ping",
-        "-c",
-        "3",
-        "-W",
-        "2",
-        &ip_b,
-    ]);
-    assert!(
-        ping.contains("3 packets transmitted, 3 packets received"),
-        "{ping}"
-    );
+    runtimes[0].assert_pings(&ctr_a, &ip_b);
 
     // Removing a sandbox runs CNI DEL: pa's NetworkEndpoint goes, pb's stays.
     runtimes[0].remove_pod(&sandboxes[0]);

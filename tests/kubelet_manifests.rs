@@ -105,7 +105,11 @@ fn mx_02_l2_08_juneau_runs_from_its_kind_manifests_on_kubelet_nodes() {
         );
         let conf = std::fs::read_to_string(own.join("etc/cni/net.d/10-juneau.conflist"))
             .unwrap_or_else(|e| panic!("{node}'s conflist: {e}"));
-        assert!(conf.contains("run/juneau/cni.sock"), "{conf}");
+        let socket = bed.dir.0.join("host/run/juneau/cni.sock");
+        assert!(
+            conf.contains(&format!("\"socket\":\"{}\"", socket.display())),
+            "{node}'s conflist names its daemon's socket as the runtime sees it: {conf}"
+        );
         assert!(
             own.join("run/juneau/cni.sock").exists(),
             "{node}'s daemon socket"

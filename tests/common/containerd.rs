@@ -324,6 +324,15 @@ state = '{state}'
         )
     }
 
+    /// Three pings from container `ctr` to `target`; asserts every one is answered.
+    pub fn assert_pings(&self, ctr: &str, target: &str) {
+        let (_, out) = self.busybox(ctr, &["ping", "-c", "3", "-W", "2", target]);
+        assert!(
+            out.contains("3 packets transmitted, 3 packets received"),
+            "{ctr} -> {target}: {out}"
+        );
+    }
+
     /// A Pod sandbox for the Kubernetes Pod `namespace/name` (uid as the API gave it):
     /// the CNI ADD happens here. Returns the sandbox id.
     pub fn run_pod(&self, namespace: &str, name: &str, uid: &str) -> Result<String, String> {

@@ -398,22 +398,7 @@ pub fn start_kubelets(
 /// Three pings from Pod `pod`'s container on `rt` to `target`; asserts every one
 /// is answered.
 pub fn assert_pings(rt: &Containerd, pod: &str, target: &str) {
-    let ctr = container_of(rt, pod);
-    let ping = rt.crictl_ok(&[
-        "exec",
-        &ctr,
-        "/bin/busybox",
-        "ping",
-        "-c",
-        "3",
-        "-W",
-        "2",
-        target,
-    ]);
-    assert!(
-        ping.contains("3 packets transmitted, 3 packets received"),
-        "{pod} -> {target}: {ping}"
-    );
+    rt.assert_pings(&container_of(rt, pod), target);
 }
 
 /// The interfaces of Node `node` that carry one of Juneau's programs, by

@@ -458,7 +458,7 @@ pub fn juneau_image(dir: &Path) -> PathBuf {
         .iter()
         .map(|(i, p)| (i.as_str(), p.as_path()))
         .collect();
-    let links: Vec<(String, &str)> = ["sh", "cp", "chmod", "mv", "printf", "cat", "ls"]
+    let links: Vec<(String, &str)> = ["sh", "cp", "chmod", "mv", "printf"]
         .iter()
         .map(|a| (format!("bin/{a}"), "busybox"))
         .collect();

@@ -51,7 +51,7 @@ pub struct NicContext<'a> {
 #[derive(Clone, Copy, Debug)]
 pub enum Part {
     /// veth pairs, addresses and routes (netlink): the sum of [`Part::Veth`],
-    /// [`Part::PodRoutes`] and [`Part::Door`].
+    /// [`Part::PodRoutes`] and [`Part::Door`], never counted on its own.
     Links,
     /// Waiting for the datapath's lock.
     Lock,
@@ -81,9 +81,15 @@ impl AddTimes {
         self.0[part as usize].fetch_add(us, Ordering::Relaxed);
     }
 
-    /// The time spent in `part`, in ms.
+    /// The time spent in `part`, in ms ([`Part::Links`]: the sum of its steps).
     pub fn ms(&self, part: Part) -> f64 {
-        self.0[part as usize].load(Ordering::Relaxed) as f64 / 1e3
+        match part {
+            Part::Links => [Part::Veth, Part::PodRoutes, Part::Door]
+                .into_iter()
+                .map(|p| self.ms(p))
+                .sum(),
+            p => self.0[p as usize].load(Ordering::Relaxed) as f64 / 1e3,
+        }
     }
 }
 

@@ -50,7 +50,7 @@ impl NicDriver for SubnetNic {
     ) -> Result<(), CniError> {
         veth_nic::setup(ctx, nl, nic, made, result, None, self)?;
         if let Some(ip) = node_door(nic) {
-            let links = std::time::Instant::now();
+            let door = std::time::Instant::now();
             let host = veth::host_name(ctx.container_id, &nic.spec.interface);
             // The Pod answers from its router to the Node's address (`gw::node`): the
             // veth has none, so no reverse-path check on it either (EIP-18's reason).
@@ -63,8 +63,7 @@ impl NicDriver for SubnetNic {
                 Some(ctx.node_ip),
             ))
             .map_err(|e| super::io(format!("cannot route {ip} to {host}"))(e.to_string()))?;
-            ctx.times.add(super::Part::Door, links);
-            ctx.times.add(super::Part::Links, links);
+            ctx.times.add(super::Part::Door, door);
         }
         Ok(())
     }

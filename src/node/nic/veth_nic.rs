@@ -81,10 +81,10 @@ pub fn setup(
         alias: alias.render(),
         clsact: ctx.port_filters,
     };
-    let links = Instant::now();
+    let pair = Instant::now();
     let ifindex = veth::create_on(nl, &spec)
         .map_err(|e| io(format!("cannot create the veth pair for {iface}"))(e.to_string()))?;
-    ctx.times.add(Part::Veth, links);
+    ctx.times.add(Part::Veth, pair);
     let routes = Instant::now();
     made.links.push(host.clone());
     result.interfaces.push(Interface {
@@ -140,7 +140,6 @@ pub fn setup(
         });
     }
     ctx.times.add(Part::PodRoutes, routes);
-    ctx.times.add(Part::Links, links);
     let port = driver
         .port_spec(nic, ctx.container_id, ifindex)
         .ok_or_else(|| not_ready(nic))?;
