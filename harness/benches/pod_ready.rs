@@ -106,12 +106,45 @@ struct Burst {
     juneau_s: f64,
     /// etcd's and kube-apiserver's.
     api_s: f64,
+    /// When the apply was sent, ns since the epoch (the wrapper's clock).
+    applied_ns: u128,
 }
 
-fn burst(bed: &Bed, round: usize) -> Burst {
+/// With `JUNEAU_BENCH_DUMP=<dir>` and `JUNEAU_BENCH_PERF` set: the kernel's lock
+/// contention (its `lock:contention_begin`/`end` tracepoints, with call chains) over
+/// the whole machine during a burst, into `<dir>/<label>.perf` for `perf lock contention
+/// -i`: who waited for RTNL, and for how long. Observation only.
+fn lock_trace(label: &str) -> Option<std::process::Child> {
+    std::env::var_os("JUNEAU_BENCH_PERF")?;
+    let dir = std::path::PathBuf::from(std::env::var_os("JUNEAU_BENCH_DUMP")?);
+    std::fs::create_dir_all(&dir).ok()?;
+    std::process::Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-a",
+            "-g",
+            "-e",
+            "lock:contention_begin",
+            "-e",
+        ])
+        .args(["lock:contention_end", "-o"])
+        .arg(dir.join(format!("{label}.perf")))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()
+}
+
+fn burst(bed: &Bed, round: usize, label: &str) -> Burst {
     let (pids, api) = (bed.juneau_pids(), bed.cp.pids());
+    let perf = lock_trace(label);
     let (busy0, juneau0, api0) = (machine_busy_s(), processes_s(&pids), processes_s(&api));
     let start = Instant::now();
+    let applied_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_nanos();
     bed.apply(&pods(round));
     let mut ready: BTreeMap<String, f64> = BTreeMap::new();
     while ready.len() < PODS {
@@ -134,6 +167,14 @@ fn burst(bed: &Bed, round: usize) -> Burst {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+    if let Some(mut perf) = perf {
+        // SIGINT: perf writes its file and exits.
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(perf.id() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        );
+        let _ = perf.wait();
+    }
     let (busy_s, juneau_s, api_s) = (
         machine_busy_s() - busy0,
         processes_s(&pids) - juneau0,
@@ -154,6 +195,31 @@ fn burst(bed: &Bed, round: usize) -> Burst {
         busy_s,
         juneau_s,
         api_s,
+        applied_ns,
+    }
+}
+
+/// With `JUNEAU_BENCH_DUMP=<dir>`: each bed's plugin timings (`cni-times.log`: command,
+/// ms, start) and Juneau's daemon logs, for a look at when in the burst the slow ADDs
+/// ran; `<round>-<kind>-applied` holds the apply's time.
+fn dump(bed: &Bed, round: usize, kind: &str, applied_ns: u128) {
+    let Some(dir) = std::env::var_os("JUNEAU_BENCH_DUMP").map(std::path::PathBuf::from) else {
+        return;
+    };
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(format!("{round}-{kind}-applied")),
+        applied_ns.to_string(),
+    )
+    .unwrap();
+    for (i, rt) in bed.runtimes.iter().enumerate() {
+        let _ = std::fs::copy(
+            rt.dir.join("cni-times.log"),
+            dir.join(format!("{round}-{kind}-node{i}-cni-times.log")),
+        );
+    }
+    for (i, d) in bed.daemons.iter().enumerate() {
+        let _ = std::fs::copy(&d.log, dir.join(format!("{round}-{kind}-daemon{i}.log")));
     }
 }
 
@@ -164,10 +230,10 @@ fn quantile(v: &mut [f64], q: f64) -> f64 {
     v[rank - 1]
 }
 
-/// The daemons' ADD timings (`key`, in ms: `ms` the whole ADD, `nic_wait_ms` its wait
-/// for the controller's allocation) since `skip` lines of each log.
-fn add_ms(bed: &Bed, skip: &[usize], key: &str) -> Vec<f64> {
-    let key = format!("{key}=");
+/// The daemons' ADDs since `skip` lines of each log, each as its `*ms` fields (`ms` the
+/// whole ADD, `nic_wait_ms` its wait for the controller's allocation, the other parts
+/// as `node::nic::Part` says).
+fn adds(bed: &Bed, skip: &[usize]) -> Vec<BTreeMap<String, f64>> {
     bed.daemons
         .iter()
         .zip(skip)
@@ -177,14 +243,41 @@ fn add_ms(bed: &Bed, skip: &[usize], key: &str) -> Vec<f64> {
                 .lines()
                 .skip(*skip)
                 .filter(|l| l.contains("CNI request served") && l.contains("command=ADD"))
-                .filter_map(|l| {
+                .map(|l| {
                     l.split_whitespace()
-                        .find_map(|w| w.strip_prefix(key.as_str()))
-                        .and_then(|v| v.parse().ok())
+                        .filter_map(|w| {
+                            let (k, v) = w.split_once('=')?;
+                            Some((k.to_owned(), v.parse().ok()?)).filter(|_| k.ends_with("ms"))
+                        })
+                        .collect()
                 })
-                .collect::<Vec<f64>>()
+                .collect::<Vec<_>>()
         })
         .collect()
+}
+
+/// Where the ADD at the p99 rank (by its whole time) spent its netlink steps: on a CPU,
+/// waiting for one, and asleep (the wait for RTNL, mostly).
+fn p99_anatomy(adds: &mut [BTreeMap<String, f64>]) -> String {
+    adds.sort_by(|a, b| a["ms"].total_cmp(&b["ms"]));
+    let rank = ((0.99 * adds.len() as f64).ceil() as usize).clamp(1, adds.len());
+    let a = &adds[rank - 1];
+    let f = |k: &str| a.get(k).copied().unwrap_or(f64::NAN);
+    format!(
+        "{:.0} ms: controller wait {:.0}, netlink {:.0} (veth {:.0}, Pod routes {:.0}, door {:.0}; on a CPU {:.0}, waiting for a CPU {:.0}, asleep {:.0}), endpoint {:.0}; the whole ADD on a CPU {:.0}, waiting for one {:.0}",
+        f("ms"),
+        f("nic_wait_ms"),
+        f("links_ms"),
+        f("veth_ms"),
+        f("pod_routes_ms"),
+        f("door_ms"),
+        f("links_cpu_ms"),
+        f("links_runq_ms"),
+        f("links_ms") - f("links_cpu_ms") - f("links_runq_ms"),
+        f("endpoint_ms"),
+        f("cpu_ms"),
+        f("runq_ms"),
+    )
 }
 
 fn log_lines(bed: &Bed) -> Vec<usize> {
@@ -215,7 +308,7 @@ fn main() {
     let mut juneau_cpu: Vec<f64> = Vec::new();
     let mut api_cpu: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     // Juneau's daemon's own timing: the whole ADD and its parts (`node::nic::Part`).
-    const PARTS: [&str; 10] = [
+    const PARTS: [&str; 14] = [
         "ms",
         "nic_wait_ms",
         "links_ms",
@@ -226,8 +319,14 @@ fn main() {
         "veth_ms",
         "pod_routes_ms",
         "door_ms",
+        "links_cpu_ms",
+        "links_runq_ms",
+        "cpu_ms",
+        "runq_ms",
     ];
     let mut parts: Vec<Vec<f64>> = vec![Vec::new(); PARTS.len()];
+    // Each round's ADD at the p99 rank, part by part.
+    let mut anatomy: Vec<String> = Vec::new();
     let all = [Cni::Juneau, Cni::Bridge, Cni::Bare];
     for round in 0..rounds {
         // One control plane at a time (the fixture's): each round a fresh bed of each
@@ -236,7 +335,12 @@ fn main() {
             let cni = all[(round + k) % all.len()];
             let bed = Bed::start_with("", cni);
             let lines = log_lines(&bed);
-            let b = burst(&bed, round);
+            let kind = match cni {
+                Cni::Juneau => "juneau",
+                Cni::Bridge => "bridge",
+                _ => "bare",
+            };
+            let b = burst(&bed, round, &format!("{round}-{kind}"));
             let mut t = b.ready;
             let p99 = quantile(&mut t, 0.99);
             println!(
@@ -246,17 +350,13 @@ fn main() {
                 b.juneau_s,
                 b.api_s
             );
-            let kind = match cni {
-                Cni::Juneau => "juneau",
-                Cni::Bridge => "bridge",
-                _ => "bare",
-            };
             ready.entry(kind).or_default().push(p99);
             busy.entry(kind).or_default().push(b.busy_s);
             api_cpu.entry(kind).or_default().push(b.api_s);
             if cni == Cni::Juneau {
                 juneau_cpu.push(b.juneau_s);
             }
+            dump(&bed, round, kind, b.applied_ns);
             let mut ms: Vec<f64> = bed
                 .runtimes
                 .iter()
@@ -264,7 +364,13 @@ fn main() {
                     std::fs::read_to_string(rt.dir.join("cni-times.log"))
                         .unwrap_or_default()
                         .lines()
-                        .filter_map(|l| l.strip_prefix("ADD ")?.trim().parse().ok())
+                        .filter_map(|l| {
+                            l.strip_prefix("ADD ")?
+                                .split_whitespace()
+                                .next()?
+                                .parse()
+                                .ok()
+                        })
                         .collect::<Vec<f64>>()
                 })
                 .collect();
@@ -273,11 +379,15 @@ fn main() {
             println!("round {round} {cni:?}: the plugin's ADD p99 {add_p99:.0} ms");
             plugin.entry(kind).or_default().push(add_p99);
             if cni == Cni::Juneau {
+                let mut all = adds(&bed, &lines);
                 for (key, p99s) in PARTS.iter().zip(&mut parts) {
-                    let mut v = add_ms(&bed, &lines, key);
+                    let mut v: Vec<f64> = all.iter().filter_map(|a| a.get(*key).copied()).collect();
                     assert_eq!(v.len(), PODS, "one {key} per ADD");
                     p99s.push(quantile(&mut v, 0.99));
                 }
+                let a = p99_anatomy(&mut all);
+                println!("round {round} Juneau: the p99 ADD {a}");
+                anatomy.push(format!("round {round}: {a}"));
             }
         }
     }
@@ -337,7 +447,8 @@ fn main() {
                 am,
                 ("kubelet_pod_startup_slo", 5000.0),
                 &format!(
-                    "goal < 1000 ms; Juneau's CNI ADD, p99 over the {PODS} Pods of a round, {timing}; the daemon's own timing of its part, each p99 on its own: {daemon}; Debian's bridge plugin in its bed: p99 {bam:.0} ms; beside it the kubelet's start-up SLO for the whole Pod (5 s at p99); {how}"
+                    "goal < 1000 ms; Juneau's CNI ADD, p99 over the {PODS} Pods of a round, {timing}; the daemon's own timing of its part, each p99 on its own: {daemon}; the ADD at the p99 rank of each round, by the daemon's timing: {}; Debian's bridge plugin in its bed: p99 {bam:.0} ms; beside it the kubelet's start-up SLO for the whole Pod (5 s at p99); {how}",
+                    anatomy.join("; ")
                 ),
             ),
             Measurement::new(

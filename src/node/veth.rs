@@ -1,6 +1,5 @@
 //! Pod NIC plumbing: the veth pair between a Pod and its Node.
 use std::{
-    fs::File,
     os::fd::AsRawFd,
     path::{Path, PathBuf},
 };
@@ -10,7 +9,7 @@ use rtnetlink::{
     packet_route::link::{InfoData, InfoVeth, LinkAttribute},
 };
 
-use super::netlink::{self, NetlinkError, Session, link_by_name, own_and_up, req};
+use super::netlink::{self, NetlinkError, Session, own_and_up, req};
 use crate::netns;
 
 /// The interface alias that marks a host-side veth as made by Juneau. The datapath is
@@ -112,44 +111,55 @@ pub fn host_name(container_id: &str, interface: &str) -> String {
     format!("{HOST_PREFIX}{:013x}", h & 0x000f_ffff_ffff_ffff)
 }
 
-/// Creates the pair, the Pod end directly inside the Pod namespace, both ends up,
-/// with `session` (opened in the Node's namespace with the Pod's). Returns the
-/// host-side ifindex. A pair that any later step fails for is removed again, so a failed
-/// ADD leaves nothing (and a half-made pair without its alias would be invisible to DEL
-/// and GC).
+/// Creates the pair, both ends up, with `session` (opened in the Node's namespace with
+/// the Pod's). Returns the host-side ifindex. A pair that any later step fails for is
+/// removed again, so a failed ADD leaves nothing (and a half-made pair without its alias
+/// would be invisible to DEL and GC).
+///
+/// Two RTNL requests where four were: in a burst of Pod starts every request waits for
+/// the kernel's one netlink lock behind the other sandboxes' work, so the ADD's time
+/// grows with its count of them.
+/// - The pair is made from the Pod's side: the Pod end is the new link, born up in the
+///   Pod's namespace (up at creation works only for the link the request names: its
+///   peer is configured before the pair is tied, and a veth end will not open
+///   untied), and the host end is its peer, sent to the Node's namespace, down.
+/// - The host end then gets its alias, no IPv6 addresses and up in one request (the
+///   kernel takes IFLA_IFALIAS and IFLA_AF_SPEC on a change, not at creation); going
+///   up it gives both ends their carrier.
+/// - Its index is read by `SIOCGIFINDEX` ([`Session::node_index`]), not asked of
+///   RTNL.
 ///
 /// The Pod end has no IPv6 (the Pod turns it on with its own sysctl): born so
-/// ([`netlink::Ipv6Off`]), or on an older kernel by its own sysctl afterwards. It is
-/// brought up after the pair is made (the kernel refuses to open a veth end before its
-/// pair is tied), by name (no lookup).
+/// ([`netlink::Ipv6Off`]); on an older kernel it is made down, quieted by its own sysctl
+/// and then brought up.
 pub fn create_on(session: &Session, spec: &VethSpec) -> Result<u32, NetlinkError> {
-    let pod_ns = File::open(&spec.pod_netns).map_err(|source| NetlinkError::OpenNetns {
-        path: spec.pod_netns.clone(),
-        source,
-    })?;
-    let handle = session.node();
     let ipv6_off = session.pod_ipv6_off()?;
     let born_quiet = ipv6_off.is_some();
+    let node = session.node();
     let index = session.block_on(async {
         let mut peer = one_queue(
             LinkMessageBuilder::<LinkUnspec>::new()
-                .name(spec.pod_name.clone())
-                .address(spec.pod_mac.to_vec())
-                .setns_by_fd(pod_ns.as_raw_fd()),
+                .name(spec.host_name.clone())
+                .address(spec.host_mac.to_vec())
+                .setns_by_fd(session.node_ns().as_raw_fd()),
         );
-        let mut host = one_queue(
-            LinkVeth::new(&spec.host_name, &spec.pod_name).address(spec.host_mac.to_vec()),
+        let mut pod = one_queue(
+            LinkVeth::new(&spec.pod_name, &spec.host_name).address(spec.pod_mac.to_vec()),
         );
         if let Some(mtu) = spec.mtu {
             peer = peer.mtu(mtu);
-            host = host.mtu(mtu);
+            pod = pod.mtu(mtu);
         }
-        let host = host
+        if born_quiet {
+            pod = pod.up();
+        }
+        let pod = pod
             .set_info_data(InfoData::Veth(InfoVeth::Peer(peer.build())))
             .build();
-        let created = handle
+        let created = session
+            .pod()
             .link()
-            .add(host)
+            .add(pod)
             .execute()
             .await
             .map_err(req(format!("create veth {}", spec.host_name)));
@@ -160,26 +170,26 @@ pub fn create_on(session: &Session, spec: &VethSpec) -> Result<u32, NetlinkError
         created?;
         let ready = async {
             restored?;
-            let index = link_by_name(handle, &spec.host_name).await?.header.index;
+            let index = session.node_index(&spec.host_name)?;
             if spec.clsact {
-                netlink::add_clsact(handle, index).await?;
+                netlink::add_clsact(node, index).await?;
             }
-            own_and_up(handle, index, &spec.alias, &spec.host_name).await?;
+            own_and_up(node, index, &spec.alias, &spec.host_name).await?;
             if !born_quiet {
                 netns::run_in(&spec.pod_netns, || netlink::quiet(&spec.pod_name))??;
+                session
+                    .pod()
+                    .link()
+                    .set(LinkUnspec::new_with_name(&spec.pod_name).up().build())
+                    .execute()
+                    .await
+                    .map_err(req(format!("set {} up", spec.pod_name)))?;
             }
-            session
-                .pod()
-                .link()
-                .set(LinkUnspec::new_with_name(&spec.pod_name).up().build())
-                .execute()
-                .await
-                .map_err(req(format!("set {} up", spec.pod_name)))?;
             Ok::<u32, NetlinkError>(index)
         }
         .await;
         if ready.is_err()
-            && let Err(undo) = netlink::delete_link_on(handle, &spec.host_name).await
+            && let Err(undo) = netlink::delete_link_on(node, &spec.host_name).await
         {
             tracing::warn!(link = spec.host_name, error = %undo, "cannot remove a veth whose set-up failed");
         }

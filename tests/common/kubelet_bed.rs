@@ -36,8 +36,8 @@ pub enum Cni {
     Bare,
 }
 
-/// The CNI plugin `binary` behind a wrapper that appends `<CNI_COMMAND> <ms>` for
-/// each call to `<dir>/cni-times.log`: every bed's plugin timed the same way, as
+/// The CNI plugin `binary` behind a wrapper that appends `<CNI_COMMAND> <ms> <start,
+/// ns since the epoch>` for each call to `<dir>/cni-times.log`: every bed's plugin timed the same way, as
 /// containerd runs it (its process included); the wrapper's two `date` calls are its
 /// only addition.
 pub fn timed_plugin(dir: &Path, binary: &Path) -> PathBuf {
@@ -49,7 +49,7 @@ pub fn timed_plugin(dir: &Path, binary: &Path) -> PathBuf {
         &wrapper,
         format!(
             "#!/bin/sh\ns=$(date +%s%N)\n{binary}\nrc=$?\ne=$(date +%s%N)\n\
-             echo \"$CNI_COMMAND $(( (e - s) / 1000000 ))\" >> {log}\nexit $rc\n",
+             echo \"$CNI_COMMAND $(( (e - s) / 1000000 )) $s\" >> {log}\nexit $rc\n",
             binary = binary.display(),
             log = dir.join("cni-times.log").display()
         ),

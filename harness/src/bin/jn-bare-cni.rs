@@ -61,7 +61,8 @@ fn add(id: &str, netns: &Path, ifname: &str) -> Result<serde_json::Value, String
     };
     veth::create_on(&nl, &spec).map_err(|e| e.to_string())?;
     let net = ipnet::Ipv4Net::new(address, 16).expect("a /16");
-    nl.block_on(netlink::add_address_on(nl.pod(), ifname, net))
+    let index = nl.pod_index(ifname).map_err(|e| e.to_string())?;
+    nl.block_on(netlink::add_address_on(nl.pod(), (index, ifname), net))
         .map_err(|e| e.to_string())?;
     nl.block_on(netlink::add_default_route_on(nl.pod(), gateway))
         .map_err(|e| e.to_string())?;

@@ -12,7 +12,7 @@ use crate::{
     cni::{CniError, CniResult, Request, code},
     node::{
         netlink,
-        nic::{self, AddTimes, Made, NicContext, Part},
+        nic::{self, AddTimes, Made, NicContext, Part, Step},
         veth::{self, PortAlias},
     },
 };
@@ -101,7 +101,7 @@ impl Agent {
             .collect::<Result<Vec<_>, _>>()?;
         let ctx = self.context(req, &ns, &pod);
         // One netlink session (the Node's and the Pod's connections) for the whole ADD.
-        let opened = Instant::now();
+        let opened = Step::now();
         let nl = netlink::Session::open(Some(Path::new(&req.netns)))
             .map_err(|e| nic::io("cannot open netlink to the Node and the Pod")(e.to_string()))?;
         ctx.times.add(Part::Session, opened);
@@ -118,7 +118,7 @@ impl Agent {
                 .and_then(|()| {
                     let ep = self.endpoint_for(&ns, &pod, &req.container_id, nic);
                     let name = ep.metadata.name.clone().unwrap_or_default();
-                    let put = Instant::now();
+                    let put = Step::now();
                     let written = self.cluster.put_endpoint(ep).map_err(cluster_err);
                     ctx.times.add(Part::Endpoint, put);
                     written?;

@@ -160,6 +160,7 @@ impl Agent {
 
     pub fn handle(&self, req: &Request) -> Result<Option<CniResult>, CniError> {
         let start = Instant::now();
+        let sched = nic::Sched::of_this_thread();
         let mut nic_wait = Duration::ZERO;
         let mut parts = nic::AddTimes::default();
         let out = match req.command.as_str() {
@@ -178,6 +179,12 @@ impl Agent {
             )),
         };
         let took = start.elapsed();
+        // The whole request's time on a CPU and waiting for one (the rest asleep: the
+        // controller, the API server, locks).
+        let ran = sched
+            .zip(nic::Sched::of_this_thread())
+            .map(|(then, now)| now.since(then))
+            .unwrap_or_default();
         self.metrics.observe_cni(&req.command, out.is_ok(), took);
         let pod = Self::pod_of(req)
             .map(|(ns, p)| format!("{ns}/{p}"))
@@ -197,6 +204,10 @@ impl Agent {
                 veth_ms = parts.ms(nic::Part::Veth),
                 pod_routes_ms = parts.ms(nic::Part::PodRoutes),
                 door_ms = parts.ms(nic::Part::Door),
+                cpu_ms = ran.cpu_ns as f64 / 1e6,
+                runq_ms = ran.runq_ns as f64 / 1e6,
+                links_cpu_ms = parts.cpu_ms(nic::Part::Links),
+                links_runq_ms = parts.runq_ms(nic::Part::Links),
                 "CNI request served"
             ),
             Err(e) => tracing::warn!(

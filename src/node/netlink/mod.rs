@@ -42,6 +42,13 @@ pub enum NetlinkError {
     NoSuchLink(String),
     #[error("cannot list the interfaces of this namespace: {0}")]
     ListLinks(std::io::Error),
+    #[error("cannot open a socket to look interfaces up by name: {0}")]
+    LookupSocket(std::io::Error),
+    #[error("cannot look up the index of interface {name}: {source}")]
+    Lookup {
+        name: String,
+        source: std::io::Error,
+    },
     #[error(
         "interface {name} was not created by Juneau (its alias is not \"{alias}\"); Juneau attaches only to its own interfaces"
     )]
@@ -200,13 +207,14 @@ pub fn links_with_alias(prefix: &str) -> Result<Vec<(String, u32, String)>, Netl
     })
 }
 
-/// Adds `net` (its address and prefix) to `ifname` of `handle`'s namespace.
+/// Adds `net` (its address and prefix) to interface `index` (named `ifname`) of
+/// `handle`'s namespace. Callers take the index from [`Session::pod_index`] or
+/// [`Session::node_index`], not from a lookup that takes RTNL.
 pub async fn add_address_on(
     handle: &Handle,
-    ifname: &str,
+    (index, ifname): (u32, &str),
     net: ipnet::Ipv4Net,
 ) -> Result<(), NetlinkError> {
-    let index = link_by_name(handle, ifname).await?.header.index;
     handle
         .address()
         .add(index, std::net::IpAddr::V4(net.addr()), net.prefix_len())

@@ -12,19 +12,18 @@ use rtnetlink::{
     packet_route::{link::LinkAttribute, route::RouteScope},
 };
 
-use super::{NetlinkError, link_by_name, req, with_netlink};
+use super::{NetlinkError, req, with_netlink};
 
 /// `ip route add <dst>/<len> via <gw> dev <ifname> [onlink] [table <table>]` in the
-/// namespace of `handle` (table 0: main).
+/// namespace of `handle` (table 0: main); `oif` is `ifname`'s index.
 pub async fn add_route_via_on(
     handle: &Handle,
-    ifname: &str,
+    (oif, ifname): (u32, &str),
     dst: ipnet::Ipv4Net,
     gw: Ipv4Addr,
     on_link: bool,
     table: u32,
 ) -> Result<(), NetlinkError> {
-    let oif = link_by_name(handle, ifname).await?.header.index;
     let mut route = RouteMessageBuilder::<Ipv4Addr>::new()
         .destination_prefix(dst.network(), dst.prefix_len())
         .gateway(gw)
@@ -67,14 +66,14 @@ pub async fn add_rule_on(
         .map_err(req(format!("add rule from {from} lookup {table}")))
 }
 
-/// `ip route add <dst>/32 dev <ifname> scope link [src <src>]`: gone with the interface.
+/// `ip route add <dst>/32 dev <ifname> scope link [src <src>]`: gone with the interface;
+/// `oif` is `ifname`'s index.
 pub async fn add_host_route_on(
     handle: &Handle,
-    ifname: &str,
+    (oif, ifname): (u32, &str),
     dst: Ipv4Addr,
     src: Option<Ipv4Addr>,
 ) -> Result<(), NetlinkError> {
-    let oif = link_by_name(handle, ifname).await?.header.index;
     let mut route = RouteMessageBuilder::<Ipv4Addr>::new()
         .destination_prefix(dst, 32)
         .output_interface(oif)

@@ -81,8 +81,15 @@ impl NicDriver for ElasticIpNic {
             .map_err(|e| super::io("cannot add the ElasticIP's rule")(e.to_string()))?;
         }
         if nic.spec.interface == "eth0" {
-            nl.block_on(netlink::add_host_route_on(nl.node(), &host, eip, None))
-                .map_err(|e| super::io(format!("cannot route {eip} to {host}"))(e.to_string()))?;
+            let route = nl.node_index(&host).and_then(|index| {
+                nl.block_on(netlink::add_host_route_on(
+                    nl.node(),
+                    (index, &host),
+                    eip,
+                    None,
+                ))
+            });
+            route.map_err(|e| super::io(format!("cannot route {eip} to {host}"))(e.to_string()))?;
         }
         Ok(())
     }

@@ -4,17 +4,10 @@
 mod elasticip;
 mod l2network;
 mod subnet;
+mod times;
 mod veth_nic;
 
-use std::{
-    net::Ipv4Addr,
-    path::Path,
-    sync::{
-        Mutex,
-        atomic::{AtomicU64, Ordering},
-    },
-    time::Instant,
-};
+use std::{net::Ipv4Addr, path::Path, sync::Mutex};
 
 use crate::{
     api::NetworkInterface,
@@ -30,6 +23,7 @@ use crate::{
 pub use elasticip::ElasticIpNic;
 pub use l2network::L2NetworkNic;
 pub use subnet::SubnetNic;
+pub use times::{AddTimes, Part, Sched, Step};
 
 /// What one NIC's setup needs to know of its Pod and Node.
 pub struct NicContext<'a> {
@@ -44,53 +38,6 @@ pub struct NicContext<'a> {
     pub port_filters: bool,
     /// Where the call's time goes.
     pub times: AddTimes,
-}
-
-/// The parts of an ADD, logged with it: a burst of Pods shares the Node's CPUs, the
-/// datapath's lock and the API server, and each part shows which one it waited on.
-#[derive(Clone, Copy, Debug)]
-pub enum Part {
-    /// veth pairs, addresses and routes (netlink): the sum of [`Part::Veth`],
-    /// [`Part::PodRoutes`] and [`Part::Door`], never counted on its own.
-    Links,
-    /// Waiting for the datapath's lock.
-    Lock,
-    /// Attaching the ports and writing their maps, under the lock.
-    Attach,
-    /// Writing the NetworkEndpoints (the API server).
-    Endpoint,
-    /// Opening netlink to the Node's and the Pod's namespaces.
-    Session,
-    /// Making the veth pairs (with their clsact qdisc when ports take filters).
-    Veth,
-    /// The Pod's addresses and routes.
-    PodRoutes,
-    /// A default-Subnet NIC's door from its Node (rp_filter, the host route).
-    Door,
-}
-
-/// Microseconds spent in each [`Part`] (atomics: a context may be shared with a
-/// thread inside the Pod's namespace).
-#[derive(Debug, Default)]
-pub struct AddTimes([AtomicU64; 8]);
-
-impl AddTimes {
-    /// Counts the time since `since` to `part`.
-    pub fn add(&self, part: Part, since: Instant) {
-        let us = u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX);
-        self.0[part as usize].fetch_add(us, Ordering::Relaxed);
-    }
-
-    /// The time spent in `part`, in ms ([`Part::Links`]: the sum of its steps).
-    pub fn ms(&self, part: Part) -> f64 {
-        match part {
-            Part::Links => [Part::Veth, Part::PodRoutes, Part::Door]
-                .into_iter()
-                .map(|p| self.ms(p))
-                .sum(),
-            p => self.0[p as usize].load(Ordering::Relaxed) as f64 / 1e3,
-        }
-    }
 }
 
 /// What a setup made, in order, so that a failed ADD undoes exactly that.

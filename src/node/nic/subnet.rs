@@ -50,19 +50,21 @@ impl NicDriver for SubnetNic {
     ) -> Result<(), CniError> {
         veth_nic::setup(ctx, nl, nic, made, result, None, self)?;
         if let Some(ip) = node_door(nic) {
-            let door = std::time::Instant::now();
+            let door = super::Step::now();
             let host = veth::host_name(ctx.container_id, &nic.spec.interface);
             // The Pod answers from its router to the Node's address (`gw::node`): the
             // veth has none, so no reverse-path check on it either (EIP-18's reason).
             netlink::sysctl(&format!("/proc/sys/net/ipv4/conf/{host}/rp_filter"), "0")
                 .map_err(|e| super::io(format!("cannot set rp_filter on {host}"))(e.to_string()))?;
-            nl.block_on(netlink::add_host_route_on(
-                nl.node(),
-                &host,
-                ip,
-                Some(ctx.node_ip),
-            ))
-            .map_err(|e| super::io(format!("cannot route {ip} to {host}"))(e.to_string()))?;
+            let route = nl.node_index(&host).and_then(|index| {
+                nl.block_on(netlink::add_host_route_on(
+                    nl.node(),
+                    (index, &host),
+                    ip,
+                    Some(ctx.node_ip),
+                ))
+            });
+            route.map_err(|e| super::io(format!("cannot route {ip} to {host}"))(e.to_string()))?;
             ctx.times.add(super::Part::Door, door);
         }
         Ok(())

@@ -2,9 +2,9 @@
 //! datapath port, the Pod end addressed from the segment's CIDR with eth0's default
 //! route (L2-15) when the segment has one, the segment's MTU on both ends when it sets
 //! one (L2-21). The drivers of each kind say only what their port is.
-use std::{net::Ipv4Addr, sync::Mutex, time::Instant};
+use std::{net::Ipv4Addr, sync::Mutex};
 
-use super::{Made, NicContext, NicDriver, Part, io, nic_mac};
+use super::{Made, NicContext, NicDriver, Part, Step, io, nic_mac};
 use crate::{
     api::NetworkInterface,
     cni::{CniError, CniResult, Interface, IpConfig, RouteConfig, code},
@@ -81,11 +81,11 @@ pub fn setup(
         alias: alias.render(),
         clsact: ctx.port_filters,
     };
-    let pair = Instant::now();
+    let pair = Step::now();
     let ifindex = veth::create_on(nl, &spec)
         .map_err(|e| io(format!("cannot create the veth pair for {iface}"))(e.to_string()))?;
     ctx.times.add(Part::Veth, pair);
-    let routes = Instant::now();
+    let routes = Step::now();
     made.links.push(host.clone());
     result.interfaces.push(Interface {
         name: host.clone(),
@@ -99,9 +99,16 @@ pub fn setup(
         mtu: spec.mtu,
         sandbox: Some(ctx.netns.display().to_string()),
     });
+    let pod_end = nl
+        .pod_index(&iface)
+        .map_err(|e| io(format!("cannot find {iface} in the Pod"))(e.to_string()))?;
     if let Some(address) = status.address {
-        nl.block_on(netlink::add_address_on(nl.pod(), &iface, address))
-            .map_err(|e| io(format!("cannot address {iface}"))(e.to_string()))?;
+        nl.block_on(netlink::add_address_on(
+            nl.pod(),
+            (pod_end, &iface),
+            address,
+        ))
+        .map_err(|e| io(format!("cannot address {iface}"))(e.to_string()))?;
         result.ips.push(IpConfig {
             address: address.to_string(),
             gateway: status.routes.first().map(|r| r.gw.clone()),
@@ -124,7 +131,7 @@ pub fn setup(
             })?;
             nl.block_on(netlink::add_route_via_on(
                 nl.pod(),
-                &iface,
+                (pod_end, &iface),
                 dst,
                 gw,
                 r.on_link,
@@ -143,10 +150,10 @@ pub fn setup(
     let port = driver
         .port_spec(nic, ctx.container_id, ifindex)
         .ok_or_else(|| not_ready(nic))?;
-    let waited = Instant::now();
+    let waited = Step::now();
     let mut dp = ctx.dataplane.lock().expect("dataplane lock");
     ctx.times.add(Part::Lock, waited);
-    let attach = Instant::now();
+    let attach = Step::now();
     let attached = dp.attach_owned_port(&host, port);
     drop(dp);
     ctx.times.add(Part::Attach, attach);
