@@ -116,6 +116,9 @@ fn serve(agent: &Agent, in_flight: &InFlight, conn: UnixStream) {
 /// from a thread inside the Node's namespace.
 pub fn listen(agent: Arc<Agent>, socket: &Path) -> std::io::Result<std::thread::JoinHandle<()>> {
     let handlers = Workers::new("juneau-cni-req", WARM_HANDLERS).map_err(std::io::Error::other)?;
+    agent
+        .warm_endpoint_writers(WARM_HANDLERS)
+        .map_err(std::io::Error::other)?;
     let listener = crate::unixsock::bind_private(socket)?;
     Ok(spawn_accept(agent, listener, socket.to_owned(), handlers))
 }

@@ -42,19 +42,27 @@ pub enum WorkersError {
 impl Workers {
     /// A pool whose threads are named `name`, with `warm` of them made at once.
     pub fn new(name: &'static str, warm: usize) -> Result<Workers, WorkersError> {
+        let pool = Workers::empty(name);
+        pool.warm(warm)?;
+        Ok(pool)
+    }
+
+    /// A pool with no thread yet ([`Workers::warm`] or the first job makes them).
+    pub fn empty(name: &'static str) -> Workers {
         let (tx, rx) = channel();
-        let pool = Workers {
+        Workers {
             name,
             queue: Mutex::new(tx),
             shared: Arc::new(Shared {
                 jobs: Mutex::new(rx),
                 idle: AtomicUsize::new(0),
             }),
-        };
-        for _ in 0..warm {
-            pool.spawn(None)?;
         }
-        Ok(pool)
+    }
+
+    /// Makes `n` more idle threads.
+    pub fn warm(&self, n: usize) -> Result<(), WorkersError> {
+        (0..n).try_for_each(|_| self.spawn(None))
     }
 
     /// Runs `job` on an idle thread, or on a new one when none is idle (the job is
@@ -129,6 +137,24 @@ impl Shared {
 mod tests {
     use super::*;
     use std::sync::{Barrier, mpsc};
+
+    #[test]
+    fn mx_01_an_empty_pool_makes_threads_when_warmed_or_asked() {
+        let pool = Workers::empty("test-empty");
+        assert_eq!(pool.idle(), 0);
+        let (tx, rx) = mpsc::channel();
+        let t = tx.clone();
+        pool.run(move || t.send(1).unwrap()).unwrap();
+        assert_eq!(rx.recv_timeout(std::time::Duration::from_secs(10)), Ok(1));
+        pool.warm(3).unwrap();
+        // The first job's thread went idle after it, beside the three warmed.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while pool.idle() < 4 {
+            assert!(std::time::Instant::now() < deadline, "idle {}", pool.idle());
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(pool.idle(), 4);
+    }
 
     #[test]
     fn mx_01_requests_run_at_once_on_reused_threads() {

@@ -17,6 +17,20 @@ use crate::{
     },
 };
 
+/// What an endpoint writer answers: the write's outcome and how long it took.
+type EndpointAnswer = std::sync::mpsc::Receiver<(Result<(), CniError>, Duration)>;
+
+/// Whether `nic`'s NetworkEndpoint is written while its veth is plumbed rather than
+/// after, by one of the agent's kept endpoint writers: the API server's round trip (a
+/// few hundred ms at the tail of a burst of Pod starts) then overlaps the netlink work
+/// instead of adding to it, and the ADD still answers only once both are done (a
+/// failed one undoes the other). Not for a direct
+/// ElasticIP NIC: its endpoint moves the address (every Node sends its traffic to the
+/// holder the endpoints name, EIP-23), which must wait until the new port can take it.
+fn overlaps_endpoint(nic: &NetworkInterface) -> bool {
+    nic.spec.elastic_ip.is_none()
+}
+
 impl Agent {
     /// The Pod's NICs once the controller allocated all of them.
     fn wait_for_nics(&self, ns: &str, pod: &str) -> Result<Vec<NetworkInterface>, CniError> {
@@ -113,19 +127,36 @@ impl Agent {
             ..Default::default()
         };
         for (nic, driver) in nics.iter().zip(drivers) {
-            let step = driver
-                .setup(&ctx, &nl, nic, &mut made, &mut result)
-                .and_then(|()| {
-                    let ep = self.endpoint_for(&ns, &pod, &req.container_id, nic);
-                    let name = ep.metadata.name.clone().unwrap_or_default();
+            let ep = self.endpoint_for(&ns, &pod, &req.container_id, nic);
+            let name = ep.metadata.name.clone().unwrap_or_default();
+            let beside = if overlaps_endpoint(nic) {
+                self.write_endpoint_beside(ep)
+            } else {
+                Err(Box::new(ep))
+            };
+            let set_up = driver.setup(&ctx, &nl, nic, &mut made, &mut result);
+            // `None`: not written (the NIC's setup failed first).
+            let written = match beside {
+                Ok(answer) => Some(match answer.recv() {
+                    Ok((written, took)) => {
+                        ctx.times.add_elapsed(Part::Endpoint, took);
+                        written
+                    }
+                    Err(_) => Err(nic::io("cannot write the NetworkEndpoint")(
+                        "its writer thread is gone".into(),
+                    )),
+                }),
+                Err(ep) => set_up.is_ok().then(|| {
                     let put = Step::now();
-                    let written = self.cluster.put_endpoint(ep).map_err(cluster_err);
+                    let written = self.cluster.put_endpoint(*ep).map_err(cluster_err);
                     ctx.times.add(Part::Endpoint, put);
-                    written?;
-                    endpoints.push(name);
-                    Ok(())
-                });
-            if let Err(e) = step {
+                    written
+                }),
+            };
+            if matches!(written, Some(Ok(()))) {
+                endpoints.push(name);
+            }
+            if let Err(e) = set_up.and(written.unwrap_or(Ok(()))) {
                 self.undo(made, &ns, endpoints);
                 return Err(e);
             }
@@ -137,6 +168,41 @@ impl Agent {
             tracing::warn!(error = %e, container = %req.container_id, "cannot record the Pod's namespace for its probes");
         }
         Ok((result, waited, ctx.times))
+    }
+
+    /// Hands `ep` to an endpoint writer; its answer (the write's outcome and time)
+    /// comes on the receiver. `Err(ep)` when no writer can be had: the caller writes
+    /// it itself, after the NIC.
+    fn write_endpoint_beside(
+        &self,
+        ep: NetworkEndpoint,
+    ) -> Result<EndpointAnswer, Box<NetworkEndpoint>> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let cluster = self.cluster.clone();
+        // The job keeps the endpoint until it runs; a pool that cannot run it gives
+        // it back through this slot.
+        let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(ep)));
+        let job_slot = slot.clone();
+        let job = move || {
+            let Some(ep) = job_slot.lock().expect("endpoint slot").take() else {
+                return;
+            };
+            let put = Instant::now();
+            let written = cluster.put_endpoint(ep).map_err(cluster_err);
+            let _ = tx.send((written, put.elapsed()));
+        };
+        match self.endpoint_writers.run(job) {
+            Ok(()) => Ok(rx),
+            Err(e) => {
+                tracing::warn!(error = %e, "no endpoint writer; writing after the NIC instead");
+                Err(Box::new(
+                    slot.lock()
+                        .expect("endpoint slot")
+                        .take()
+                        .expect("a job that never ran keeps its endpoint"),
+                ))
+            }
+        }
     }
 
     /// True unless the router serves the segment of every NIC (a direct ElasticIP

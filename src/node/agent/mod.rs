@@ -70,6 +70,10 @@ pub struct Agent {
     /// Where each ADD records its container's namespace for the rewritten probes
     /// (`node::probe`); `None`: not recorded.
     netns_records: Option<std::path::PathBuf>,
+    /// The threads that write an ADD's NetworkEndpoints while its NICs are plumbed
+    /// (`cni.rs`): kept, not made per ADD (a thread made in a burst of Pod starts
+    /// waits behind the runtime's cgroup moves and the memory-map lock).
+    endpoint_writers: crate::node::workers::Workers,
 }
 
 /// Juneau's Pod NIC links in the calling thread's namespace ([`veth::ports`]).
@@ -118,7 +122,17 @@ impl Agent {
             bgp_dir: None,
             bgp_off: false,
             netns_records: None,
+            endpoint_writers: crate::node::workers::Workers::empty("juneau-ep-write"),
         })
+    }
+
+    /// Makes `n` endpoint writers ready before the first burst (the CNI socket's
+    /// listener does, beside its handler threads).
+    pub fn warm_endpoint_writers(
+        &self,
+        n: usize,
+    ) -> Result<(), crate::node::workers::WorkersError> {
+        self.endpoint_writers.warm(n)
     }
 
     /// Records each ADD's namespace in `dir` (`node::probe`).

@@ -21,7 +21,9 @@ pub enum Part {
     Lock,
     /// Attaching the ports and writing their maps, under the lock.
     Attach,
-    /// Writing the NetworkEndpoints (the API server).
+    /// Writing the NetworkEndpoints (the API server); for a NIC without an ElasticIP
+    /// on a thread of its own while the NIC is plumbed, so it overlaps the netlink
+    /// steps instead of adding to them.
     Endpoint,
     /// Opening netlink to the Node's and the Pod's namespaces.
     Session,
@@ -111,6 +113,12 @@ impl AddTimes {
             self.cpu[i].fetch_add(micros(d.cpu_ns), Ordering::Relaxed);
             self.runq[i].fetch_add(micros(d.runq_ns), Ordering::Relaxed);
         }
+    }
+
+    /// Counts `took`, measured on another thread, to `part` (wall time only).
+    pub fn add_elapsed(&self, part: Part, took: std::time::Duration) {
+        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        self.wall[part as usize].fetch_add(us, Ordering::Relaxed);
     }
 
     fn sum(&self, counters: &[AtomicU64; PARTS], part: Part) -> f64 {
