@@ -273,7 +273,8 @@ fn p99_anatomy(adds: &mut [BTreeMap<String, f64>]) -> String {
         f("door_ms"),
         f("links_cpu_ms"),
         f("links_runq_ms"),
-        f("links_ms") - f("links_cpu_ms") - f("links_runq_ms"),
+        // The three are rounded apart: never below zero.
+        (f("links_ms") - f("links_cpu_ms") - f("links_runq_ms")).max(0.0),
         f("endpoint_ms"),
         f("cpu_ms"),
         f("runq_ms"),

@@ -116,8 +116,9 @@ pub fn host_name(container_id: &str, interface: &str) -> String {
 /// removed again, so a failed ADD leaves nothing (and a half-made pair without its alias
 /// would be invisible to DEL and GC).
 ///
-/// Two RTNL requests where four were: in a burst of Pod starts every request waits for
-/// the kernel's one netlink lock behind the other sandboxes' work, so the ADD's time
+/// Two RTNL requests where four were (three and five with the clsact qdisc of a port
+/// that takes its program as a tc filter): in a burst of Pod starts every request waits
+/// for the kernel's one netlink lock behind the other sandboxes' work, so the ADD's time
 /// grows with its count of them.
 /// - The pair is made from the Pod's side: the Pod end is the new link, born up in the
 ///   Pod's namespace (up at creation works only for the link the request names: its
