@@ -130,14 +130,14 @@ impl Agent {
             let ep = self.endpoint_for(&ns, &pod, &req.container_id, nic);
             let name = ep.metadata.name.clone().unwrap_or_default();
             let beside = if overlaps_endpoint(nic) {
-                self.write_endpoint_beside(ep)
+                self.write_endpoint_beside(ep.clone())
             } else {
-                Err(Box::new(ep))
+                None
             };
             let set_up = driver.setup(&ctx, &nl, nic, &mut made, &mut result);
             // `None`: not written (the NIC's setup failed first).
             let written = match beside {
-                Ok(answer) => Some(match answer.recv() {
+                Some(answer) => Some(match answer.recv() {
                     Ok((written, took)) => {
                         ctx.times.add_elapsed(Part::Endpoint, took);
                         written
@@ -146,9 +146,9 @@ impl Agent {
                         "its writer thread is gone".into(),
                     )),
                 }),
-                Err(ep) => set_up.is_ok().then(|| {
+                None => set_up.is_ok().then(|| {
                     let put = Step::now();
-                    let written = self.cluster.put_endpoint(*ep).map_err(cluster_err);
+                    let written = self.cluster.put_endpoint(ep).map_err(cluster_err);
                     ctx.times.add(Part::Endpoint, put);
                     written
                 }),
@@ -171,36 +171,21 @@ impl Agent {
     }
 
     /// Hands `ep` to an endpoint writer; its answer (the write's outcome and time)
-    /// comes on the receiver. `Err(ep)` when no writer can be had: the caller writes
-    /// it itself, after the NIC.
-    fn write_endpoint_beside(
-        &self,
-        ep: NetworkEndpoint,
-    ) -> Result<EndpointAnswer, Box<NetworkEndpoint>> {
+    /// comes on the receiver. `None` when no writer can be had: the caller writes its
+    /// own copy after the NIC.
+    fn write_endpoint_beside(&self, ep: NetworkEndpoint) -> Option<EndpointAnswer> {
         let (tx, rx) = std::sync::mpsc::channel();
         let cluster = self.cluster.clone();
-        // The job keeps the endpoint until it runs; a pool that cannot run it gives
-        // it back through this slot.
-        let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(ep)));
-        let job_slot = slot.clone();
         let job = move || {
-            let Some(ep) = job_slot.lock().expect("endpoint slot").take() else {
-                return;
-            };
             let put = Instant::now();
             let written = cluster.put_endpoint(ep).map_err(cluster_err);
             let _ = tx.send((written, put.elapsed()));
         };
         match self.endpoint_writers.run(job) {
-            Ok(()) => Ok(rx),
+            Ok(()) => Some(rx),
             Err(e) => {
                 tracing::warn!(error = %e, "no endpoint writer; writing after the NIC instead");
-                Err(Box::new(
-                    slot.lock()
-                        .expect("endpoint slot")
-                        .take()
-                        .expect("a job that never ran keeps its endpoint"),
-                ))
+                None
             }
         }
     }

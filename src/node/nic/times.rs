@@ -163,16 +163,27 @@ mod tests {
         t.wall[Part::Door as usize].store(500, Ordering::Relaxed);
         t.wall[Part::Lock as usize].store(9_000, Ordering::Relaxed);
         assert_eq!(t.ms(Part::Links), 2.5, "only the netlink steps");
-        // A busy thread's counters move forward.
-        let before = Step::now();
-        let mut x = 0u64;
-        for i in 0..2_000_000u64 {
-            x = x.wrapping_add(i * i);
-        }
-        std::hint::black_box(x);
-        t.add(Part::PodRoutes, before);
-        if before.sched.is_some() {
-            assert!(t.cpu_ms(Part::PodRoutes) > 0.0);
-        }
+        // Counters read out of order never count backwards.
+        let (early, late) = (
+            Sched {
+                cpu_ns: 5_000,
+                runq_ns: 9_000,
+            },
+            Sched {
+                cpu_ns: 7_000,
+                runq_ns: 8_000,
+            },
+        );
+        assert_eq!(
+            late.since(early),
+            Sched {
+                cpu_ns: 2_000,
+                runq_ns: 0
+            }
+        );
+        // A part timed on another thread counts its wall time alone.
+        t.add_elapsed(Part::Endpoint, std::time::Duration::from_micros(1_500));
+        assert_eq!(t.ms(Part::Endpoint), 1.5);
+        assert_eq!(t.cpu_ms(Part::Endpoint), 0.0);
     }
 }
